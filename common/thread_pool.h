@@ -1,0 +1,66 @@
+// A fixed-size pool of threads running closures in FIFO order.
+//
+// Used where work may block (RPC handlers) and must stay off a transport's progress thread.
+//
+//   ThreadPool pool("rpc", 2);
+//   pool.Schedule([] { HandleRequest(); });
+//   // the destructor runs what was queued, then joins
+#ifndef SLUICE_COMMON_THREAD_POOL_H_
+#define SLUICE_COMMON_THREAD_POOL_H_
+
+#include <deque>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+
+namespace sluice {
+
+class ThreadPool {
+ public:
+  ThreadPool(std::string name, int threads) : name_(std::move(name)) {
+    for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { Run(); });
+  }
+  ~ThreadPool() {
+    {
+      absl::MutexLock lock(&mu_);
+      stopping_ = true;
+    }
+    for (auto& t : threads_) t.join();
+  }
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  void Schedule(std::function<void()> task) {
+    absl::MutexLock lock(&mu_);
+    tasks_.push_back(std::move(task));
+  }
+
+ private:
+  void Run() {
+    while (true) {
+      std::function<void()> task;
+      {
+        absl::MutexLock lock(&mu_);
+        mu_.Await(absl::Condition(
+            +[](ThreadPool* p) { return p->stopping_ || !p->tasks_.empty(); }, this));
+        if (tasks_.empty()) return;  // stopping and drained
+        task = std::move(tasks_.front());
+        tasks_.pop_front();
+      }
+      task();
+    }
+  }
+
+  const std::string name_;
+  absl::Mutex mu_;
+  std::deque<std::function<void()>> tasks_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace sluice
+
+#endif  // SLUICE_COMMON_THREAD_POOL_H_

@@ -1,0 +1,294 @@
+#include "transport/rpc.h"
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "common/status_macros.h"
+
+namespace sluice::transport {
+namespace {
+
+constexpr uint8_t kRequest = 1;
+constexpr uint8_t kResponse = 2;
+// The body (protobuf bytes) travels as the payload because it exceeds the header limit.
+constexpr uint8_t kBodyInPayload = 1;
+
+// Fixed-size prefix of every message header; the body follows it.
+struct Frame {
+  uint8_t kind = 0;
+  uint8_t flags = 0;
+  uint16_t reserved = 0;
+  uint32_t method = 0;
+  uint64_t request_id = 0;
+  int32_t code = 0;
+  uint32_t body_size = 0;
+};
+static_assert(sizeof(Frame) == 24);
+
+std::string EncodeFrame(const Frame& frame, absl::string_view body) {
+  std::string out(sizeof(Frame) + body.size(), '\0');
+  std::memcpy(out.data(), &frame, sizeof(Frame));
+  std::memcpy(out.data() + sizeof(Frame), body.data(), body.size());
+  return out;
+}
+
+// Validates a frame received from the network.
+absl::StatusOr<Frame> DecodeFrame(absl::string_view header) {
+  Frame frame;
+  if (header.size() < sizeof(Frame)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("message header of ", header.size(), " bytes is shorter than a frame"));
+  }
+  std::memcpy(&frame, header.data(), sizeof(Frame));
+  if (frame.kind != kRequest && frame.kind != kResponse) {
+    return absl::InvalidArgumentError(absl::StrCat("unknown message kind ", frame.kind));
+  }
+  const bool in_payload = frame.flags & kBodyInPayload;
+  if (!in_payload && frame.body_size != header.size() - sizeof(Frame)) {
+    return absl::InvalidArgumentError(absl::StrCat("frame announces ", frame.body_size,
+                                                   " body bytes, message carries ",
+                                                   header.size() - sizeof(Frame)));
+  }
+  return frame;
+}
+
+}  // namespace
+
+void ServerCall::Reply(const absl::Status& status, std::string response, Payload payload,
+                       SendCallback on_sent) {
+  endpoint_->SendFrame(peer_, kResponse, method_, request_id_, status, std::move(response), payload,
+                       std::move(on_sent));
+}
+
+absl::StatusOr<std::unique_ptr<RpcEndpoint>> RpcEndpoint::Create(const RpcOptions& options) {
+  std::unique_ptr<RpcEndpoint> endpoint(new RpcEndpoint(options));
+  SLUICE_ASSIGN_OR_RETURN(endpoint->transport_,
+                          CreateTransport(options.scheme, options.transport, endpoint.get()));
+  return endpoint;
+}
+
+RpcEndpoint::RpcEndpoint(const RpcOptions& options)
+    : handlers_pool_(std::make_unique<ThreadPool>("rpc", options.handler_threads)) {}
+
+RpcEndpoint::~RpcEndpoint() {
+  // Handlers still queued may reply through the transport: drain them first.
+  handlers_pool_.reset();
+  transport_.reset();
+  absl::flat_hash_map<uint64_t, PendingCall> pending;
+  {
+    absl::MutexLock lock(&mu_);
+    pending.swap(pending_);
+  }
+  for (auto& [id, call] : pending) call.done(absl::CancelledError("RPC endpoint shut down"));
+}
+
+void RpcEndpoint::Handle(uint32_t method, MethodHandler handler) {
+  handlers_[method] = std::move(handler);
+}
+
+absl::StatusOr<Address> RpcEndpoint::Listen(const Address& bind) {
+  return transport_->Listen(bind);
+}
+
+absl::StatusOr<ConnectionId> RpcEndpoint::ConnectTo(const Address& peer) {
+  std::string key = peer.ToString();
+  {
+    absl::MutexLock lock(&mu_);
+    if (auto it = connections_.find(key); it != connections_.end()) return it->second;
+  }
+  SLUICE_ASSIGN_OR_RETURN(ConnectionId id, transport_->Connect(peer));
+  absl::MutexLock lock(&mu_);
+  auto [it, inserted] = connections_.emplace(key, id);
+  if (!inserted) {  // another thread connected meanwhile; keep one connection per peer
+    transport_->Close(id);
+    return it->second;
+  }
+  peer_of_[id] = key;
+  return id;
+}
+
+void RpcEndpoint::SendFrame(ConnectionId to, uint8_t kind, uint32_t method, uint64_t request_id,
+                            const absl::Status& status, std::string body, Payload payload,
+                            SendCallback on_sent) {
+  Frame frame;
+  frame.kind = kind;
+  frame.method = method;
+  frame.request_id = request_id;
+  frame.code = static_cast<int32_t>(status.code());
+  if (!status.ok()) body = std::string(status.message());
+  frame.body_size = static_cast<uint32_t>(body.size());
+  if (sizeof(Frame) + body.size() <= transport_->max_header_size()) {
+    transport_->Send(to, EncodeFrame(frame, body), payload, std::move(on_sent));
+    return;
+  }
+  if (payload.size != 0) {
+    if (on_sent) {
+      on_sent(absl::InvalidArgumentError(
+          absl::StrCat("message body of ", body.size(), " bytes and a data payload together")));
+    }
+    return;
+  }
+  // Too big for a header: the body rides as the payload, kept alive until sent.
+  frame.flags |= kBodyInPayload;
+  auto owned = std::make_shared<std::string>(std::move(body));
+  Payload as_payload{owned->data(), owned->size()};
+  transport_->Send(to, EncodeFrame(frame, {}), as_payload,
+                   [owned, on_sent = std::move(on_sent)](absl::Status s) {
+                     if (on_sent) on_sent(s);
+                   });
+}
+
+void RpcEndpoint::CallAsync(ConnectionId to, uint32_t method, std::string request,
+                            const CallOptions& options, CallCallback done) {
+  uint64_t id;
+  {
+    absl::MutexLock lock(&mu_);
+    id = next_request_id_++;
+    pending_[id] = PendingCall{
+        to, method, absl::Now() + options.timeout, options.landing, false, std::move(done)};
+  }
+  SendFrame(to, kRequest, method, id, absl::OkStatus(), std::move(request), {},
+            [this, id](absl::Status s) {
+              if (!s.ok()) FailCall(id, s);
+            });
+}
+
+absl::StatusOr<CallResult> RpcEndpoint::Call(ConnectionId to, uint32_t method, std::string request,
+                                             const CallOptions& options) {
+  absl::Notification done;
+  absl::StatusOr<CallResult> result;
+  CallAsync(to, method, std::move(request), options, [&](absl::StatusOr<CallResult> r) {
+    result = std::move(r);
+    done.Notify();
+  });
+  done.WaitForNotification();
+  return result;
+}
+
+absl::Status RpcEndpoint::CallProto(const Address& peer, uint32_t method,
+                                    const google::protobuf::MessageLite& request,
+                                    google::protobuf::MessageLite* response,
+                                    absl::Duration timeout) {
+  SLUICE_ASSIGN_OR_RETURN(ConnectionId connection, ConnectTo(peer));
+  CallOptions options;
+  options.timeout = timeout;
+  SLUICE_ASSIGN_OR_RETURN(CallResult result,
+                          Call(connection, method, request.SerializeAsString(), options));
+  if (!response->ParseFromString(result.response)) {
+    return absl::DataLossError(
+        absl::StrCat("malformed ", response->GetTypeName(), " from ", peer.ToString()));
+  }
+  return absl::OkStatus();
+}
+
+void RpcEndpoint::FailCall(uint64_t request_id, const absl::Status& status) {
+  CallCallback done;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = pending_.find(request_id);
+    if (it == pending_.end()) return;
+    done = std::move(it->second.done);
+    pending_.erase(it);
+  }
+  done(status);
+}
+
+PayloadDestination RpcEndpoint::ChoosePayloadDestination(ConnectionId from,
+                                                         absl::string_view header,
+                                                         size_t payload_size) {
+  absl::StatusOr<Frame> frame = DecodeFrame(header);
+  if (!frame.ok() || frame->kind != kResponse || (frame->flags & kBodyInPayload)) return {};
+  absl::MutexLock lock(&mu_);
+  auto it = pending_.find(frame->request_id);
+  if (it == pending_.end() || it->second.connection != from) return {};
+  if (it->second.landing.data != nullptr) it->second.receiving = true;
+  return it->second.landing;
+}
+
+void RpcEndpoint::OnMessage(ConnectionId from, std::string header, InboundPayload payload) {
+  absl::StatusOr<Frame> frame = DecodeFrame(header);
+  if (!frame.ok()) return;  // not ours to answer: without a valid frame there is no request id
+  std::string body;
+  if (frame->flags & kBodyInPayload) {
+    if (!payload.status.ok() || payload.size != frame->body_size) return;
+    body.assign(reinterpret_cast<const char*>(payload.data), payload.size);
+    payload = InboundPayload{};
+  } else {
+    body = header.substr(sizeof(Frame));
+  }
+
+  if (frame->kind == kRequest) {
+    auto it = handlers_.find(frame->method);
+    auto call =
+        std::make_shared<ServerCall>(this, from, frame->method, frame->request_id, std::move(body));
+    if (it == handlers_.end()) {
+      call->Reply(absl::UnimplementedError(absl::StrCat("unknown method ", frame->method)));
+      return;
+    }
+    handlers_pool_->Schedule([handler = &it->second, call] { (*handler)(call); });
+    return;
+  }
+
+  CallCallback done;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = pending_.find(frame->request_id);
+    if (it == pending_.end() || it->second.connection != from) return;  // late or forged
+    done = std::move(it->second.done);
+    pending_.erase(it);
+  }
+  auto code = static_cast<absl::StatusCode>(frame->code);
+  if (code != absl::StatusCode::kOk) {
+    done(absl::Status(code, body));
+  } else if (!payload.status.ok()) {
+    done(payload.status);
+  } else {
+    done(CallResult{std::move(body), std::move(payload)});
+  }
+}
+
+void RpcEndpoint::OnDisconnect(ConnectionId connection, absl::Status why) {
+  std::vector<CallCallback> failed;
+  {
+    absl::MutexLock lock(&mu_);
+    if (auto it = peer_of_.find(connection); it != peer_of_.end()) {
+      connections_.erase(it->second);
+      peer_of_.erase(it);
+    }
+    for (auto it = pending_.begin(); it != pending_.end();) {
+      if (it->second.connection == connection) {
+        failed.push_back(std::move(it->second.done));
+        pending_.erase(it++);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (auto& done : failed) done(why);
+}
+
+void RpcEndpoint::OnTick() {
+  std::vector<std::pair<CallCallback, std::string>> expired;
+  absl::Time now = absl::Now();
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto it = pending_.begin(); it != pending_.end();) {
+      // A call whose payload is landing is left to finish: its buffer is in use.
+      if (it->second.deadline <= now && !it->second.receiving) {
+        std::string peer = peer_of_.contains(it->second.connection)
+                               ? peer_of_[it->second.connection]
+                               : absl::StrCat("connection ", it->second.connection);
+        expired.emplace_back(std::move(it->second.done),
+                             absl::StrCat("no reply to method ", it->second.method, " from ", peer,
+                                          " before the deadline"));
+        pending_.erase(it++);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (auto& [done, message] : expired) done(absl::DeadlineExceededError(message));
+}
+
+}  // namespace sluice::transport

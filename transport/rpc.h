@@ -1,0 +1,145 @@
+// Request/response calls with deadlines over a Transport: the control channel's engine.
+//
+// A call sends a small frame (method, request id) plus a serialized protobuf; the reply comes
+// back on the same connection. A caller that expects a data payload (a batch) names a
+// `landing` buffer in CallOptions: the payload then moves by rendezvous straight into it.
+// Server handlers run on a small thread pool so they may block; replies may be sent from any
+// thread, later, which is how a worker answers a fetch once a batch is ready.
+//
+//   auto rpc = RpcEndpoint::Create(options);
+//   (*rpc)->Handle(kGetSplit, [](std::shared_ptr<ServerCall> call) { call->Reply(Ok(), bytes); });
+//   (*rpc)->Listen(address);
+//   absl::StatusOr<CallResult> r = (*rpc)->Call(connection, kGetSplit, request, {});
+#ifndef SLUICE_TRANSPORT_RPC_H_
+#define SLUICE_TRANSPORT_RPC_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/thread_pool.h"
+#include "google/protobuf/message_lite.h"
+#include "transport/transport.h"
+
+namespace sluice::transport {
+
+struct RpcOptions {
+  std::string scheme = "ucx";
+  TransportOptions transport;
+  int handler_threads = 2;
+};
+
+struct CallOptions {
+  absl::Duration timeout = absl::Seconds(30);
+  // Where a response payload should land; without one it is received into heap memory.
+  PayloadDestination landing;
+};
+
+struct CallResult {
+  std::string response;    // the serialized response message
+  InboundPayload payload;  // the response's data payload, if any
+};
+
+using CallCallback = std::function<void(absl::StatusOr<CallResult>)>;
+
+class RpcEndpoint;
+
+// One incoming request. Reply exactly once, from any thread.
+class ServerCall {
+ public:
+  ServerCall(RpcEndpoint* endpoint, ConnectionId peer, uint32_t method, uint64_t request_id,
+             std::string request)
+      : endpoint_(endpoint),
+        peer_(peer),
+        method_(method),
+        request_id_(request_id),
+        request_(std::move(request)) {}
+
+  [[nodiscard]] ConnectionId peer() const { return peer_; }
+  [[nodiscard]] uint32_t method() const { return method_; }
+  [[nodiscard]] const std::string& request() const { return request_; }
+
+  // A non-OK status is delivered to the caller as that status. `payload` must stay valid
+  // until `on_sent` runs.
+  void Reply(const absl::Status& status, std::string response = {}, Payload payload = {},
+             SendCallback on_sent = {});
+  void Reply(const google::protobuf::MessageLite& response) {
+    Reply(absl::OkStatus(), response.SerializeAsString());
+  }
+
+ private:
+  RpcEndpoint* endpoint_;
+  ConnectionId peer_;
+  uint32_t method_;
+  uint64_t request_id_;
+  std::string request_;
+};
+
+using MethodHandler = std::function<void(std::shared_ptr<ServerCall>)>;
+
+class RpcEndpoint final : public MessageHandler {
+ public:
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<RpcEndpoint>> Create(
+      const RpcOptions& options);
+  ~RpcEndpoint() override;
+
+  // Registers a handler; call before Listen.
+  void Handle(uint32_t method, MethodHandler handler);
+  [[nodiscard]] absl::StatusOr<Address> Listen(const Address& bind);
+  // Returns the live connection to `peer`, connecting if there is none.
+  [[nodiscard]] absl::StatusOr<ConnectionId> ConnectTo(const Address& peer);
+
+  void CallAsync(ConnectionId to, uint32_t method, std::string request, const CallOptions& options,
+                 CallCallback done);
+  [[nodiscard]] absl::StatusOr<CallResult> Call(ConnectionId to, uint32_t method,
+                                                std::string request, const CallOptions& options);
+  // Connects to `peer` if needed, calls, and parses the response into `response`.
+  [[nodiscard]] absl::Status CallProto(const Address& peer, uint32_t method,
+                                       const google::protobuf::MessageLite& request,
+                                       google::protobuf::MessageLite* response,
+                                       absl::Duration timeout);
+
+  [[nodiscard]] Transport& transport() { return *transport_; }
+
+  // MessageHandler (progress thread).
+  PayloadDestination ChoosePayloadDestination(ConnectionId from, absl::string_view header,
+                                              size_t payload_size) override;
+  void OnMessage(ConnectionId from, std::string header, InboundPayload payload) override;
+  void OnDisconnect(ConnectionId connection, absl::Status why) override;
+  void OnTick() override;
+
+ private:
+  friend class ServerCall;
+  struct PendingCall {
+    ConnectionId connection;
+    uint32_t method;
+    absl::Time deadline;
+    PayloadDestination landing;
+    bool receiving = false;  // a payload is landing: the landing buffer is in use
+    CallCallback done;
+  };
+
+  explicit RpcEndpoint(const RpcOptions& options);
+  void SendFrame(ConnectionId to, uint8_t kind, uint32_t method, uint64_t request_id,
+                 const absl::Status& status, std::string body, Payload payload,
+                 SendCallback on_sent);
+  void FailCall(uint64_t request_id, const absl::Status& status);
+
+  std::unique_ptr<ThreadPool> handlers_pool_;
+  std::unique_ptr<Transport> transport_;
+  absl::flat_hash_map<uint32_t, MethodHandler> handlers_;  // written before Listen only
+
+  absl::Mutex mu_;
+  uint64_t next_request_id_ ABSL_GUARDED_BY(mu_) = 1;
+  absl::flat_hash_map<uint64_t, PendingCall> pending_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, ConnectionId> connections_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<ConnectionId, std::string> peer_of_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace sluice::transport
+
+#endif  // SLUICE_TRANSPORT_RPC_H_

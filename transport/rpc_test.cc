@@ -1,0 +1,218 @@
+// Real UCX endpoints (two transport instances, each with its own context and progress
+// thread) over shared memory and over TCP on loopback.
+#include "transport/rpc.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <numeric>
+#include <thread>
+
+#include "absl/synchronization/notification.h"
+#include "transport/slab_pool.h"
+
+namespace sluice::transport {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr uint32_t kEcho = 1;
+constexpr uint32_t kBlob = 2;     // replies with a payload of N bytes (N = request as text)
+constexpr uint32_t kNoReply = 3;  // never replies
+
+struct Tls {
+  const char* name;
+  const char* ucx_tls;
+};
+
+class RpcTest : public ::testing::TestWithParam<Tls> {
+ protected:
+  void SetUp() override {
+    RpcOptions options;
+    options.transport.ucx_tls = GetParam().ucx_tls;
+    auto server = RpcEndpoint::Create(options);
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = std::move(*server);
+    server_->Handle(kEcho, [](std::shared_ptr<ServerCall> call) {
+      call->Reply(absl::OkStatus(), "echo:" + call->request());
+    });
+    server_->Handle(kBlob, [this](std::shared_ptr<ServerCall> call) {
+      size_t n = std::stoul(call->request());
+      auto blob = std::make_shared<std::vector<uint8_t>>(n);
+      std::iota(blob->begin(), blob->end(), uint8_t{7});
+      call->Reply(absl::OkStatus(), "blob", Payload{blob->data(), blob->size()},
+                  [blob](absl::Status) {});
+    });
+    server_->Handle(kNoReply, [this](std::shared_ptr<ServerCall> call) {
+      absl::MutexLock lock(&mu_);
+      parked_.push_back(call);
+    });
+    auto bound = server_->Listen(Address{"ucx", "127.0.0.1", 0});
+    ASSERT_TRUE(bound.ok()) << bound.status();
+    ASSERT_NE(bound->port, 0);
+    address_ = *bound;
+    auto client = RpcEndpoint::Create(options);
+    ASSERT_TRUE(client.ok()) << client.status();
+    client_ = std::move(*client);
+  }
+
+  absl::Mutex mu_;
+  std::vector<std::shared_ptr<ServerCall>> parked_;
+  std::unique_ptr<RpcEndpoint> server_;
+  std::unique_ptr<RpcEndpoint> client_;
+  Address address_;
+};
+
+TEST_P(RpcTest, RequestResponseRoundTrip) {
+  auto connection = client_->ConnectTo(address_);
+  ASSERT_TRUE(connection.ok()) << connection.status();
+  for (int i = 0; i < 50; ++i) {
+    auto result = client_->Call(*connection, kEcho, "hello " + std::to_string(i), {});
+    ASSERT_TRUE(result.ok()) << result.status();
+    EXPECT_EQ(result->response, "echo:hello " + std::to_string(i));
+    EXPECT_EQ(result->payload.size, 0u);
+  }
+}
+
+TEST_P(RpcTest, BodyLargerThanHeaderLimitTravelsAsPayload) {
+  auto connection = client_->ConnectTo(address_);
+  ASSERT_TRUE(connection.ok());
+  std::string big(client_->transport().max_header_size() * 3 + 17, 'x');
+  big[5] = 'y';
+  auto result = client_->Call(*connection, kEcho, big, {});
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->response, "echo:" + big);
+}
+
+TEST_P(RpcTest, LargePayloadLandsInChosenRegisteredBufferWithoutCopy) {
+  auto pool = SlabPool::Create(client_->transport(), 8 << 20, 2);
+  ASSERT_TRUE(pool.ok()) << pool.status();
+  auto slab = (*pool)->TryAcquire();
+  ASSERT_TRUE(slab.has_value());
+  auto connection = client_->ConnectTo(address_);
+  ASSERT_TRUE(connection.ok());
+  const size_t n = 4 << 20;
+  uint64_t copied_before = client_->transport().stats().payload_bytes_copied;
+  CallOptions options;
+  options.landing = PayloadDestination{slab->data(), slab->capacity()};
+  auto result = client_->Call(*connection, kBlob, std::to_string(n), options);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->payload.data, slab->data());
+  ASSERT_EQ(result->payload.size, n);
+  EXPECT_EQ(result->payload.owned, nullptr);
+  for (size_t i = 0; i < n; i += 4099) {
+    ASSERT_EQ(static_cast<uint8_t>(slab->data()[i]), static_cast<uint8_t>(7 + i)) << i;
+  }
+  EXPECT_EQ(client_->transport().stats().payload_bytes_copied, copied_before);
+}
+
+TEST_P(RpcTest, PayloadLargerThanLandingBufferIsAnError) {
+  std::vector<std::byte> small(1024);
+  auto connection = client_->ConnectTo(address_);
+  ASSERT_TRUE(connection.ok());
+  CallOptions options;
+  options.landing = PayloadDestination{small.data(), small.size()};
+  auto result = client_->Call(*connection, kBlob, "100000", options);
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(result.status().message(), HasSubstr("does not fit"));
+}
+
+TEST_P(RpcTest, UnknownMethodIsUnimplemented) {
+  auto connection = client_->ConnectTo(address_);
+  ASSERT_TRUE(connection.ok());
+  auto result = client_->Call(*connection, 999, "", {});
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(result.status().message(), HasSubstr("999"));
+}
+
+TEST_P(RpcTest, MissingReplyHitsDeadline) {
+  auto connection = client_->ConnectTo(address_);
+  ASSERT_TRUE(connection.ok());
+  CallOptions options;
+  options.timeout = absl::Milliseconds(200);
+  auto start = std::chrono::steady_clock::now();
+  auto result = client_->Call(*connection, kNoReply, "", options);
+  auto elapsed = std::chrono::steady_clock::now() - start;
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_LT(elapsed, std::chrono::seconds(5));
+}
+
+TEST_P(RpcTest, UnreachablePeerFailsInsteadOfHanging) {
+  Address nobody{"ucx", "127.0.0.1", 1};  // nothing listens on port 1
+  CallOptions options;
+  options.timeout = absl::Seconds(10);
+  auto start = std::chrono::steady_clock::now();
+  auto connection = client_->ConnectTo(nobody);
+  absl::Status status = connection.status();
+  if (connection.ok()) status = client_->Call(*connection, kEcho, "x", options).status();
+  auto elapsed = std::chrono::steady_clock::now() - start;
+  ASSERT_FALSE(status.ok());
+  EXPECT_TRUE(status.code() == absl::StatusCode::kUnavailable ||
+              status.code() == absl::StatusCode::kDeadlineExceeded)
+      << status;
+  EXPECT_LT(elapsed, std::chrono::seconds(11));
+}
+
+TEST_P(RpcTest, PeerDeathFailsOutstandingCall) {
+  auto connection = client_->ConnectTo(address_);
+  ASSERT_TRUE(connection.ok());
+  ASSERT_TRUE(client_->Call(*connection, kEcho, "warm-up", {}).ok());
+  CallOptions options;
+  options.timeout = absl::Seconds(60);
+  absl::Notification done;
+  absl::Status status;
+  client_->CallAsync(*connection, kNoReply, "", options, [&](absl::StatusOr<CallResult> r) {
+    status = r.status();
+    done.Notify();
+  });
+  // Wait until the server holds the call, then let the server die.
+  for (int i = 0; i < 500; ++i) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (!parked_.empty()) break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    parked_.clear();
+  }
+  server_.reset();
+  ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(30)))
+      << "peer failure was not reported";
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, RpcTest,
+                         ::testing::Values(Tls{"shm", "posix,sysv,cma,self"},
+                                           Tls{"shmalias", "shm,self"}, Tls{"tcp", "tcp,self"}),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+TEST(AddressTest, ParsesAndFormats) {
+  auto a = ParseAddress("ucx://10.0.0.2:5050");
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->host, "10.0.0.2");
+  EXPECT_EQ(a->port, 5050);
+  EXPECT_EQ(a->ToString(), "ucx://10.0.0.2:5050");
+  auto v6 = ParseAddress("ucx://[::1]:7");
+  ASSERT_TRUE(v6.ok());
+  EXPECT_EQ(v6->host, "::1");
+  EXPECT_EQ(v6->ToString(), "ucx://[::1]:7");
+  auto bare = ParseAddress("localhost:9");
+  ASSERT_TRUE(bare.ok());
+  EXPECT_EQ(bare->scheme, "ucx");
+}
+
+TEST(AddressTest, RejectsBadInput) {
+  EXPECT_THAT(ParseAddress("http://x:1").status().message(), HasSubstr("unknown scheme"));
+  EXPECT_THAT(ParseAddress("ucx://host").status().message(), HasSubstr("PORT"));
+  EXPECT_THAT(ParseAddress("ucx://host:99999").status().message(), HasSubstr("0..65535"));
+  EXPECT_THAT(ParseAddress("ucx://:5").status().message(), HasSubstr("empty host"));
+}
+
+}  // namespace
+}  // namespace sluice::transport

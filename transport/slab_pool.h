@@ -1,0 +1,84 @@
+// A pool of equal-sized slabs in one allocation registered with a transport once.
+//
+// Workers assemble batches straight into slabs and send from them; clients land batches in
+// them. Registering the whole pool at start-up is what keeps per-batch cost free of memory
+// registration. Memory use is fixed by (slab_bytes × num_slabs), never by the data.
+//
+//   absl::StatusOr<std::shared_ptr<SlabPool>> pool = SlabPool::Create(transport, 1 << 20, 8);
+//   std::optional<Slab> slab = (*pool)->Acquire(absl::Seconds(1));
+//   EncodeBatch(batch, slab->span());  // returned to the pool when `slab` is destroyed
+#ifndef SLUICE_TRANSPORT_SLAB_POOL_H_
+#define SLUICE_TRANSPORT_SLAB_POOL_H_
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "transport/transport.h"
+
+namespace sluice::transport {
+
+class SlabPool;
+
+// Exclusive use of one slab; gives it back when destroyed. Keeps the pool alive.
+class Slab {
+ public:
+  Slab() = default;
+  Slab(Slab&& other) noexcept { *this = std::move(other); }
+  Slab& operator=(Slab&& other) noexcept;
+  ~Slab() { Release(); }
+
+  [[nodiscard]] std::byte* data() const { return data_; }
+  [[nodiscard]] size_t capacity() const { return capacity_; }
+  [[nodiscard]] std::span<std::byte> span() const { return {data_, capacity_}; }
+  explicit operator bool() const { return data_ != nullptr; }
+  void Release();
+
+ private:
+  friend class SlabPool;
+  Slab(std::shared_ptr<SlabPool> pool, size_t index, std::byte* data, size_t capacity)
+      : pool_(std::move(pool)), index_(index), data_(data), capacity_(capacity) {}
+  std::shared_ptr<SlabPool> pool_;
+  size_t index_ = 0;
+  std::byte* data_ = nullptr;
+  size_t capacity_ = 0;
+};
+
+class SlabPool : public std::enable_shared_from_this<SlabPool> {
+ public:
+  [[nodiscard]] static absl::StatusOr<std::shared_ptr<SlabPool>> Create(Transport& transport,
+                                                                        size_t slab_bytes,
+                                                                        size_t num_slabs);
+  ~SlabPool();
+
+  // A free slab, or nullopt when none frees up within `timeout`.
+  [[nodiscard]] std::optional<Slab> Acquire(absl::Duration timeout);
+  [[nodiscard]] std::optional<Slab> TryAcquire() { return Acquire(absl::ZeroDuration()); }
+
+  [[nodiscard]] size_t slab_bytes() const { return slab_bytes_; }
+  [[nodiscard]] size_t num_slabs() const { return num_slabs_; }
+  [[nodiscard]] size_t free_slabs() const;
+  [[nodiscard]] const MemoryRegion& region() const { return *region_; }
+
+ private:
+  friend class Slab;
+  SlabPool(std::byte* memory, size_t mapped_bytes, size_t slab_bytes, size_t num_slabs);
+  void Return(size_t index);
+
+  std::byte* const memory_;
+  const size_t mapped_bytes_;
+  const size_t slab_bytes_;
+  const size_t num_slabs_;
+  std::unique_ptr<MemoryRegion> region_;
+  mutable absl::Mutex mu_;
+  std::vector<size_t> free_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace sluice::transport
+
+#endif  // SLUICE_TRANSPORT_SLAB_POOL_H_

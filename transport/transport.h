@@ -1,0 +1,137 @@
+// The transport interface: connections, messages with zero-copy payloads, registered memory.
+//
+// A message is a small `header` (opaque bytes; the RPC layer puts a frame and a protobuf in
+// it) plus an optional `payload`. Large payloads move by rendezvous straight into a buffer
+// the *receiver* chooses (MessageHandler::ChoosePayloadDestination), so a batch goes from
+// the worker's registered slab into the client's registered slab with no copy in between.
+//
+// Threading: every implementation runs one progress thread that owns its C handles. Send,
+// Connect, Close and RegisterMemory may be called from any thread; they hand work to the
+// progress thread. MessageHandler callbacks run *on* the progress thread and must not block.
+//
+//   auto t = CreateTransport(options, &handler);
+//   absl::StatusOr<Address> bound = (*t)->Listen(*ParseAddress("ucx://0.0.0.0:0"));
+//   absl::StatusOr<ConnectionId> c = (*t)->Connect(peer);
+//   (*t)->Send(*c, header_bytes, Payload{slab, n}, [](absl::Status s) { /* slab reusable */ });
+#ifndef SLUICE_TRANSPORT_TRANSPORT_H_
+#define SLUICE_TRANSPORT_TRANSPORT_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "transport/address.h"
+
+namespace sluice::transport {
+
+using ConnectionId = uint64_t;
+inline constexpr ConnectionId kNoConnection = 0;
+
+// Memory registered with a transport once, so that sends from it and receives into it need
+// no per-message registration. Deregistered when destroyed.
+class MemoryRegion {
+ public:
+  virtual ~MemoryRegion() = default;
+  [[nodiscard]] virtual std::byte* base() const = 0;
+  [[nodiscard]] virtual size_t size() const = 0;
+  [[nodiscard]] bool Contains(const void* p, size_t n) const {
+    auto* b = static_cast<const std::byte*>(p);
+    return b >= base() && b + n <= base() + size();
+  }
+};
+
+// Bytes to send. They must stay valid and unmodified until the send callback runs.
+struct Payload {
+  const void* data = nullptr;
+  size_t size = 0;
+};
+
+// Where a receiver wants an incoming payload to land; `data == nullptr` asks the transport
+// to allocate a heap buffer instead.
+struct PayloadDestination {
+  void* data = nullptr;
+  size_t capacity = 0;
+};
+
+// A received payload: either in the chosen destination or in `owned` (heap).
+struct InboundPayload {
+  absl::Status status;  // not OK when the transfer failed
+  const std::byte* data = nullptr;
+  size_t size = 0;
+  std::unique_ptr<std::byte[]> owned;
+};
+
+using SendCallback = std::function<void(absl::Status)>;
+
+class MessageHandler {
+ public:
+  virtual ~MessageHandler() = default;
+  // A message with a payload of `payload_size` bytes arrived; its bytes have not moved yet.
+  virtual PayloadDestination ChoosePayloadDestination(ConnectionId from, absl::string_view header,
+                                                      size_t payload_size) = 0;
+  // A complete message. `payload.size == 0` when there was none.
+  virtual void OnMessage(ConnectionId from, std::string header, InboundPayload payload) = 0;
+  // The connection failed or was closed by the peer; no more messages will come from it.
+  virtual void OnDisconnect(ConnectionId connection, absl::Status why) = 0;
+  // Called on the progress thread every few milliseconds (deadlines, housekeeping).
+  virtual void OnTick() {}
+};
+
+// Counters of the data path, for tests and perf tools. Monotonic.
+struct TransportStats {
+  std::atomic<uint64_t> payload_bytes_sent{0};
+  std::atomic<uint64_t> payload_bytes_received{0};
+  // Bytes the transport itself copied on receive (eager messages copied into a destination).
+  std::atomic<uint64_t> payload_bytes_copied{0};
+  std::atomic<uint64_t> messages_sent{0};
+  std::atomic<uint64_t> messages_received{0};
+};
+
+struct TransportOptions {
+  // For UCX: the value of UCX_TLS for this instance ("" keeps the environment's).
+  std::string ucx_tls;
+  // Payloads at least this large are sent by rendezvous into the receiver's buffer.
+  size_t rendezvous_threshold = 16 * 1024;
+  // Bound on establishing a connection (socket connect plus the address exchange).
+  absl::Duration connect_timeout = absl::Seconds(10);
+  // Name used in log lines and error messages.
+  std::string name = "sluice";
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+
+  [[nodiscard]] virtual absl::string_view scheme() const = 0;
+  // Starts accepting connections; port 0 picks a free port. Returns the bound address.
+  [[nodiscard]] virtual absl::StatusOr<Address> Listen(const Address& bind) = 0;
+  // Starts connecting. Failures to reach the peer arrive later through OnDisconnect (and
+  // fail the messages sent meanwhile); bad addresses fail here.
+  [[nodiscard]] virtual absl::StatusOr<ConnectionId> Connect(const Address& peer) = 0;
+  // Sends header + payload; `done` runs on the progress thread once the payload may be reused.
+  virtual void Send(ConnectionId to, std::string header, Payload payload, SendCallback done) = 0;
+  // Closes a connection (no OnDisconnect for it).
+  virtual void Close(ConnectionId connection) = 0;
+  [[nodiscard]] virtual absl::StatusOr<std::unique_ptr<MemoryRegion>> RegisterMemory(
+      void* base, size_t size) = 0;
+  // Largest header Send accepts; bigger control messages must travel as the payload.
+  [[nodiscard]] virtual size_t max_header_size() const = 0;
+  [[nodiscard]] virtual const TransportStats& stats() const = 0;
+};
+
+// Creates the transport for `scheme` ("ucx"; "ofi" when built with libfabric). `handler`
+// must outlive the transport.
+[[nodiscard]] absl::StatusOr<std::unique_ptr<Transport>> CreateTransport(
+    absl::string_view scheme, const TransportOptions& options, MessageHandler* handler);
+
+}  // namespace sluice::transport
+
+#endif  // SLUICE_TRANSPORT_TRANSPORT_H_

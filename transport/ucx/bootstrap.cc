@@ -1,0 +1,173 @@
+#include "transport/ucx/bootstrap.h"
+
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+
+namespace sluice::transport::ucx {
+namespace {
+
+constexpr char kMagic[4] = {'S', 'L', 'C', '1'};
+// A worker address is a few hundred bytes; anything far larger is not a Sluice peer.
+constexpr uint32_t kMaxWorkerAddress = 64 * 1024;
+
+int MillisUntil(absl::Time deadline) {
+  int64_t ms = absl::ToInt64Milliseconds(deadline - absl::Now());
+  return ms < 0 ? 0 : static_cast<int>(std::min<int64_t>(ms, 1 << 30));
+}
+
+absl::Status WaitFor(int fd, short events, absl::Time deadline, absl::string_view what) {
+  pollfd p{fd, events, 0};
+  int rc;
+  do {
+    rc = poll(&p, 1, MillisUntil(deadline));
+  } while (rc < 0 && errno == EINTR);
+  if (rc == 0) return absl::DeadlineExceededError(absl::StrCat("timed out ", what));
+  if (rc < 0) return absl::UnavailableError(absl::StrCat(what, ": ", std::strerror(errno)));
+  return absl::OkStatus();
+}
+
+absl::Status WriteAll(int fd, const void* data, size_t size, absl::Time deadline) {
+  auto* p = static_cast<const char*>(data);
+  while (size > 0) {
+    SLUICE_RETURN_IF_ERROR(WaitFor(fd, POLLOUT, deadline, "sending the connection hello"));
+    ssize_t n = send(fd, p, size, MSG_NOSIGNAL);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (n <= 0) return absl::UnavailableError(absl::StrCat("send: ", std::strerror(errno)));
+    p += n;
+    size -= static_cast<size_t>(n);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ReadAll(int fd, void* data, size_t size, absl::Time deadline) {
+  auto* p = static_cast<char*>(data);
+  while (size > 0) {
+    SLUICE_RETURN_IF_ERROR(WaitFor(fd, POLLIN, deadline, "waiting for the connection hello"));
+    ssize_t n = recv(fd, p, size, 0);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (n == 0) return absl::UnavailableError("peer closed the connection during the hello");
+    if (n < 0) return absl::UnavailableError(absl::StrCat("recv: ", std::strerror(errno)));
+    p += n;
+    size -= static_cast<size_t>(n);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<addrinfo*> Lookup(const Address& address, bool passive) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = passive ? AI_PASSIVE : 0;
+  addrinfo* result = nullptr;
+  std::string port = std::to_string(address.port);
+  const char* host = address.host.empty() ? nullptr : address.host.c_str();
+  if (int rc = getaddrinfo(host, port.c_str(), &hints, &result); rc != 0 || result == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot resolve host '", address.host, "': ", gai_strerror(rc)));
+  }
+  return result;
+}
+
+}  // namespace
+
+ScopedFd& ScopedFd::operator=(ScopedFd&& other) noexcept {
+  if (this != &other) {
+    reset();
+    fd_ = other.release();
+  }
+  return *this;
+}
+
+void ScopedFd::reset() {
+  if (fd_ >= 0) close(fd_);
+  fd_ = -1;
+}
+
+absl::StatusOr<ScopedFd> ListenSocket(const Address& bind, uint16_t* port) {
+  SLUICE_ASSIGN_OR_RETURN(addrinfo * info, Lookup(bind, /*passive=*/true));
+  ScopedFd fd(socket(info->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  int one = 1;
+  setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  int rc = fd.get() < 0 ? -1 : ::bind(fd.get(), info->ai_addr, info->ai_addrlen);
+  freeaddrinfo(info);
+  if (rc != 0 || listen(fd.get(), 128) != 0) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on ", bind.ToString(), ": ", std::strerror(errno)));
+  }
+  sockaddr_storage self{};
+  socklen_t len = sizeof(self);
+  getsockname(fd.get(), reinterpret_cast<sockaddr*>(&self), &len);
+  *port = ntohs(reinterpret_cast<sockaddr_in*>(&self)->sin_port);  // same offset in sin6
+  return fd;
+}
+
+absl::StatusOr<ScopedFd> ConnectSocket(const Address& peer, absl::Duration timeout) {
+  absl::Time deadline = absl::Now() + timeout;
+  SLUICE_ASSIGN_OR_RETURN(addrinfo * info, Lookup(peer, /*passive=*/false));
+  ScopedFd fd(socket(info->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  int rc = fd.get() < 0 ? -1 : connect(fd.get(), info->ai_addr, info->ai_addrlen);
+  freeaddrinfo(info);
+  if (rc != 0 && errno != EINPROGRESS) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot connect to ", peer.ToString(), ": ", std::strerror(errno)));
+  }
+  if (rc != 0) {
+    absl::Status waited = WaitFor(fd.get(), POLLOUT, deadline, "connecting");
+    if (!waited.ok()) {
+      return absl::Status(waited.code(),
+                          absl::StrCat("cannot connect to ", peer.ToString(), " within ",
+                                       absl::FormatDuration(timeout), ": ", waited.message()));
+    }
+    int error = 0;
+    socklen_t len = sizeof(error);
+    getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &error, &len);
+    if (error != 0) {
+      return absl::UnavailableError(
+          absl::StrCat("cannot connect to ", peer.ToString(), ": ", std::strerror(error)));
+    }
+  }
+  int one = 1;
+  setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  return fd;
+}
+
+absl::Status SendHello(int fd, const Hello& hello, absl::Time deadline) {
+  std::string message(kMagic, sizeof(kMagic));
+  uint32_t length = static_cast<uint32_t>(hello.worker_address.size());
+  message.append(reinterpret_cast<const char*>(&hello.token), sizeof(hello.token));
+  message.append(reinterpret_cast<const char*>(&length), sizeof(length));
+  message.append(hello.worker_address);
+  return WriteAll(fd, message.data(), message.size(), deadline);
+}
+
+absl::StatusOr<Hello> ReceiveHello(int fd, absl::Time deadline) {
+  char magic[sizeof(kMagic)];
+  Hello hello;
+  uint32_t length = 0;
+  SLUICE_RETURN_IF_ERROR(ReadAll(fd, magic, sizeof(magic), deadline));
+  if (std::memcmp(magic, kMagic, sizeof(kMagic)) != 0) {
+    return absl::InvalidArgumentError("peer is not a Sluice endpoint (bad hello magic)");
+  }
+  SLUICE_RETURN_IF_ERROR(ReadAll(fd, &hello.token, sizeof(hello.token), deadline));
+  SLUICE_RETURN_IF_ERROR(ReadAll(fd, &length, sizeof(length), deadline));
+  if (length == 0 || length > kMaxWorkerAddress) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("hello announces a worker address of ", length, " bytes"));
+  }
+  hello.worker_address.resize(length);
+  SLUICE_RETURN_IF_ERROR(ReadAll(fd, hello.worker_address.data(), length, deadline));
+  return hello;
+}
+
+}  // namespace sluice::transport::ucx

@@ -1,0 +1,59 @@
+// The TCP bootstrap that introduces two UCX workers to each other.
+//
+// Why not ucp_listener: with UCX 1.13 an endpoint made through the sockaddr connection
+// manager gets lanes of CM-capable transports only, so co-located peers never use shared
+// memory, and UCX_TLS=posix,sysv,cma,self cannot connect at all ("Destination is
+// unreachable"). Exchanging worker addresses over our own socket and creating endpoints with
+// UCP_EP_PARAM_FIELD_REMOTE_ADDRESS lets UCX pick shm for local peers and tcp (or RDMA) for
+// remote ones. The socket stays open for the life of the connection: when a peer process
+// dies the kernel closes it, which reports the failure at once on every transport.
+//
+// Hello (both directions): "SLC1", uint64 token, uint32 length, worker address bytes.
+// `token` is the sender's id for this connection; the receiver stamps it on every message it
+// sends back so the sender knows which connection a message came from.
+//
+//   absl::StatusOr<ScopedFd> fd = ConnectSocket(address, absl::Seconds(5));
+//   SLUICE_RETURN_IF_ERROR(SendHello(fd->get(), {token, my_address}, deadline));
+#ifndef SLUICE_TRANSPORT_UCX_BOOTSTRAP_H_
+#define SLUICE_TRANSPORT_UCX_BOOTSTRAP_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "transport/address.h"
+
+namespace sluice::transport::ucx {
+
+// Owns a file descriptor.
+class ScopedFd {
+ public:
+  ScopedFd() = default;
+  explicit ScopedFd(int fd) : fd_(fd) {}
+  ScopedFd(ScopedFd&& other) noexcept : fd_(other.release()) {}
+  ScopedFd& operator=(ScopedFd&& other) noexcept;
+  ~ScopedFd() { reset(); }
+  [[nodiscard]] int get() const { return fd_; }
+  int release() { return std::exchange(fd_, -1); }
+  void reset();
+
+ private:
+  int fd_ = -1;
+};
+
+struct Hello {
+  uint64_t token = 0;
+  std::string worker_address;
+};
+
+// A listening socket bound to `bind` (port 0 picks one); `*port` receives the bound port.
+[[nodiscard]] absl::StatusOr<ScopedFd> ListenSocket(const Address& bind, uint16_t* port);
+// Connects within `timeout`; a refused or unreachable peer is Unavailable, naming it.
+[[nodiscard]] absl::StatusOr<ScopedFd> ConnectSocket(const Address& peer, absl::Duration timeout);
+[[nodiscard]] absl::Status SendHello(int fd, const Hello& hello, absl::Time deadline);
+[[nodiscard]] absl::StatusOr<Hello> ReceiveHello(int fd, absl::Time deadline);
+
+}  // namespace sluice::transport::ucx
+
+#endif  // SLUICE_TRANSPORT_UCX_BOOTSTRAP_H_

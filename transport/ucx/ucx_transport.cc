@@ -1,0 +1,480 @@
+#include "transport/ucx/ucx_transport.h"
+
+#include <netdb.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+
+#include "absl/cleanup/cleanup.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "common/status_macros.h"
+#include "transport/ucx/ucx_memory.h"
+
+namespace sluice::transport::ucx {
+namespace {
+
+constexpr unsigned kActiveMessageId = 0;
+// Progress passes without activity before the thread arms the worker and sleeps; a short
+// spin keeps request/response latency low without burning a core when idle.
+constexpr int kIdleSpinsBeforeSleep = 64;
+constexpr int kSleepTimeoutMs = 5;
+constexpr auto kTickInterval = std::chrono::milliseconds(5);
+
+// The token that prefixes every message header.
+using Token = uint64_t;
+// How long an accepting transport waits for a connecting peer's hello.
+constexpr absl::Duration kAcceptHelloTimeout = absl::Seconds(2);
+
+}  // namespace
+
+struct UcxTransport::SendOp {
+  UcxTransport* self;
+  std::string header;
+  SendCallback done;
+};
+
+struct UcxTransport::RecvOp {
+  UcxTransport* self;
+  ConnectionId from;
+  std::string header;
+  std::byte* data;
+  size_t size;
+  std::unique_ptr<std::byte[]> owned;
+};
+
+absl::StatusOr<std::unique_ptr<UcxTransport>> UcxTransport::Create(const TransportOptions& options,
+                                                                   MessageHandler* handler) {
+  std::unique_ptr<UcxTransport> transport(new UcxTransport(options, handler));
+  SLUICE_RETURN_IF_ERROR(transport->Start());
+  return transport;
+}
+
+UcxTransport::UcxTransport(const TransportOptions& options, MessageHandler* handler)
+    : options_(options), handler_(handler) {}
+
+absl::Status UcxTransport::Start() {
+  SLUICE_ASSIGN_OR_RETURN(context_, UcxContext::Create(options_.ucx_tls));
+
+  ucp_worker_params_t worker_params{};
+  worker_params.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+  worker_params.thread_mode = UCS_THREAD_MODE_SINGLE;
+  ucp_worker_h worker = nullptr;
+  if (ucs_status_t s = ucp_worker_create(context_->get(), &worker_params, &worker); s != UCS_OK) {
+    return UcsError(s, "ucp_worker_create");
+  }
+  worker_.reset(worker);
+
+  ucp_worker_attr_t attr{};
+  attr.field_mask = UCP_WORKER_ATTR_FIELD_MAX_AM_HEADER;
+  if (ucs_status_t s = ucp_worker_query(worker, &attr); s != UCS_OK) {
+    return UcsError(s, "ucp_worker_query");
+  }
+  max_header_size_ = attr.max_am_header;
+
+  ucp_am_handler_param_t am{};
+  am.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
+                  UCP_AM_HANDLER_PARAM_FIELD_ARG | UCP_AM_HANDLER_PARAM_FIELD_FLAGS;
+  am.id = kActiveMessageId;
+  am.cb = &UcxTransport::ActiveMessageCallback;
+  am.arg = this;
+  am.flags = UCP_AM_FLAG_WHOLE_MSG;
+  if (ucs_status_t s = ucp_worker_set_am_recv_handler(worker, &am); s != UCS_OK) {
+    return UcsError(s, "ucp_worker_set_am_recv_handler");
+  }
+
+  ucp_address_t* address = nullptr;
+  size_t address_length = 0;
+  if (ucs_status_t s = ucp_worker_get_address(worker, &address, &address_length); s != UCS_OK) {
+    return UcsError(s, "ucp_worker_get_address");
+  }
+  worker_address_.assign(reinterpret_cast<const char*>(address), address_length);
+  ucp_worker_release_address(worker, address);
+
+  int ucx_fd = -1;
+  if (ucs_status_t s = ucp_worker_get_efd(worker, &ucx_fd); s != UCS_OK) {
+    return UcsError(s, "ucp_worker_get_efd");
+  }
+  event_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+  if (event_fd_ < 0 || epoll_fd_ < 0) {
+    return absl::InternalError(absl::StrCat("eventfd/epoll_create1: ", std::strerror(errno)));
+  }
+  ucx_fd_ = ucx_fd;
+  for (int fd : {ucx_fd, event_fd_}) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = fd;
+    if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+      return absl::InternalError(absl::StrCat("epoll_ctl: ", std::strerror(errno)));
+    }
+  }
+  progress_thread_ = std::thread([this] { ProgressLoop(); });
+  return absl::OkStatus();
+}
+
+UcxTransport::~UcxTransport() {
+  if (progress_thread_.joinable()) {
+    RunSync([this] {
+      if (listen_socket_.get() >= 0)
+        epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, listen_socket_.get(), nullptr);
+      listen_socket_.reset();
+      std::vector<ConnectionId> ids;
+      for (const auto& [id, endpoint] : endpoints_) ids.push_back(id);
+      for (ConnectionId id : ids) CloseEndpoint(id, /*force=*/false);
+    });
+    // Give graceful closes a bounded time; a dead peer must not hang shutdown.
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    while (std::chrono::steady_clock::now() < deadline) {
+      bool done = false;
+      RunSync([&] { done = inflight_closes_ == 0; });
+      if (done) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    {
+      absl::MutexLock lock(&queue_mu_);
+      stopping_ = true;
+    }
+    uint64_t one = 1;
+    (void)!write(event_fd_, &one, sizeof(one));
+    progress_thread_.join();
+  }
+  worker_.reset();
+  if (epoll_fd_ >= 0) close(epoll_fd_);
+  if (event_fd_ >= 0) close(event_fd_);
+}
+
+void UcxTransport::Post(std::function<void()> task) {
+  {
+    absl::MutexLock lock(&queue_mu_);
+    queue_.push_back(std::move(task));
+  }
+  uint64_t one = 1;
+  (void)!write(event_fd_, &one, sizeof(one));
+}
+
+void UcxTransport::RunSync(const std::function<void()>& task) {
+  if (std::this_thread::get_id() == progress_thread_id_) {
+    task();
+    return;
+  }
+  absl::Notification done;
+  Post([&] {
+    task();
+    done.Notify();
+  });
+  done.WaitForNotification();
+}
+
+void UcxTransport::DrainQueue() {
+  std::deque<std::function<void()>> tasks;
+  {
+    absl::MutexLock lock(&queue_mu_);
+    tasks.swap(queue_);
+  }
+  for (auto& task : tasks) task();
+}
+
+void UcxTransport::ProgressLoop() {
+  progress_thread_id_ = std::this_thread::get_id();
+  ucp_worker_h worker = worker_.get();
+  auto next_tick = std::chrono::steady_clock::now() + kTickInterval;
+  int idle_spins = 0;
+  while (true) {
+    DrainQueue();
+    {
+      absl::MutexLock lock(&queue_mu_);
+      if (stopping_ && queue_.empty()) break;
+    }
+    unsigned events = 0;
+    while (unsigned n = ucp_worker_progress(worker)) events += n;
+    if (auto now = std::chrono::steady_clock::now(); now >= next_tick) {
+      handler_->OnTick();
+      next_tick = now + kTickInterval;
+    }
+    if (events > 0) {
+      idle_spins = 0;
+      continue;
+    }
+    if (++idle_spins < kIdleSpinsBeforeSleep) continue;
+    idle_spins = 0;
+    if (ucp_worker_arm(worker) == UCS_ERR_BUSY) continue;
+    epoll_event ready[16];
+    int n = epoll_wait(epoll_fd_, ready, 16, kSleepTimeoutMs);
+    for (int i = 0; i < n; ++i) {
+      int fd = ready[i].data.fd;
+      if (fd == event_fd_) {
+        uint64_t count;
+        (void)!read(event_fd_, &count, sizeof(count));
+      } else if (fd == listen_socket_.get()) {
+        AcceptConnections();
+      } else if (auto it = connection_by_socket_.find(fd); it != connection_by_socket_.end()) {
+        // Nothing is sent on a bootstrap socket after the hello: readable means closed.
+        FailConnection(it->second, absl::UnavailableError(
+                                       absl::StrCat("connection to ", endpoints_[it->second].peer,
+                                                    " closed by the peer (process exited?)")));
+      }
+    }
+  }
+}
+
+absl::StatusOr<Address> UcxTransport::Listen(const Address& bind) {
+  Address bound = bind;
+  SLUICE_ASSIGN_OR_RETURN(ScopedFd socket, ListenSocket(bind, &bound.port));
+  RunSync([&] {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = socket.get();
+    epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, socket.get(), &ev);
+    listen_socket_ = std::move(socket);
+  });
+  return bound;
+}
+
+void UcxTransport::AcceptConnections() {
+  while (true) {
+    sockaddr_storage from{};
+    socklen_t length = sizeof(from);
+    ScopedFd socket(accept4(listen_socket_.get(), reinterpret_cast<sockaddr*>(&from), &length,
+                            SOCK_NONBLOCK | SOCK_CLOEXEC));
+    if (socket.get() < 0) return;
+    char host[NI_MAXHOST] = "?";
+    char port[NI_MAXSERV] = "?";
+    getnameinfo(reinterpret_cast<sockaddr*>(&from), length, host, sizeof(host), port, sizeof(port),
+                NI_NUMERICHOST | NI_NUMERICSERV);
+    // The hello is a few hundred bytes on an established connection; a peer that does not
+    // send it in time is dropped (it sees its connection closed).
+    absl::Time deadline = absl::Now() + kAcceptHelloTimeout;
+    absl::StatusOr<Hello> remote = ReceiveHello(socket.get(), deadline);
+    if (!remote.ok()) continue;
+    ConnectionId id = next_connection_id_.fetch_add(1);
+    int fd = socket.get();
+    if (!CreateEndpoint(id, *remote, absl::StrCat(host, ":", port), std::move(socket)).ok()) {
+      continue;
+    }
+    if (!SendHello(fd, Hello{id, worker_address_}, deadline).ok()) CloseEndpoint(id, true);
+  }
+}
+
+absl::StatusOr<ConnectionId> UcxTransport::Connect(const Address& peer) {
+  absl::Time deadline = absl::Now() + options_.connect_timeout;
+  SLUICE_ASSIGN_OR_RETURN(ScopedFd socket, ConnectSocket(peer, options_.connect_timeout));
+  ConnectionId id = next_connection_id_.fetch_add(1);
+  SLUICE_RETURN_IF_ERROR(SendHello(socket.get(), Hello{id, worker_address_}, deadline));
+  absl::StatusOr<Hello> remote = ReceiveHello(socket.get(), deadline);
+  if (!remote.ok()) {
+    return absl::Status(remote.status().code(), absl::StrCat("connecting to ", peer.ToString(),
+                                                             ": ", remote.status().message()));
+  }
+  absl::Status status;
+  RunSync([&] { status = CreateEndpoint(id, *remote, peer.ToString(), std::move(socket)); });
+  SLUICE_RETURN_IF_ERROR(status);
+  return id;
+}
+
+absl::Status UcxTransport::CreateEndpoint(ConnectionId id, const Hello& remote, std::string peer,
+                                          ScopedFd socket) {
+  ucp_ep_params_t params{};
+  params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLER |
+                      UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
+  params.address = reinterpret_cast<const ucp_address_t*>(remote.worker_address.data());
+  params.err_mode =
+      context_->peer_failure_handling() ? UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;
+  params.err_handler.cb = &UcxTransport::OnEndpointError;
+  params.err_handler.arg = this;
+  ucp_ep_h ep = nullptr;
+  ucs_status_t s = ucp_ep_create(worker_.get(), &params, &ep);
+  if (s == UCS_ERR_UNREACHABLE && params.err_mode == UCP_ERR_HANDLING_MODE_PEER) {
+    // No transport to this peer handles peer failure (see UcxContext::
+    // peer_failure_handling); the bootstrap socket reports the peer's death instead.
+    params.err_mode = UCP_ERR_HANDLING_MODE_NONE;
+    s = ucp_ep_create(worker_.get(), &params, &ep);
+  }
+  if (s != UCS_OK) {
+    return UcsError(
+        s, absl::StrCat("cannot create endpoint to ", peer, " (UCX_TLS=", context_->tls(), ")"));
+  }
+  epoll_event ev{};
+  ev.events = EPOLLIN | EPOLLRDHUP;
+  ev.data.fd = socket.get();
+  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, socket.get(), &ev);
+  connection_by_socket_[socket.get()] = id;
+  connection_by_ep_[ep] = id;
+  endpoints_[id] = Endpoint{ep, std::move(peer), remote.token, std::move(socket)};
+  return absl::OkStatus();
+}
+
+void UcxTransport::OnEndpointError(void* arg, ucp_ep_h ep, ucs_status_t status) {
+  auto* self = static_cast<UcxTransport*>(arg);
+  auto it = self->connection_by_ep_.find(ep);
+  if (it == self->connection_by_ep_.end()) return;
+  ConnectionId id = it->second;
+  self->FailConnection(id,
+                       UcsError(status, absl::StrCat("connection to ", self->endpoints_[id].peer)));
+}
+
+void UcxTransport::FailConnection(ConnectionId id, const absl::Status& why) {
+  auto it = endpoints_.find(id);
+  if (it == endpoints_.end()) return;
+  // Stop watching now; the endpoint is closed later because UCX does not allow closing an
+  // endpoint from inside its own error callback.
+  ucp_ep_h ep = it->second.ep;
+  if (int fd = it->second.socket.get(); fd >= 0) {
+    epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
+    connection_by_socket_.erase(fd);
+    it->second.socket.reset();
+  }
+  connection_by_ep_.erase(ep);
+  Post([this, id] { CloseEndpoint(id, /*force=*/true); });
+  handler_->OnDisconnect(id, why);
+}
+
+void UcxTransport::CloseEndpoint(ConnectionId id, bool force) {
+  auto it = endpoints_.find(id);
+  if (it == endpoints_.end()) return;
+  ucp_ep_h ep = it->second.ep;
+  if (int fd = it->second.socket.get(); fd >= 0) {
+    epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
+    connection_by_socket_.erase(fd);
+  }
+  endpoints_.erase(it);
+  connection_by_ep_.erase(ep);
+  ucp_request_param_t param{};
+  param.op_attr_mask =
+      UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  param.flags = force ? UCP_EP_CLOSE_FLAG_FORCE : 0;
+  param.user_data = this;
+  param.cb.send = [](void* request, ucs_status_t, void* user_data) {
+    --static_cast<UcxTransport*>(user_data)->inflight_closes_;
+    ucp_request_free(request);
+  };
+  ucs_status_ptr_t request = ucp_ep_close_nbx(ep, &param);
+  if (UCS_PTR_IS_PTR(request)) ++inflight_closes_;
+}
+
+void UcxTransport::Close(ConnectionId connection) {
+  Post([this, connection] { CloseEndpoint(connection, /*force=*/false); });
+}
+
+void UcxTransport::Send(ConnectionId to, std::string header, Payload payload, SendCallback done) {
+  Post([this, to, header = std::move(header), payload, done = std::move(done)]() mutable {
+    DoSend(to, std::move(header), payload, std::move(done));
+  });
+}
+
+void UcxTransport::DoSend(ConnectionId to, std::string header, Payload payload, SendCallback done) {
+  auto it = endpoints_.find(to);
+  if (it == endpoints_.end()) {
+    if (done) done(absl::UnavailableError(absl::StrCat("connection ", to, " is closed")));
+    return;
+  }
+  if (header.size() > max_header_size()) {
+    if (done) {
+      done(absl::InvalidArgumentError(absl::StrCat("message header of ", header.size(),
+                                                   " bytes exceeds UCX's limit of ",
+                                                   max_header_size())));
+    }
+    return;
+  }
+  Token token = it->second.remote_token;
+  header.insert(0, reinterpret_cast<const char*>(&token), sizeof(token));
+  auto* op = new SendOp{this, std::move(header), std::move(done)};
+  ucp_request_param_t param{};
+  param.op_attr_mask =
+      UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
+  param.flags = 0;
+  if (payload.size >= options_.rendezvous_threshold) param.flags |= UCP_AM_SEND_FLAG_RNDV;
+  param.cb.send = &UcxTransport::OnSendComplete;
+  param.user_data = op;
+  stats_.messages_sent.fetch_add(1, std::memory_order_relaxed);
+  stats_.payload_bytes_sent.fetch_add(payload.size, std::memory_order_relaxed);
+  ucs_status_ptr_t request = ucp_am_send_nbx(it->second.ep, kActiveMessageId, op->header.data(),
+                                             op->header.size(), payload.data, payload.size, &param);
+  if (UCS_PTR_IS_PTR(request)) return;  // completes in OnSendComplete
+  OnSendComplete(nullptr, UCS_PTR_STATUS(request), op);
+}
+
+void UcxTransport::OnSendComplete(void* request, ucs_status_t status, void* user_data) {
+  std::unique_ptr<SendOp> op(static_cast<SendOp*>(user_data));
+  if (request != nullptr) ucp_request_free(request);
+  if (op->done) op->done(status == UCS_OK ? absl::OkStatus() : UcsError(status, "send"));
+}
+
+ucs_status_t UcxTransport::ActiveMessageCallback(void* arg, const void* header,
+                                                 size_t header_length, void* data, size_t length,
+                                                 const ucp_am_recv_param_t* param) {
+  return static_cast<UcxTransport*>(arg)->OnActiveMessage(header, header_length, data, length,
+                                                          param);
+}
+
+ucs_status_t UcxTransport::OnActiveMessage(const void* header, size_t header_length, void* data,
+                                           size_t length, const ucp_am_recv_param_t* param) {
+  Token token = 0;
+  if (header_length < sizeof(token)) return UCS_OK;  // not from a Sluice peer: drop
+  std::memcpy(&token, header, sizeof(token));
+  ConnectionId from = endpoints_.contains(token) ? token : kNoConnection;
+  std::string header_bytes(static_cast<const char*>(header) + sizeof(token),
+                           header_length - sizeof(token));
+  stats_.messages_received.fetch_add(1, std::memory_order_relaxed);
+  if (length == 0) {
+    handler_->OnMessage(from, std::move(header_bytes), InboundPayload{});
+    return UCS_OK;
+  }
+  PayloadDestination dest = handler_->ChoosePayloadDestination(from, header_bytes, length);
+  auto op = std::make_unique<RecvOp>(
+      RecvOp{this, from, std::move(header_bytes), nullptr, length, nullptr});
+  if (dest.data != nullptr && dest.capacity >= length) {
+    op->data = static_cast<std::byte*>(dest.data);
+  } else if (dest.data != nullptr) {
+    InboundPayload failed;
+    failed.status = absl::ResourceExhaustedError(absl::StrCat(
+        "payload of ", length, " bytes does not fit the receive buffer of ", dest.capacity));
+    handler_->OnMessage(from, std::move(op->header), std::move(failed));
+    return UCS_OK;  // for rendezvous this drops the data descriptor
+  } else {
+    op->owned.reset(new std::byte[length]);
+    op->data = op->owned.get();
+  }
+  if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) {
+    ucp_request_param_t rparam{};
+    rparam.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    rparam.cb.recv_am = &UcxTransport::OnReceiveComplete;
+    RecvOp* raw = op.release();
+    rparam.user_data = raw;
+    ucs_status_ptr_t request =
+        ucp_am_recv_data_nbx(worker_.get(), data, raw->data, length, &rparam);
+    if (!UCS_PTR_IS_PTR(request)) OnReceiveComplete(nullptr, UCS_PTR_STATUS(request), length, raw);
+    return UCS_OK;
+  }
+  // Eager: the bytes are in UCX's buffer only for the duration of this callback.
+  std::memcpy(op->data, data, length);
+  stats_.payload_bytes_copied.fetch_add(length, std::memory_order_relaxed);
+  OnReceiveComplete(nullptr, UCS_OK, length, op.release());
+  return UCS_OK;
+}
+
+void UcxTransport::OnReceiveComplete(void* request, ucs_status_t status, size_t length,
+                                     void* user_data) {
+  std::unique_ptr<RecvOp> op(static_cast<RecvOp*>(user_data));
+  if (request != nullptr) ucp_request_free(request);
+  InboundPayload payload;
+  if (status != UCS_OK) {
+    payload.status = UcsError(status, "receiving payload");
+  } else {
+    op->self->stats_.payload_bytes_received.fetch_add(length, std::memory_order_relaxed);
+  }
+  payload.data = op->data;
+  payload.size = length;
+  payload.owned = std::move(op->owned);
+  op->self->handler_->OnMessage(op->from, std::move(op->header), std::move(payload));
+}
+
+absl::StatusOr<std::unique_ptr<MemoryRegion>> UcxTransport::RegisterMemory(void* base,
+                                                                           size_t size) {
+  return UcxMemoryRegion::Map(context_, base, size);
+}
+
+}  // namespace sluice::transport::ucx

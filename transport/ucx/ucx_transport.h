@@ -1,0 +1,112 @@
+// The UCX implementation of Transport: one ucp_worker driven by one progress thread.
+//
+// The worker is created in UCS_THREAD_MODE_SINGLE: only the progress thread calls into UCX.
+// Public methods enqueue closures for it and wake it through an eventfd; methods that must
+// return a result (Listen, Connect, RegisterMemory) wait for their closure to run.
+// Messages are active messages with one AM id; payloads at or above the rendezvous threshold
+// are sent with UCP_AM_SEND_FLAG_RNDV so they land in the buffer the receiver picks.
+// Endpoints use UCP_ERR_HANDLING_MODE_PEER so that a dead peer is reported, never a hang.
+// Peers find each other through the TCP bootstrap in bootstrap.h (see there for why not
+// ucp_listener). Every message header starts with the receiver's token for the connection.
+//
+//   auto t = UcxTransport::Create(options, &handler);
+#ifndef SLUICE_TRANSPORT_UCX_UCX_TRANSPORT_H_
+#define SLUICE_TRANSPORT_UCX_UCX_TRANSPORT_H_
+
+#include <deque>
+#include <functional>
+#include <memory>
+#include <thread>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
+#include "transport/transport.h"
+#include "transport/ucx/bootstrap.h"
+#include "transport/ucx/ucx_handles.h"
+
+namespace sluice::transport::ucx {
+
+class UcxTransport final : public Transport {
+ public:
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<UcxTransport>> Create(
+      const TransportOptions& options, MessageHandler* handler);
+  ~UcxTransport() override;
+
+  absl::string_view scheme() const override { return "ucx"; }
+  absl::StatusOr<Address> Listen(const Address& bind) override;
+  absl::StatusOr<ConnectionId> Connect(const Address& peer) override;
+  void Send(ConnectionId to, std::string header, Payload payload, SendCallback done) override;
+  void Close(ConnectionId connection) override;
+  absl::StatusOr<std::unique_ptr<MemoryRegion>> RegisterMemory(void* base, size_t size) override;
+  size_t max_header_size() const override { return max_header_size_ - sizeof(uint64_t); }
+  const TransportStats& stats() const override { return stats_; }
+
+  [[nodiscard]] const std::string& tls() const { return context_->tls(); }
+
+ private:
+  struct Endpoint {
+    ucp_ep_h ep = nullptr;
+    std::string peer;
+    uint64_t remote_token = 0;  // stamped on messages we send, so the peer knows the source
+    ScopedFd socket;            // bootstrap socket, watched for the peer's death
+  };
+  struct SendOp;
+  struct RecvOp;
+
+  UcxTransport(const TransportOptions& options, MessageHandler* handler);
+  absl::Status Start();
+
+  // Runs `task` on the progress thread (asynchronously).
+  void Post(std::function<void()> task);
+  // Runs `task` on the progress thread and waits for it; runs inline on that thread.
+  void RunSync(const std::function<void()>& task);
+  void ProgressLoop();
+  void DrainQueue();
+
+  // Progress-thread-only helpers.
+  absl::Status CreateEndpoint(ConnectionId id, const Hello& remote, std::string peer,
+                              ScopedFd socket);
+  void AcceptConnections();
+  void FailConnection(ConnectionId id, const absl::Status& why);
+  void CloseEndpoint(ConnectionId id, bool force);
+  void DoSend(ConnectionId to, std::string header, Payload payload, SendCallback done);
+  ucs_status_t OnActiveMessage(const void* header, size_t header_length, void* data, size_t length,
+                               const ucp_am_recv_param_t* param);
+
+  static void OnEndpointError(void* arg, ucp_ep_h ep, ucs_status_t status);
+  static ucs_status_t ActiveMessageCallback(void* arg, const void* header, size_t header_length,
+                                            void* data, size_t length,
+                                            const ucp_am_recv_param_t* param);
+  static void OnSendComplete(void* request, ucs_status_t status, void* user_data);
+  static void OnReceiveComplete(void* request, ucs_status_t status, size_t length, void* user_data);
+
+  const TransportOptions options_;
+  MessageHandler* const handler_;
+  std::shared_ptr<UcxContext> context_;
+  UcxWorkerPtr worker_;
+  std::string worker_address_;
+  ScopedFd listen_socket_;
+  int ucx_fd_ = -1;
+  size_t max_header_size_ = 0;
+  TransportStats stats_;
+
+  int event_fd_ = -1;
+  int epoll_fd_ = -1;
+  std::thread progress_thread_;
+  std::thread::id progress_thread_id_;
+
+  absl::Mutex queue_mu_;
+  std::deque<std::function<void()>> queue_ ABSL_GUARDED_BY(queue_mu_);
+  bool stopping_ ABSL_GUARDED_BY(queue_mu_) = false;
+
+  std::atomic<ConnectionId> next_connection_id_{1};
+  // Progress-thread-only state.
+  absl::flat_hash_map<ConnectionId, Endpoint> endpoints_;
+  absl::flat_hash_map<ucp_ep_h, ConnectionId> connection_by_ep_;
+  absl::flat_hash_map<int, ConnectionId> connection_by_socket_;
+  int inflight_closes_ = 0;
+};
+
+}  // namespace sluice::transport::ucx
+
+#endif  // SLUICE_TRANSPORT_UCX_UCX_TRANSPORT_H_
