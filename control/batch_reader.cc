@@ -1,0 +1,230 @@
+#include "control/batch_reader.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+
+namespace sluice::control {
+namespace {
+// A worker that does not know a task yet is asked again after this long.
+constexpr absl::Duration kRetryLater = absl::Milliseconds(20);
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<BatchReader>> BatchReader::Start(transport::RpcEndpoint* rpc,
+                                                                transport::Address dispatcher,
+                                                                std::string dataset_id,
+                                                                const ReadOptions& options) {
+  if (options.max_outstanding_requests < 1 || options.prefetch_batches < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "max_outstanding_requests must be >= 1 and prefetch_batches >= 0, got ",
+        options.max_outstanding_requests, " and ", options.prefetch_batches));
+  }
+  std::unique_ptr<BatchReader> reader(new BatchReader(rpc, std::move(dispatcher), options));
+  proto::GetOrCreateJobRequest request;
+  request.set_dataset_id(std::move(dataset_id));
+  request.set_mode(options.mode);
+  request.set_job_name(options.job_name);
+  proto::GetOrCreateJobResponse response;
+  SLUICE_RETURN_IF_ERROR(rpc->CallProto(reader->dispatcher_, proto::GET_OR_CREATE_JOB, request,
+                                        &response, options.request_timeout));
+  reader->job_id_ = response.job_id();
+  reader->client_id_ = response.client_id();
+  SLUICE_ASSIGN_OR_RETURN(
+      reader->pool_,
+      transport::SlabPool::Create(
+          rpc->transport(), options.slab_bytes,
+          static_cast<size_t>(options.max_outstanding_requests + options.prefetch_batches)));
+  SLUICE_RETURN_IF_ERROR(reader->HeartbeatOnce());
+  reader->heartbeat_thread_ = std::thread([r = reader.get()] { r->HeartbeatLoop(); });
+  return reader;
+}
+
+BatchReader::BatchReader(transport::RpcEndpoint* rpc, transport::Address dispatcher,
+                         const ReadOptions& options)
+    : rpc_(rpc), dispatcher_(std::move(dispatcher)), options_(options), started_(absl::Now()) {}
+
+BatchReader::~BatchReader() {
+  stop_.Notify();
+  if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
+  // Calls in flight hold `this` in their callbacks; each ends by reply, failure or deadline.
+  absl::MutexLock lock(&mu_);
+  mu_.Await(absl::Condition(
+      +[](int* outstanding) { return *outstanding == 0; }, &outstanding_));
+}
+
+absl::Status BatchReader::HeartbeatOnce() {
+  proto::ClientHeartbeatRequest request;
+  request.set_job_id(job_id_);
+  request.set_client_id(client_id_);
+  proto::ClientHeartbeatResponse response;
+  SLUICE_RETURN_IF_ERROR(rpc_->CallProto(dispatcher_, proto::CLIENT_HEARTBEAT, request, &response,
+                                         options_.request_timeout));
+  std::vector<Task> added;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const proto::TaskInfo& info : response.tasks()) {
+      bool known = false;
+      for (const Task& t : tasks_) known = known || t.id == info.task_id();
+      if (known) continue;
+      SLUICE_ASSIGN_OR_RETURN(transport::Address worker,
+                              transport::ParseAddress(info.worker_address()));
+      added.push_back(Task{info.task_id(), worker, info.worker_address()});
+    }
+  }
+  // Connect here, off the transport's progress thread, so fetches find the connection ready.
+  for (const Task& task : added) SLUICE_RETURN_IF_ERROR(rpc_->ConnectTo(task.worker).status());
+  absl::MutexLock lock(&mu_);
+  for (Task& task : added) tasks_.push_back(std::move(task));
+  job_finished_ = response.job_finished();
+  if (tasks_.empty() && response.num_workers() == 0 &&
+      absl::Now() - started_ > options_.no_worker_timeout) {
+    return absl::UnavailableError(absl::StrCat("no worker joined job ", job_id_, " within ",
+                                               absl::FormatDuration(options_.no_worker_timeout)));
+  }
+  return absl::OkStatus();
+}
+
+void BatchReader::HeartbeatLoop() {
+  absl::Time last_success = absl::Now();
+  while (!stop_.WaitForNotificationWithTimeout(options_.heartbeat_interval)) {
+    absl::Status status = HeartbeatOnce();
+    if (status.ok()) {
+      last_success = absl::Now();
+    } else if (status.code() == absl::StatusCode::kNotFound ||
+               absl::Now() - last_success > options_.request_timeout) {
+      absl::MutexLock lock(&mu_);
+      if (error_.ok()) {
+        error_ = absl::Status(status.code(),
+                              absl::StrCat("lost the dispatcher at ", dispatcher_.ToString(),
+                                           ": ", status.message()));
+      }
+    }
+    Pump();
+  }
+}
+
+void BatchReader::Pump() {
+  while (true) {
+    size_t task_index;
+    int64_t task_id;
+    transport::Address worker;
+    std::shared_ptr<transport::Slab> slab;
+    {
+      absl::MutexLock lock(&mu_);
+      if (!error_.ok() || stop_.HasBeenNotified()) return;
+      if (outstanding_ >= options_.max_outstanding_requests || tasks_.empty()) return;
+      size_t n = tasks_.size();
+      size_t i = 0;
+      for (; i < n; ++i) {
+        if (!tasks_[(next_task_ + i) % n].ended) break;
+      }
+      if (i == n) return;
+      task_index = (next_task_ + i) % n;
+      std::optional<transport::Slab> free_slab = pool_->TryAcquire();
+      if (!free_slab) return;  // every slab is in flight or held by the caller
+      slab = std::make_shared<transport::Slab>(std::move(*free_slab));
+      next_task_ = task_index + 1;
+      ++outstanding_;
+      ++tasks_[task_index].outstanding;
+      task_id = tasks_[task_index].id;
+      worker = tasks_[task_index].worker;
+    }
+    absl::StatusOr<transport::ConnectionId> connection = rpc_->ConnectTo(worker);
+    if (!connection.ok()) {
+      OnFetched(task_index, std::move(*slab), connection.status());
+      continue;
+    }
+    proto::GetElementRequest request;
+    request.set_task_id(task_id);
+    request.set_client_id(client_id_);
+    request.set_max_batch_bytes(slab->capacity());
+    transport::CallOptions call_options;
+    call_options.timeout = options_.request_timeout;
+    call_options.landing = transport::PayloadDestination{slab->data(), slab->capacity()};
+    rpc_->CallAsync(*connection, proto::GET_ELEMENT, request.SerializeAsString(), call_options,
+                    [this, task_index, slab](absl::StatusOr<transport::CallResult> result) {
+                      OnFetched(task_index, std::move(*slab), std::move(result));
+                    });
+  }
+}
+
+void BatchReader::OnFetched(size_t task_index, transport::Slab slab,
+                            absl::StatusOr<transport::CallResult> result) {
+  {
+    absl::MutexLock lock(&mu_);
+    --outstanding_;
+    Task& task = tasks_[task_index];
+    --task.outstanding;
+    proto::GetElementResponse response;
+    if (!result.ok()) {
+      if (error_.ok()) {
+        error_ = absl::Status(result.status().code(),
+                              absl::StrCat("reading task ", task.id, " from worker ",
+                                           task.worker_text, ": ", result.status().message()));
+      }
+      return;
+    }
+    if (!response.ParseFromString(result->response)) {
+      error_ = absl::DataLossError(
+          absl::StrCat("malformed GetElementResponse from worker ", task.worker_text));
+      return;
+    }
+    if (response.end_of_sequence()) {
+      task.ended = true;
+    } else if (response.retry_later()) {
+      // Leave it to the next heartbeat tick to ask again.
+    } else if (result->payload.size != response.batch_bytes() ||
+               result->payload.data != slab.data()) {
+      error_ = absl::DataLossError(absl::StrCat(
+          "worker ", task.worker_text, " announced a batch of ", response.batch_bytes(),
+          " bytes but ", result->payload.size, " bytes arrived"));
+      return;
+    } else {
+      ready_.push_back(Ready{task.worker_text, response.batch_index(), std::move(slab),
+                             result->payload.size});
+    }
+    if (response.retry_later()) return;
+  }
+  Pump();
+}
+
+bool BatchReader::Done() const {
+  if (!job_finished_ || outstanding_ > 0 || !ready_.empty()) return false;
+  for (const Task& task : tasks_) {
+    if (!task.ended) return false;
+  }
+  return true;
+}
+
+absl::StatusOr<std::optional<Batch>> BatchReader::Next() {
+  while (true) {
+    Pump();
+    std::optional<Ready> ready;
+    {
+      absl::MutexLock lock(&mu_);
+      auto can_return = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return !ready_.empty() || !error_.ok() || Done();
+      };
+      // Wake periodically: new tasks or a retry may need a Pump from this thread.
+      mu_.AwaitWithTimeout(absl::Condition(&can_return), kRetryLater);
+      if (!ready_.empty()) {
+        ready.emplace(std::move(ready_.front()));
+        ready_.pop_front();
+      } else if (!error_.ok()) {
+        return error_;
+      } else if (Done()) {
+        return std::optional<Batch>();
+      }
+    }
+    if (!ready) continue;
+    absl::StatusOr<engine::BatchView> view = engine::BatchView::Parse(
+        std::span<const std::byte>(ready->slab.data(), ready->size));
+    if (!view.ok()) {
+      return absl::DataLossError(absl::StrCat("batch from worker ", ready->worker,
+                                              " is malformed: ", view.status().message()));
+    }
+    return std::optional<Batch>(
+        Batch(std::move(ready->slab), *view, std::move(ready->worker), ready->index));
+  }
+}
+
+}  // namespace sluice::control

@@ -1,0 +1,131 @@
+// Reads one job's batches from its workers into client-owned registered memory.
+//
+// The reader keeps up to `max_outstanding_requests` GetElement calls in flight across the
+// job's tasks, each with a landing slab from the client's registered pool, so a batch moves
+// from the worker's slab into the client's slab by rendezvous, with no copy. Next() hands a
+// Batch that views its slab; destroying the Batch returns the slab. Memory is bounded by
+// the options: (max_outstanding_requests + prefetch_batches) slabs.
+//
+//   absl::StatusOr<std::unique_ptr<BatchReader>> reader = client.Read(dataset_id, options);
+//   while (true) {
+//     absl::StatusOr<std::optional<Batch>> batch = (*reader)->Next();
+//     if (!batch.ok()) return batch.status();
+//     if (!batch->has_value()) break;  // end of the job
+//     Use((*batch)->view().tensor(0));
+//   }
+#ifndef SLUICE_CONTROL_BATCH_READER_H_
+#define SLUICE_CONTROL_BATCH_READER_H_
+
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "control/service.pb.h"
+#include "engine/batch_layout.h"
+#include "transport/rpc.h"
+#include "transport/slab_pool.h"
+
+namespace sluice::control {
+
+struct ReadOptions {
+  proto::ProcessingMode mode = proto::DYNAMIC;
+  // Clients naming the same job share its elements; empty reads a job of one's own.
+  std::string job_name;
+  int max_outstanding_requests = 4;
+  // Batches that may wait, fetched, for the caller beyond the requests in flight.
+  int prefetch_batches = 4;
+  // Largest batch the client accepts (the size of each landing slab).
+  size_t slab_bytes = 16 << 20;
+  absl::Duration heartbeat_interval = absl::Milliseconds(100);
+  absl::Duration request_timeout = absl::Seconds(60);
+  // How long to wait for the job to get at least one worker.
+  absl::Duration no_worker_timeout = absl::Seconds(60);
+};
+
+// One batch in the client's registered memory. Move-only; returns its slab when destroyed.
+class Batch {
+ public:
+  Batch(transport::Slab slab, engine::BatchView view, std::string worker, int64_t index)
+      : slab_(std::move(slab)), view_(view), worker_(std::move(worker)), index_(index) {}
+  Batch(Batch&&) = default;
+  Batch& operator=(Batch&&) = default;
+
+  [[nodiscard]] const engine::BatchView& view() const { return view_; }
+  // Address of the worker that produced it.
+  [[nodiscard]] const std::string& worker() const { return worker_; }
+  // Position of the batch in its task's output.
+  [[nodiscard]] int64_t index() const { return index_; }
+  [[nodiscard]] const std::byte* data() const { return slab_.data(); }
+
+ private:
+  transport::Slab slab_;
+  engine::BatchView view_;
+  std::string worker_;
+  int64_t index_;
+};
+
+class BatchReader {
+ public:
+  // Use Client::Read.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<BatchReader>> Start(
+      transport::RpcEndpoint* rpc, transport::Address dispatcher, std::string dataset_id,
+      const ReadOptions& options);
+  ~BatchReader();
+
+  // The next batch; nullopt at the end of the job; an error fails the read.
+  [[nodiscard]] absl::StatusOr<std::optional<Batch>> Next();
+
+  [[nodiscard]] int64_t job_id() const { return job_id_; }
+
+ private:
+  struct Task {
+    int64_t id;
+    transport::Address worker;
+    std::string worker_text;
+    bool ended = false;
+    int outstanding = 0;
+  };
+  struct Ready {
+    std::string worker;
+    int64_t index;
+    transport::Slab slab;
+    size_t size;
+  };
+
+  BatchReader(transport::RpcEndpoint* rpc, transport::Address dispatcher,
+              const ReadOptions& options);
+  absl::Status HeartbeatOnce();
+  void HeartbeatLoop();
+  // Starts requests while there are slabs, room and tasks not ended. Never blocks.
+  void Pump();
+  void OnFetched(size_t task_index, transport::Slab slab,
+                 absl::StatusOr<transport::CallResult> result);
+  bool Done() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  transport::RpcEndpoint* const rpc_;
+  const transport::Address dispatcher_;
+  const ReadOptions options_;
+  int64_t job_id_ = 0;
+  int64_t client_id_ = 0;
+  std::shared_ptr<transport::SlabPool> pool_;
+  absl::Time started_;
+
+  mutable absl::Mutex mu_;
+  std::deque<Task> tasks_ ABSL_GUARDED_BY(mu_);  // only grows; indices stay valid
+  size_t next_task_ ABSL_GUARDED_BY(mu_) = 0;
+  int outstanding_ ABSL_GUARDED_BY(mu_) = 0;
+  std::deque<Ready> ready_ ABSL_GUARDED_BY(mu_);
+  bool job_finished_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status error_ ABSL_GUARDED_BY(mu_);
+  absl::Notification stop_;
+  std::thread heartbeat_thread_;
+};
+
+}  // namespace sluice::control
+
+#endif  // SLUICE_CONTROL_BATCH_READER_H_

@@ -1,0 +1,196 @@
+#include "control/dispatcher_state.h"
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "common/status_macros.h"
+#include "engine/functions.h"
+#include "engine/pipeline_validate.h"
+
+namespace sluice::control {
+namespace {
+
+absl::string_view ModeName(proto::ProcessingMode mode) {
+  switch (mode) {
+    case proto::OFF:
+      return "off";
+    case proto::DYNAMIC:
+      return "dynamic";
+    case proto::PROCESSING_MODE_UNSPECIFIED:
+    default:
+      return "unspecified";
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> DispatcherState::RegisterDataset(const proto::PipelineDef& pipeline) {
+  SLUICE_RETURN_IF_ERROR(
+      engine::ValidatePipeline(pipeline, engine::FunctionRegistry::Builtins()));
+  std::string key;
+  google::protobuf::io::StringOutputStream stream(&key);
+  {
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    pipeline.SerializeToCodedStream(&coded);
+  }
+  absl::MutexLock lock(&mu_);
+  if (auto it = dataset_by_definition_.find(key); it != dataset_by_definition_.end()) {
+    return it->second;
+  }
+  std::string id = absl::StrCat("ds", next_id_++);
+  datasets_[id] = pipeline;
+  dataset_by_definition_[key] = id;
+  return id;
+}
+
+absl::StatusOr<proto::GetOrCreateJobResponse> DispatcherState::GetOrCreateJob(
+    const proto::GetOrCreateJobRequest& request) {
+  if (request.mode() != proto::OFF && request.mode() != proto::DYNAMIC) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("processing mode must be OFF or DYNAMIC, got ", request.mode()));
+  }
+  absl::MutexLock lock(&mu_);
+  auto dataset = datasets_.find(request.dataset_id());
+  if (dataset == datasets_.end()) {
+    return absl::NotFoundError(absl::StrCat("dataset '", request.dataset_id(),
+                                            "' is not registered with this dispatcher"));
+  }
+  if (request.mode() == proto::DYNAMIC) {
+    SLUICE_RETURN_IF_ERROR(engine::ValidateSplittable(dataset->second));
+  }
+  proto::GetOrCreateJobResponse response;
+  response.set_client_id(next_id_++);
+  if (!request.job_name().empty()) {
+    if (auto it = job_by_name_.find(request.job_name()); it != job_by_name_.end()) {
+      const Job& job = jobs_.at(it->second);
+      if (job.dataset_id != request.dataset_id() || job.mode != request.mode()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "job '", request.job_name(), "' exists for dataset ", job.dataset_id, " in mode ",
+            ModeName(job.mode), "; this request asks for dataset ", request.dataset_id(),
+            " in mode ", ModeName(request.mode())));
+      }
+      response.set_job_id(job.id);
+      return response;
+    }
+  }
+  Job job{next_id_++, request.job_name(), request.dataset_id(), request.mode(), {}, {}};
+  for (const auto& [address, unused] : workers_) CreateTask(job, address);
+  if (!job.name.empty()) job_by_name_[job.name] = job.id;
+  response.set_job_id(job.id);
+  jobs_.emplace(job.id, std::move(job));
+  return response;
+}
+
+void DispatcherState::CreateTask(Job& job, const std::string& worker_address) {
+  Task task{next_id_++, job.id, worker_address};
+  job.task_ids.push_back(task.id);
+  workers_[worker_address].push_back(task.id);
+  tasks_.emplace(task.id, std::move(task));
+}
+
+bool DispatcherState::JobFinished(const Job& job) const {
+  if (job.task_ids.empty()) return false;
+  for (int64_t id : job.task_ids) {
+    if (!tasks_.at(id).finished) return false;
+  }
+  return true;
+}
+
+absl::StatusOr<proto::ClientHeartbeatResponse> DispatcherState::ClientHeartbeat(
+    const proto::ClientHeartbeatRequest& request) {
+  absl::MutexLock lock(&mu_);
+  auto it = jobs_.find(request.job_id());
+  if (it == jobs_.end()) {
+    return absl::NotFoundError(absl::StrCat("job ", request.job_id(),
+                                            " is unknown to this dispatcher (did it restart?)"));
+  }
+  proto::ClientHeartbeatResponse response;
+  for (int64_t id : it->second.task_ids) {
+    const Task& task = tasks_.at(id);
+    proto::TaskInfo* info = response.add_tasks();
+    info->set_task_id(task.id);
+    info->set_worker_address(task.worker_address);
+  }
+  response.set_job_finished(JobFinished(it->second));
+  response.set_num_workers(static_cast<int32_t>(workers_.size()));
+  return response;
+}
+
+absl::StatusOr<proto::WorkerHeartbeatResponse> DispatcherState::WorkerHeartbeat(
+    const proto::WorkerHeartbeatRequest& request) {
+  if (request.worker_address().empty()) {
+    return absl::InvalidArgumentError("worker heartbeat without a worker address");
+  }
+  absl::MutexLock lock(&mu_);
+  if (!workers_.contains(request.worker_address())) {
+    workers_[request.worker_address()];
+    // A new worker joins every job that has not finished, as in tf.data service.
+    for (auto& [id, job] : jobs_) {
+      if (!JobFinished(job)) CreateTask(job, request.worker_address());
+    }
+  }
+  for (int64_t id : request.finished_tasks()) {
+    auto it = tasks_.find(id);
+    if (it != tasks_.end() && it->second.worker_address == request.worker_address()) {
+      it->second.finished = true;
+    }
+  }
+  absl::flat_hash_set<int64_t> current(request.current_tasks().begin(),
+                                       request.current_tasks().end());
+  proto::WorkerHeartbeatResponse response;
+  for (int64_t id : workers_[request.worker_address()]) {
+    const Task& task = tasks_.at(id);
+    if (task.finished || current.contains(id)) continue;
+    const Job& job = jobs_.at(task.job_id);
+    proto::TaskDef* def = response.add_new_tasks();
+    def->set_task_id(task.id);
+    def->set_job_id(job.id);
+    def->set_dataset_id(job.dataset_id);
+    *def->mutable_pipeline() = datasets_.at(job.dataset_id);
+    def->set_mode(job.mode);
+  }
+  for (int64_t id : request.current_tasks()) {
+    if (!tasks_.contains(id)) response.add_tasks_to_delete(id);
+  }
+  return response;
+}
+
+absl::StatusOr<proto::GetSplitResponse> DispatcherState::GetSplit(
+    const proto::GetSplitRequest& request) {
+  absl::MutexLock lock(&mu_);
+  auto it = jobs_.find(request.job_id());
+  if (it == jobs_.end()) {
+    return absl::NotFoundError(absl::StrCat("GetSplit for unknown job ", request.job_id()));
+  }
+  Job& job = it->second;
+  if (job.mode != proto::DYNAMIC) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("GetSplit for job ", job.id, " which is not in DYNAMIC mode"));
+  }
+  if (request.repetition() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("GetSplit with negative repetition ", request.repetition()));
+  }
+  auto& provider = job.providers[request.repetition()];
+  if (provider == nullptr) {
+    split::SplitOptions options;
+    options.elements_per_split = config_.elements_per_split;
+    SLUICE_ASSIGN_OR_RETURN(provider,
+                            split::CreateSplitProvider(datasets_.at(job.dataset_id), options));
+  }
+  proto::GetSplitResponse response;
+  bool end = false;
+  SLUICE_RETURN_IF_ERROR(provider->GetNext(response.mutable_split(), &end));
+  response.set_end_of_splits(end);
+  if (end) response.clear_split();
+  return response;
+}
+
+int DispatcherState::num_workers() const {
+  absl::MutexLock lock(&mu_);
+  return static_cast<int>(workers_.size());
+}
+
+}  // namespace sluice::control

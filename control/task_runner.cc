@@ -1,0 +1,159 @@
+#include "control/task_runner.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "engine/batch_layout.h"
+
+namespace sluice::control {
+
+absl::StatusOr<std::unique_ptr<TaskRunner>> TaskRunner::Start(
+    const proto::TaskDef& task, std::shared_ptr<transport::SlabPool> pool,
+    std::unique_ptr<engine::SplitFeed> feed, const TaskRunnerOptions& options) {
+  if (options.buffer_batches == 0) {
+    return absl::InvalidArgumentError("task buffer must hold at least one batch");
+  }
+  std::unique_ptr<TaskRunner> runner(
+      new TaskRunner(task, std::move(pool), std::move(feed), options));
+  runner->producer_ = std::thread([r = runner.get()] { r->Produce(); });
+  return runner;
+}
+
+TaskRunner::TaskRunner(const proto::TaskDef& task, std::shared_ptr<transport::SlabPool> pool,
+                       std::unique_ptr<engine::SplitFeed> feed, const TaskRunnerOptions& options)
+    : task_(task), pool_(std::move(pool)), feed_(std::move(feed)), options_(options) {}
+
+TaskRunner::~TaskRunner() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  producer_.join();
+  std::deque<Waiter> waiters;
+  {
+    absl::MutexLock lock(&mu_);
+    waiters.swap(waiters_);
+  }
+  for (const Waiter& w : waiters) w.call->Reply(absl::CancelledError("worker is shutting down"));
+}
+
+void TaskRunner::Produce() {
+  engine::PipelineContext context;
+  context.split_feed = feed_.get();
+  context.seed_salt = static_cast<uint64_t>(task_.task_id());
+  absl::StatusOr<std::unique_ptr<engine::ElementIterator>> iterator =
+      engine::BuildPipeline(task_.pipeline(), context);
+  absl::Status status = iterator.ok() ? ProduceAll(**iterator) : iterator.status();
+  {
+    absl::MutexLock lock(&mu_);
+    produced_all_ = true;
+    if (!status.ok() && !stopping_) {
+      error_ = absl::Status(status.code(), absl::StrCat("task ", task_.task_id(), " (dataset ",
+                                                        task_.dataset_id(), "): ",
+                                                        status.message()));
+    }
+  }
+  Serve();
+}
+
+absl::Status TaskRunner::ProduceAll(engine::ElementIterator& iterator) {
+  for (int64_t index = 0;; ++index) {
+    {
+      absl::MutexLock lock(&mu_);
+      auto room = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return stopping_ || ready_.size() < options_.buffer_batches;
+      };
+      mu_.Await(absl::Condition(&room));
+      if (stopping_) return absl::CancelledError("stopping");
+    }
+    engine::Element batch;
+    bool end = false;
+    SLUICE_RETURN_IF_ERROR(iterator.GetNext(&batch, &end));
+    if (end) return absl::OkStatus();
+    const size_t size = engine::EncodedBatchSize(batch);
+    if (size > pool_->slab_bytes()) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("a batch of ", size, " bytes does not fit the worker's slabs of ",
+                       pool_->slab_bytes(), " bytes; raise the worker's --slab-bytes"));
+    }
+    std::optional<transport::Slab> slab;
+    while (!(slab = pool_->Acquire(absl::Milliseconds(100)))) {
+      absl::MutexLock lock(&mu_);
+      if (stopping_) return absl::CancelledError("stopping");
+    }
+    SLUICE_ASSIGN_OR_RETURN(size_t written, engine::EncodeBatch(batch, slab->span()));
+    {
+      absl::MutexLock lock(&mu_);
+      ready_.push_back(
+          ReadyBatch{std::make_shared<transport::Slab>(std::move(*slab)), written, index});
+    }
+    Serve();
+  }
+}
+
+void TaskRunner::Fetch(std::shared_ptr<transport::ServerCall> call, uint64_t max_batch_bytes) {
+  {
+    absl::MutexLock lock(&mu_);
+    waiters_.push_back(Waiter{std::move(call), max_batch_bytes});
+  }
+  Serve();
+}
+
+void TaskRunner::Serve() {
+  std::vector<std::pair<Waiter, ReadyBatch>> matched;
+  std::vector<Waiter> ended;
+  absl::Status error;
+  {
+    absl::MutexLock lock(&mu_);
+    while (!waiters_.empty() && !ready_.empty()) {
+      matched.emplace_back(std::move(waiters_.front()), std::move(ready_.front()));
+      waiters_.pop_front();
+      ready_.pop_front();
+      stats_.batches_served += 1;
+      stats_.bytes_served += static_cast<int64_t>(matched.back().second.size);
+    }
+    if (produced_all_ && ready_.empty()) {
+      ended.assign(waiters_.begin(), waiters_.end());
+      waiters_.clear();
+      error = error_;
+    }
+  }
+  for (auto& [waiter, batch] : matched) Reply(waiter, std::move(batch));
+  for (const Waiter& waiter : ended) {
+    if (!error.ok()) {
+      waiter.call->Reply(error);
+      continue;
+    }
+    proto::GetElementResponse response;
+    response.set_end_of_sequence(true);
+    waiter.call->Reply(response);
+  }
+}
+
+void TaskRunner::Reply(const Waiter& waiter, ReadyBatch batch) {
+  if (batch.size > waiter.max_batch_bytes) {
+    waiter.call->Reply(absl::ResourceExhaustedError(absl::StrCat(
+        "batch ", batch.index, " of task ", task_.task_id(), " is ", batch.size,
+        " bytes but the client's landing buffers hold ", waiter.max_batch_bytes,
+        "; raise the client's slab size")));
+    return;
+  }
+  proto::GetElementResponse response;
+  response.set_batch_bytes(batch.size);
+  response.set_batch_index(batch.index);
+  transport::Payload payload{batch.slab->data(), batch.size};
+  // The slab goes back to the pool once the transport no longer reads it.
+  waiter.call->Reply(absl::OkStatus(), response.SerializeAsString(), payload,
+                     [slab = std::move(batch.slab)](absl::Status) {});
+}
+
+bool TaskRunner::produced_all() const {
+  absl::MutexLock lock(&mu_);
+  return produced_all_;
+}
+
+TaskRunnerStats TaskRunner::stats() const {
+  absl::MutexLock lock(&mu_);
+  return stats_;
+}
+
+}  // namespace sluice::control

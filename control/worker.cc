@@ -1,0 +1,158 @@
+#include "control/worker.h"
+
+#include <iostream>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "control/proto_handler.h"
+
+namespace sluice::control {
+namespace {
+
+// Fetches DYNAMIC splits of one task from the dispatcher.
+class RemoteSplitFeed final : public engine::SplitFeed {
+ public:
+  RemoteSplitFeed(transport::RpcEndpoint* rpc, transport::Address dispatcher,
+                  const proto::TaskDef& task, absl::Duration timeout)
+      : rpc_(rpc), dispatcher_(std::move(dispatcher)), task_(task), timeout_(timeout) {}
+
+  absl::Status GetNext(int64_t repetition, proto::Split* split, bool* end_of_splits) override {
+    proto::GetSplitRequest request;
+    request.set_job_id(task_.job_id());
+    request.set_task_id(task_.task_id());
+    request.set_repetition(repetition);
+    proto::GetSplitResponse response;
+    SLUICE_RETURN_IF_ERROR(
+        rpc_->CallProto(dispatcher_, proto::GET_SPLIT, request, &response, timeout_));
+    *end_of_splits = response.end_of_splits();
+    if (!*end_of_splits) *split = response.split();
+    return absl::OkStatus();
+  }
+
+ private:
+  transport::RpcEndpoint* rpc_;
+  transport::Address dispatcher_;
+  proto::TaskDef task_;
+  absl::Duration timeout_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Worker>> Worker::Start(const WorkerOptions& options) {
+  std::unique_ptr<Worker> worker(new Worker(options));
+  transport::RpcOptions rpc_options;
+  rpc_options.scheme = options.bind.scheme;
+  rpc_options.transport = options.transport;
+  rpc_options.transport.connect_timeout = options.dispatcher_timeout;
+  SLUICE_ASSIGN_OR_RETURN(worker->rpc_, transport::RpcEndpoint::Create(rpc_options));
+  SLUICE_ASSIGN_OR_RETURN(worker->pool_, transport::SlabPool::Create(worker->rpc_->transport(),
+                                                                     options.slab_bytes,
+                                                                     options.num_slabs));
+  Worker* w = worker.get();
+  w->rpc_->Handle(proto::GET_ELEMENT, [w](auto call) { w->HandleGetElement(std::move(call)); });
+  SLUICE_ASSIGN_OR_RETURN(transport::Address bound, w->rpc_->Listen(options.bind));
+  std::string host = options.advertise_host.empty()
+                         ? transport::LocalAddressFacing(options.dispatcher.host)
+                         : options.advertise_host;
+  w->address_ = transport::Address{bound.scheme, host, bound.port}.ToString();
+  // The first heartbeat registers the worker; failing it fails start-up with its reason.
+  absl::Status registered = w->Heartbeat();
+  if (!registered.ok()) {
+    return absl::Status(registered.code(),
+                        absl::StrCat("worker could not register with the dispatcher at ",
+                                     options.dispatcher.ToString(), ": ", registered.message()));
+  }
+  w->heartbeat_thread_ = std::thread([w] { w->HeartbeatLoop(); });
+  return worker;
+}
+
+Worker::~Worker() {
+  stop_.Notify();
+  if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
+  std::map<int64_t, std::shared_ptr<TaskRunner>> runners;
+  {
+    absl::MutexLock lock(&mu_);
+    runners.swap(runners_);
+  }
+  runners.clear();  // stops producers and answers parked requests before the transport goes
+  rpc_.reset();
+}
+
+absl::Status Worker::Heartbeat() {
+  proto::WorkerHeartbeatRequest request;
+  request.set_worker_address(address_);
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [id, runner] : runners_) {
+      request.add_current_tasks(id);
+      if (runner->produced_all()) request.add_finished_tasks(id);
+    }
+  }
+  proto::WorkerHeartbeatResponse response;
+  SLUICE_RETURN_IF_ERROR(rpc_->CallProto(options_.dispatcher, proto::WORKER_HEARTBEAT, request,
+                                         &response, options_.dispatcher_timeout));
+  for (const proto::TaskDef& task : response.new_tasks()) {
+    std::unique_ptr<engine::SplitFeed> feed;
+    if (task.mode() == proto::DYNAMIC) {
+      feed = std::make_unique<RemoteSplitFeed>(rpc_.get(), options_.dispatcher, task,
+                                               options_.dispatcher_timeout);
+    }
+    SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<TaskRunner> runner,
+                            TaskRunner::Start(task, pool_, std::move(feed), options_.task));
+    absl::MutexLock lock(&mu_);
+    runners_[task.task_id()] = std::move(runner);
+  }
+  std::vector<std::shared_ptr<TaskRunner>> removed;
+  {
+    absl::MutexLock lock(&mu_);
+    for (int64_t id : response.tasks_to_delete()) {
+      if (auto it = runners_.find(id); it != runners_.end()) {
+        removed.push_back(std::move(it->second));
+        runners_.erase(it);
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+void Worker::HeartbeatLoop() {
+  while (!stop_.WaitForNotificationWithTimeout(options_.heartbeat_interval)) {
+    absl::Status status = Heartbeat();
+    std::string message = status.ok() ? "" : std::string(status.message());
+    absl::MutexLock lock(&mu_);
+    // Report changes only: a dispatcher that is down must not flood the log.
+    if (message != last_heartbeat_error_) {
+      if (!message.empty()) {
+        std::cerr << "sluice worker " << address_ << ": heartbeat failed: " << message << "\n";
+      } else {
+        std::cerr << "sluice worker " << address_ << ": heartbeat recovered\n";
+      }
+      last_heartbeat_error_ = message;
+    }
+  }
+}
+
+void Worker::HandleGetElement(std::shared_ptr<transport::ServerCall> call) {
+  proto::GetElementRequest request;
+  if (!request.ParseFromString(call->request())) {
+    call->Reply(absl::InvalidArgumentError("malformed GetElementRequest"));
+    return;
+  }
+  std::shared_ptr<TaskRunner> runner;
+  {
+    absl::MutexLock lock(&mu_);
+    if (auto it = runners_.find(request.task_id()); it != runners_.end()) {
+      runner = it->second;
+    }
+  }
+  if (runner == nullptr) {
+    // The client may learn of a task before this worker's next heartbeat brings it.
+    proto::GetElementResponse response;
+    response.set_retry_later(true);
+    call->Reply(response);
+    return;
+  }
+  runner->Fetch(std::move(call), request.max_batch_bytes());
+}
+
+}  // namespace sluice::control

@@ -1,0 +1,68 @@
+// A data worker: registers with the dispatcher, runs the tasks it is given, serves batches.
+//
+// Heartbeats carry the worker's task list; the reply carries new tasks. Each task runs in a
+// TaskRunner whose batches live in one slab pool registered with the transport at start-up.
+//
+//   WorkerOptions options;
+//   options.dispatcher = *ParseAddress("ucx://10.0.0.1:5050");
+//   absl::StatusOr<std::unique_ptr<Worker>> w = Worker::Start(options);
+#ifndef SLUICE_CONTROL_WORKER_H_
+#define SLUICE_CONTROL_WORKER_H_
+
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "control/task_runner.h"
+#include "transport/rpc.h"
+#include "transport/slab_pool.h"
+
+namespace sluice::control {
+
+struct WorkerOptions {
+  transport::Address dispatcher;
+  transport::Address bind{"ucx", "0.0.0.0", 0};
+  // Host put in the address clients are told; empty: the local IP facing the dispatcher.
+  std::string advertise_host;
+  // Registered memory: slab_bytes bounds one batch, num_slabs bounds the worker's buffers.
+  size_t slab_bytes = 16 << 20;
+  size_t num_slabs = 16;
+  TaskRunnerOptions task;
+  absl::Duration heartbeat_interval = absl::Milliseconds(100);
+  absl::Duration dispatcher_timeout = absl::Seconds(10);
+  transport::TransportOptions transport;
+};
+
+class Worker {
+ public:
+  // Fails if the dispatcher cannot be reached within options.dispatcher_timeout.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<Worker>> Start(const WorkerOptions& options);
+  ~Worker();
+
+  // The address clients use to reach this worker.
+  [[nodiscard]] const std::string& address() const { return address_; }
+
+ private:
+  explicit Worker(const WorkerOptions& options) : options_(options) {}
+  absl::Status Heartbeat();
+  void HeartbeatLoop();
+  void HandleGetElement(std::shared_ptr<transport::ServerCall> call);
+
+  const WorkerOptions options_;
+  std::string address_;
+  std::unique_ptr<transport::RpcEndpoint> rpc_;
+  std::shared_ptr<transport::SlabPool> pool_;
+
+  absl::Mutex mu_;
+  std::map<int64_t, std::shared_ptr<TaskRunner>> runners_ ABSL_GUARDED_BY(mu_);
+  std::string last_heartbeat_error_ ABSL_GUARDED_BY(mu_);
+  absl::Notification stop_;
+  std::thread heartbeat_thread_;
+};
+
+}  // namespace sluice::control
+
+#endif  // SLUICE_CONTROL_WORKER_H_

@@ -1,0 +1,98 @@
+#include "tools/batch_output.h"
+
+#include <iostream>
+
+#include "absl/strings/str_format.h"
+
+namespace sluice::tools {
+namespace {
+
+template <typename T>
+nlohmann::json Values(const engine::TensorView& t) {
+  nlohmann::json values = nlohmann::json::array();
+  for (T v : t.values<T>()) values.push_back(v);
+  return values;
+}
+
+nlohmann::json TensorValues(const engine::TensorView& t) {
+  switch (t.dtype) {
+    case engine::DType::kInt32:
+      return Values<int32_t>(t);
+    case engine::DType::kInt64:
+      return Values<int64_t>(t);
+    case engine::DType::kFloat32:
+      return Values<float>(t);
+    case engine::DType::kFloat64:
+      return Values<double>(t);
+    case engine::DType::kUInt8:
+      return Values<uint8_t>(t);
+  }
+  return nlohmann::json::array();
+}
+
+}  // namespace
+
+absl::StatusOr<OutputFormat> ParseOutputFormat(const std::string& text) {
+  if (text == "jsonl") return OutputFormat::kJsonLines;
+  if (text == "summary") return OutputFormat::kSummary;
+  return absl::InvalidArgumentError("--format must be jsonl or summary, got '" + text + "'");
+}
+
+nlohmann::json BatchToJson(const control::Batch& batch) {
+  nlohmann::json tensors = nlohmann::json::array();
+  const engine::BatchView& view = batch.view();
+  for (size_t i = 0; i < view.num_tensors(); ++i) {
+    engine::TensorView t = view.tensor(i);
+    tensors.push_back({{"dtype", std::string(engine::DTypeName(t.dtype))},
+                       {"shape", std::vector<int64_t>(t.shape.begin(), t.shape.end())},
+                       {"values", TensorValues(t)}});
+  }
+  return {{"tensors", tensors}, {"worker", batch.worker()}, {"index", batch.index()}};
+}
+
+BatchSink::BatchSink(OutputFormat format, std::ostream& out, bool show_progress)
+    : format_(format), out_(out), show_progress_(show_progress) {}
+
+void BatchSink::Add(const control::Batch& batch) {
+  ++batches_;
+  const engine::BatchView& view = batch.view();
+  if (view.num_tensors() > 0) {
+    engine::TensorView first = view.tensor(0);
+    elements_ += first.shape.empty() ? 1 : first.shape[0];
+  }
+  for (size_t i = 0; i < view.num_tensors(); ++i) bytes_ += view.tensor(i).nbytes;
+  ++per_worker_[batch.worker()];
+  if (format_ == OutputFormat::kJsonLines) out_ << BatchToJson(batch).dump() << '\n';
+  if (show_progress_ && absl::Now() - last_progress_ > absl::Seconds(2)) {
+    last_progress_ = absl::Now();
+    double seconds = absl::ToDoubleSeconds(last_progress_ - start_);
+    std::cerr << absl::StrFormat("\r%d batches, %d elements, %.1f MB/s   ", batches_, elements_,
+                                 bytes_ / 1e6 / seconds)
+              << std::flush;
+  }
+}
+
+nlohmann::json BatchSink::Finish() {
+  double seconds = std::max(1e-9, absl::ToDoubleSeconds(absl::Now() - start_));
+  if (show_progress_ && batches_ > 0) std::cerr << "\n";
+  nlohmann::json summary = {{"batches", batches_},
+                            {"elements", elements_},
+                            {"tensor_bytes", bytes_},
+                            {"seconds", seconds},
+                            {"batches_per_s", batches_ / seconds},
+                            {"mb_per_s", bytes_ / 1e6 / seconds},
+                            {"per_worker_batches", per_worker_}};
+  if (format_ == OutputFormat::kSummary) {
+    out_ << absl::StrFormat("read %d batches (%d elements, %d tensor bytes) in %.3f s: "
+                            "%.1f batches/s, %.1f MB/s\n",
+                            batches_, elements_, bytes_, seconds, batches_ / seconds,
+                            bytes_ / 1e6 / seconds);
+    for (const auto& [worker, count] : per_worker_) {
+      out_ << "  " << worker << ": " << count << " batches\n";
+    }
+  }
+  out_.flush();
+  return summary;
+}
+
+}  // namespace sluice::tools

@@ -1,0 +1,48 @@
+// Turns batches into what `sluice read` prints: JSON lines or a summary.
+//
+//   BatchSink sink(OutputFormat::kJsonLines, std::cout);
+//   sink.Add(batch);   // one {"tensors":[{"dtype":..,"shape":[..],"values":[..]}],..} line
+//   sink.Finish();     // for kSummary, the totals
+#ifndef SLUICE_TOOLS_BATCH_OUTPUT_H_
+#define SLUICE_TOOLS_BATCH_OUTPUT_H_
+
+#include <map>
+#include <ostream>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "control/batch_reader.h"
+#include "nlohmann/json.hpp"
+
+namespace sluice::tools {
+
+enum class OutputFormat { kJsonLines, kSummary };
+
+[[nodiscard]] absl::StatusOr<OutputFormat> ParseOutputFormat(const std::string& text);
+
+// {"tensors":[{"dtype":"int64","shape":[32],"values":[...]}],"worker":"...","index":N}
+[[nodiscard]] nlohmann::json BatchToJson(const control::Batch& batch);
+
+class BatchSink {
+ public:
+  BatchSink(OutputFormat format, std::ostream& out, bool show_progress);
+  void Add(const control::Batch& batch);
+  // Prints the summary (kSummary); returns it as JSON either way.
+  nlohmann::json Finish();
+
+ private:
+  const OutputFormat format_;
+  std::ostream& out_;
+  const bool show_progress_;
+  const absl::Time start_ = absl::Now();
+  absl::Time last_progress_ = absl::Now();
+  int64_t batches_ = 0;
+  int64_t elements_ = 0;
+  int64_t bytes_ = 0;
+  std::map<std::string, int64_t> per_worker_;
+};
+
+}  // namespace sluice::tools
+
+#endif  // SLUICE_TOOLS_BATCH_OUTPUT_H_

@@ -1,0 +1,262 @@
+// The `sluice` command: dispatcher, worker, read and local subcommands.
+//
+//   sluice dispatcher --port 5050
+//   sluice worker --dispatcher ucx://head:5050
+//   sluice read --dispatcher ucx://head:5050 --pipeline 'range(1000) | batch(10)' --format jsonl
+//   sluice local --workers 2 --pipeline 'range(100000) | map(square) | batch(256)'
+//
+// Exit status: 0 done, 1 a runtime failure, 2 bad usage or input.
+#include <signal.h>
+#include <unistd.h>
+
+#include <iostream>
+#include <string>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "common/status_macros.h"
+#include "control/client.h"
+#include "control/dispatcher.h"
+#include "control/local_cluster.h"
+#include "control/worker.h"
+#include "engine/functions.h"
+#include "engine/pipeline_text.h"
+#include "engine/pipeline_validate.h"
+#include "tools/batch_output.h"
+
+namespace sluice::tools {
+namespace {
+
+constexpr int kRuntimeError = 1;
+constexpr int kUsageError = 2;
+
+struct ReadFlags {
+  std::string pipeline = "range(1000000) | map(square) | batch(1024)";
+  std::string mode = "dynamic";
+  std::string job_name;
+  std::string format = "summary";
+  int max_outstanding = 4;
+  int prefetch = 4;
+  size_t slab_bytes = 16 << 20;
+};
+
+int Fail(const absl::Status& status, absl::string_view context) {
+  std::cerr << "sluice " << context << ": " << status.message() << "\n";
+  return status.code() == absl::StatusCode::kInvalidArgument ? kUsageError : kRuntimeError;
+}
+
+absl::StatusOr<absl::Duration> ParseDurationFlag(const std::string& name,
+                                                 const std::string& text) {
+  absl::Duration d;
+  if (!absl::ParseDuration(text, &d) || d <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", name, " expects a positive duration like 10s or 500ms, got '", text,
+                     "'"));
+  }
+  return d;
+}
+
+absl::StatusOr<proto::ProcessingMode> ParseMode(const std::string& text) {
+  if (text == "off") return proto::OFF;
+  if (text == "dynamic") return proto::DYNAMIC;
+  return absl::InvalidArgumentError(
+      absl::StrCat("--mode must be off or dynamic, got '", text, "'"));
+}
+
+// Parses and validates locally so that a typo is reported before any connection is made.
+absl::StatusOr<proto::PipelineDef> ParseAndValidate(const std::string& text,
+                                                    proto::ProcessingMode mode) {
+  SLUICE_ASSIGN_OR_RETURN(proto::PipelineDef def, engine::ParsePipeline(text));
+  SLUICE_RETURN_IF_ERROR(engine::ValidatePipeline(def, engine::FunctionRegistry::Builtins()));
+  if (mode == proto::DYNAMIC) SLUICE_RETURN_IF_ERROR(engine::ValidateSplittable(def));
+  return def;
+}
+
+void AddReadFlags(CLI::App* app, ReadFlags& flags) {
+  app->add_option("--pipeline", flags.pipeline,
+                  "Pipeline text, e.g. 'range(10000) | map(square) | batch(32)'")
+      ->capture_default_str();
+  app->add_option("--mode", flags.mode, "Processing mode: off or dynamic")->capture_default_str();
+  app->add_option("--job-name", flags.job_name,
+                  "Share a job with other clients that name it (default: a job of one's own)");
+  app->add_option("--format", flags.format, "Output: jsonl (one line per batch) or summary")
+      ->capture_default_str();
+  app->add_option("--max-outstanding", flags.max_outstanding, "Fetches in flight")
+      ->capture_default_str();
+  app->add_option("--prefetch", flags.prefetch, "Fetched batches waiting for the reader")
+      ->capture_default_str();
+  app->add_option("--slab-bytes", flags.slab_bytes, "Largest batch the client accepts")
+      ->capture_default_str();
+}
+
+// Reads a whole job and prints it. Shared by `read` and `local`.
+int ReadAll(const transport::Address& dispatcher, const ReadFlags& flags,
+            absl::Duration timeout) {
+  absl::StatusOr<OutputFormat> format = ParseOutputFormat(flags.format);
+  if (!format.ok()) return Fail(format.status(), "read");
+  absl::StatusOr<proto::ProcessingMode> mode = ParseMode(flags.mode);
+  if (!mode.ok()) return Fail(mode.status(), "read");
+  absl::StatusOr<proto::PipelineDef> pipeline = ParseAndValidate(flags.pipeline, *mode);
+  if (!pipeline.ok()) return Fail(pipeline.status(), "read");
+
+  control::ClientOptions client_options;
+  client_options.dispatcher = dispatcher;
+  client_options.timeout = timeout;
+  auto client = control::Client::Connect(client_options);
+  if (!client.ok()) return Fail(client.status(), "read");
+  absl::StatusOr<std::string> dataset = (*client)->RegisterDataset(*pipeline);
+  if (!dataset.ok()) return Fail(dataset.status(), "read");
+  control::ReadOptions read_options;
+  read_options.mode = *mode;
+  read_options.job_name = flags.job_name;
+  read_options.max_outstanding_requests = flags.max_outstanding;
+  read_options.prefetch_batches = flags.prefetch;
+  read_options.slab_bytes = flags.slab_bytes;
+  auto reader = (*client)->Read(*dataset, read_options);
+  if (!reader.ok()) return Fail(reader.status(), "read");
+  BatchSink sink(*format, std::cout, *format == OutputFormat::kSummary && isatty(2));
+  while (true) {
+    absl::StatusOr<std::optional<control::Batch>> batch = (*reader)->Next();
+    if (!batch.ok()) return Fail(batch.status(), "read");
+    if (!batch->has_value()) break;
+    sink.Add(**batch);
+  }
+  sink.Finish();
+  return 0;
+}
+
+// Blocks until SIGINT or SIGTERM.
+void WaitForTerminationSignal() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  int signal = 0;
+  sigwait(&set, &signal);
+}
+
+int Main(int argc, char** argv) {
+  // Termination signals are taken by sigwait; block them before any thread starts.
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  CLI::App app{"Sluice: a data-plane service for ML training (tf.data-service semantics, "
+               "zero-copy batches over UCX)"};
+  app.require_subcommand(1);
+  std::string timeout_text = "10s";
+  app.add_option("--timeout", timeout_text,
+                 "Bound on reaching a peer and on each control call (e.g. 10s, 500ms)")
+      ->capture_default_str();
+
+  CLI::App* dispatcher_cmd = app.add_subcommand("dispatcher", "Run a dispatcher");
+  int dispatcher_port = 5050;
+  std::string dispatcher_host = "0.0.0.0";
+  int64_t elements_per_split = 256;
+  dispatcher_cmd->add_option("--port", dispatcher_port, "Port to listen on (0: any free port)")
+      ->capture_default_str();
+  dispatcher_cmd->add_option("--host", dispatcher_host, "Address to bind")->capture_default_str();
+  dispatcher_cmd->add_option("--elements-per-split", elements_per_split,
+                             "DYNAMIC split size in source elements")
+      ->capture_default_str();
+
+  CLI::App* worker_cmd = app.add_subcommand("worker", "Run a data worker");
+  std::string worker_dispatcher;
+  int worker_port = 0;
+  std::string worker_host = "0.0.0.0";
+  std::string advertise_host;
+  control::WorkerOptions worker_options;
+  worker_cmd->add_option("--dispatcher", worker_dispatcher, "Dispatcher address ucx://HOST:PORT")
+      ->required();
+  worker_cmd->add_option("--port", worker_port, "Port to serve on (0: any free port)")
+      ->capture_default_str();
+  worker_cmd->add_option("--host", worker_host, "Address to bind")->capture_default_str();
+  worker_cmd->add_option("--advertise-host", advertise_host,
+                         "Host clients should use (default: the IP facing the dispatcher)");
+  worker_cmd->add_option("--slab-bytes", worker_options.slab_bytes, "Largest batch, in bytes")
+      ->capture_default_str();
+  worker_cmd->add_option("--slabs", worker_options.num_slabs, "Registered slabs in the pool")
+      ->capture_default_str();
+  worker_cmd->add_option("--buffer-batches", worker_options.task.buffer_batches,
+                         "Finished batches buffered per task")
+      ->capture_default_str();
+
+  CLI::App* read_cmd = app.add_subcommand("read", "Read a pipeline through a running service");
+  std::string read_dispatcher;
+  ReadFlags read_flags;
+  read_cmd->add_option("--dispatcher", read_dispatcher, "Dispatcher address ucx://HOST:PORT")
+      ->required();
+  AddReadFlags(read_cmd, read_flags);
+
+  CLI::App* local_cmd =
+      app.add_subcommand("local", "Run a dispatcher and workers in this process and read");
+  int local_workers = 2;
+  ReadFlags local_flags;
+  local_cmd->add_option("--workers", local_workers, "Number of workers")->capture_default_str();
+  AddReadFlags(local_cmd, local_flags);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : kUsageError;
+  }
+  absl::StatusOr<absl::Duration> timeout = ParseDurationFlag("timeout", timeout_text);
+  if (!timeout.ok()) return Fail(timeout.status(), "");
+
+  if (dispatcher_cmd->parsed()) {
+    control::DispatcherOptions options;
+    options.bind = transport::Address{"ucx", dispatcher_host, static_cast<uint16_t>(dispatcher_port)};
+    options.config.elements_per_split = elements_per_split;
+    auto dispatcher = control::Dispatcher::Start(options);
+    if (!dispatcher.ok()) return Fail(dispatcher.status(), "dispatcher");
+    std::cout << "sluice dispatcher listening on " << (*dispatcher)->address().ToString()
+              << " (id " << (*dispatcher)->id() << ")" << std::endl;
+    WaitForTerminationSignal();
+    return 0;
+  }
+  if (worker_cmd->parsed()) {
+    absl::StatusOr<transport::Address> dispatcher = transport::ParseAddress(worker_dispatcher);
+    if (!dispatcher.ok()) return Fail(dispatcher.status(), "worker");
+    worker_options.dispatcher = *dispatcher;
+    worker_options.bind = transport::Address{dispatcher->scheme, worker_host,
+                                             static_cast<uint16_t>(worker_port)};
+    worker_options.advertise_host = advertise_host;
+    worker_options.dispatcher_timeout = *timeout;
+    auto worker = control::Worker::Start(worker_options);
+    if (!worker.ok()) return Fail(worker.status(), "worker");
+    std::cout << "sluice worker serving at " << (*worker)->address() << std::endl;
+    WaitForTerminationSignal();
+    return 0;
+  }
+  if (read_cmd->parsed()) {
+    absl::StatusOr<transport::Address> dispatcher = transport::ParseAddress(read_dispatcher);
+    if (!dispatcher.ok()) return Fail(dispatcher.status(), "read");
+    return ReadAll(*dispatcher, read_flags, *timeout);
+  }
+  // local
+  absl::StatusOr<proto::ProcessingMode> mode = ParseMode(local_flags.mode);
+  if (!mode.ok()) return Fail(mode.status(), "local");
+  if (auto p = ParseAndValidate(local_flags.pipeline, *mode); !p.ok()) {
+    return Fail(p.status(), "local");
+  }
+  control::LocalClusterOptions options;
+  options.num_workers = local_workers;
+  auto cluster = control::LocalCluster::Start(options);
+  if (!cluster.ok()) return Fail(cluster.status(), "local");
+  if (local_flags.format == "summary") {
+    std::cout << "local cluster: dispatcher " << (*cluster)->dispatcher_address().ToString()
+              << ", " << local_workers << " workers; pipeline: " << local_flags.pipeline
+              << " (mode " << local_flags.mode << ")\n";
+  }
+  return ReadAll((*cluster)->dispatcher_address(), local_flags, *timeout);
+}
+
+}  // namespace
+}  // namespace sluice::tools
+
+int main(int argc, char** argv) { return sluice::tools::Main(argc, argv); }
