@@ -1,0 +1,130 @@
+#include "control/dispatcher_state.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "engine/pipeline_text.h"
+
+namespace sluice::control {
+namespace {
+
+using ::testing::HasSubstr;
+
+proto::PipelineDef Pipeline(const char* text) {
+  auto def = engine::ParsePipeline(text);
+  EXPECT_TRUE(def.ok()) << def.status();
+  return *def;
+}
+
+proto::GetOrCreateJobRequest JobRequest(const std::string& dataset, proto::ProcessingMode mode,
+                                        const std::string& name) {
+  proto::GetOrCreateJobRequest request;
+  request.set_dataset_id(dataset);
+  request.set_mode(mode);
+  request.set_job_name(name);
+  return request;
+}
+
+TEST(DispatcherStateTest, SameDefinitionSameDatasetId) {
+  DispatcherState state({});
+  auto a = state.RegisterDataset(Pipeline("range(10) | batch(2)"));
+  auto b = state.RegisterDataset(Pipeline("range(10) | batch(2)"));
+  auto c = state.RegisterDataset(Pipeline("range(11) | batch(2)"));
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok());
+  EXPECT_EQ(*a, *b);
+  EXPECT_NE(*a, *c);
+}
+
+TEST(DispatcherStateTest, InvalidPipelineIsRejected) {
+  DispatcherState state({});
+  auto id = state.RegisterDataset(Pipeline("range(10) | map(cube)"));
+  ASSERT_FALSE(id.ok());
+  EXPECT_EQ(id.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(id.status().message(), HasSubstr("cube"));
+}
+
+TEST(DispatcherStateTest, NamedJobsAreSharedAndMustMatch) {
+  DispatcherState state({});
+  std::string ds = *state.RegisterDataset(Pipeline("range(10)"));
+  auto first = state.GetOrCreateJob(JobRequest(ds, proto::DYNAMIC, "train"));
+  auto second = state.GetOrCreateJob(JobRequest(ds, proto::DYNAMIC, "train"));
+  ASSERT_TRUE(first.ok() && second.ok());
+  EXPECT_EQ(first->job_id(), second->job_id());
+  EXPECT_NE(first->client_id(), second->client_id());
+  auto anonymous = state.GetOrCreateJob(JobRequest(ds, proto::DYNAMIC, ""));
+  ASSERT_TRUE(anonymous.ok());
+  EXPECT_NE(anonymous->job_id(), first->job_id());
+  auto mismatch = state.GetOrCreateJob(JobRequest(ds, proto::OFF, "train"));
+  ASSERT_FALSE(mismatch.ok());
+  EXPECT_THAT(mismatch.status().message(), HasSubstr("mode dynamic"));
+  EXPECT_EQ(state.GetOrCreateJob(JobRequest("nope", proto::OFF, "")).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST(DispatcherStateTest, WorkersGetTasksAndJobsFinishWhenAllTasksDo) {
+  DispatcherState state({});
+  std::string ds = *state.RegisterDataset(Pipeline("range(10)"));
+  proto::WorkerHeartbeatRequest w1;
+  w1.set_worker_address("ucx://a:1");
+  ASSERT_TRUE(state.WorkerHeartbeat(w1).ok());
+  auto job = state.GetOrCreateJob(JobRequest(ds, proto::OFF, ""));
+  ASSERT_TRUE(job.ok());
+  // A worker registering after the job was created joins it too.
+  proto::WorkerHeartbeatRequest w2;
+  w2.set_worker_address("ucx://b:1");
+  auto r2 = state.WorkerHeartbeat(w2);
+  ASSERT_TRUE(r2.ok());
+  ASSERT_EQ(r2->new_tasks_size(), 1);
+  auto r1 = state.WorkerHeartbeat(w1);
+  ASSERT_EQ(r1->new_tasks_size(), 1);
+  EXPECT_EQ(r1->new_tasks(0).pipeline().stages_size(), 1);
+
+  proto::ClientHeartbeatRequest c;
+  c.set_job_id(job->job_id());
+  auto heartbeat = state.ClientHeartbeat(c);
+  ASSERT_TRUE(heartbeat.ok());
+  EXPECT_EQ(heartbeat->tasks_size(), 2);
+  EXPECT_FALSE(heartbeat->job_finished());
+
+  w1.add_current_tasks(r1->new_tasks(0).task_id());
+  w1.add_finished_tasks(r1->new_tasks(0).task_id());
+  ASSERT_TRUE(state.WorkerHeartbeat(w1).ok());
+  EXPECT_FALSE(state.ClientHeartbeat(c)->job_finished());
+  w2.add_current_tasks(r2->new_tasks(0).task_id());
+  w2.add_finished_tasks(r2->new_tasks(0).task_id());
+  auto again = state.WorkerHeartbeat(w2);
+  EXPECT_EQ(again->new_tasks_size(), 0);  // a finished task is not handed out again
+  EXPECT_TRUE(state.ClientHeartbeat(c)->job_finished());
+}
+
+TEST(DispatcherStateTest, DynamicSplitsCoverTheSourceOncePerRepetition) {
+  DispatcherState state({.elements_per_split = 7});
+  std::string ds = *state.RegisterDataset(Pipeline("range(100) | batch(3)"));
+  auto job = state.GetOrCreateJob(JobRequest(ds, proto::DYNAMIC, ""));
+  ASSERT_TRUE(job.ok());
+  for (int repetition = 0; repetition < 2; ++repetition) {
+    std::set<int64_t> seen;
+    while (true) {
+      proto::GetSplitRequest request;
+      request.set_job_id(job->job_id());
+      request.set_repetition(repetition);
+      auto split = state.GetSplit(request);
+      ASSERT_TRUE(split.ok()) << split.status();
+      if (split->end_of_splits()) break;
+      EXPECT_LE(split->split().end() - split->split().begin(), 7);
+      for (int64_t i = split->split().begin(); i < split->split().end(); ++i) {
+        EXPECT_TRUE(seen.insert(i).second) << i;
+      }
+    }
+    EXPECT_EQ(seen.size(), 100u);
+  }
+  auto off_job = state.GetOrCreateJob(JobRequest(ds, proto::OFF, ""));
+  proto::GetSplitRequest request;
+  request.set_job_id(off_job->job_id());
+  EXPECT_EQ(state.GetSplit(request).status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+}  // namespace
+}  // namespace sluice::control
