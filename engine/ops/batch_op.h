@@ -1,0 +1,25 @@
+// The `batch` op: stacks batch_size consecutive elements component-wise, so
+// component k of a batch has shape [n, ...shape of component k].
+//
+//   range(10) | batch(4)                       -> [0..3], [4..7], [8, 9]
+//   range(10) | batch(4, drop_remainder=true)  -> [0..3], [4..7]
+#ifndef SLUICE_ENGINE_OPS_BATCH_OP_H_
+#define SLUICE_ENGINE_OPS_BATCH_OP_H_
+
+#include <span>
+
+#include "absl/status/statusor.h"
+#include "engine/op_registry.h"
+#include "engine/tensor.h"
+
+namespace sluice::engine {
+
+// Stacks `rows` component-wise. InvalidArgument when `rows` is empty or the rows disagree
+// in component count, dtype or shape (the message names the row and component).
+[[nodiscard]] absl::StatusOr<Element> StackElements(std::span<const Element> rows);
+
+OpDef BatchOpDef();
+
+}  // namespace sluice::engine
+
+#endif  // SLUICE_ENGINE_OPS_BATCH_OP_H_

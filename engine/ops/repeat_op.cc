@@ -1,0 +1,95 @@
+#include "engine/ops/repeat_op.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "engine/cardinality.h"
+
+namespace sluice::engine {
+namespace {
+
+class RepeatIterator : public ElementIterator {
+ public:
+  RepeatIterator(IteratorFactory input_factory, int64_t count)
+      : input_factory_(std::move(input_factory)), count_(count) {}
+
+  absl::Status GetNext(Element* out, bool* end_of_sequence) override {
+    while (!done_) {
+      if (count_ != -1 && pass_ >= count_) break;
+      if (input_ == nullptr) {
+        // Created lazily so repeat(0) never touches its input (or asks for splits).
+        SLUICE_ASSIGN_OR_RETURN(input_, input_factory_());
+        produced_in_pass_ = false;
+      }
+      bool end = false;
+      SLUICE_RETURN_IF_ERROR(input_->GetNext(out, &end));
+      if (!end) {
+        produced_in_pass_ = true;
+        *end_of_sequence = false;
+        return absl::OkStatus();
+      }
+      input_.reset();
+      ++pass_;
+      if (!produced_in_pass_) break;
+    }
+    done_ = true;
+    *end_of_sequence = true;
+    return absl::OkStatus();
+  }
+
+ private:
+  IteratorFactory input_factory_;
+  const int64_t count_;
+  std::unique_ptr<ElementIterator> input_;
+  int64_t pass_ = 0;
+  bool produced_in_pass_ = false;
+  bool done_ = false;
+};
+
+}  // namespace
+
+OpDef RepeatOpDef() {
+  OpDef def;
+  def.name = "repeat";
+  def.op_case = proto::Stage::kRepeat;
+  def.params = {{"count", false}};
+  def.from_args = [](const OpArgs& args, proto::Stage* stage) -> absl::Status {
+    SLUICE_ASSIGN_OR_RETURN(int64_t count, args.GetInt("count", -1));
+    stage->mutable_repeat()->set_count(count);
+    return absl::OkStatus();
+  };
+  def.to_args = [](const proto::Stage& stage) {
+    std::vector<FormattedArg> args;
+    if (stage.repeat().count() != -1) {
+      args.push_back({"count", ArgValue::Integer(stage.repeat().count()), true});
+    }
+    return args;
+  };
+  def.validate = [](const proto::Stage& stage, const FunctionRegistry*) {
+    if (stage.repeat().count() < -1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("count must be >= 0, or -1 for forever, got ", stage.repeat().count()));
+    }
+    return absl::OkStatus();
+  };
+  def.cardinality = [](const proto::Stage& stage, int64_t input) -> absl::StatusOr<int64_t> {
+    const int64_t count = stage.repeat().count();
+    if (count == 0 || input == 0) return 0;
+    if (input == kUnknown) return kUnknown;
+    if (count == -1 || input == kInfinite) return kInfinite;
+    int64_t total;
+    if (__builtin_mul_overflow(input, count, &total)) {
+      return absl::OutOfRangeError(
+          absl::StrCat("cardinality ", input, " x ", count, " does not fit in int64"));
+    }
+    return total;
+  };
+  def.make_iterator =
+      [](const OpBuildArgs& args) -> absl::StatusOr<std::unique_ptr<ElementIterator>> {
+    return std::make_unique<RepeatIterator>(args.input, args.stage.repeat().count());
+  };
+  return def;
+}
+
+}  // namespace sluice::engine

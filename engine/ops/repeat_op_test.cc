@@ -1,0 +1,89 @@
+#include "engine/ops/repeat_op.h"
+
+#include <set>
+#include <vector>
+
+#include "engine/test_util.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace sluice::engine {
+namespace {
+
+using ::sluice::engine::testing::DrainText;
+using ::sluice::engine::testing::ScalarInt64s;
+using ::testing::ElementsAre;
+
+std::vector<int64_t> Values(std::string_view text, const PipelineContext& context = {}) {
+  absl::StatusOr<std::vector<Element>> out = DrainText(text, context, /*limit=*/1000);
+  EXPECT_TRUE(out.ok()) << text << ": " << out.status();
+  return out.ok() ? ScalarInt64s(*out) : std::vector<int64_t>{};
+}
+
+// Serves [0, n) as a single split for every repetition below `repetitions`, and records
+// every request.
+class CountingFeed : public SplitFeed {
+ public:
+  CountingFeed(int64_t n, int64_t repetitions) : n_(n), repetitions_(repetitions) {}
+  std::vector<int64_t> requests;
+
+  absl::Status GetNext(int64_t repetition, proto::Split* split, bool* end) override {
+    requests.push_back(repetition);
+    *end = repetition >= repetitions_ || !served_.insert(repetition).second;
+    if (!*end) {
+      split->set_begin(0);
+      split->set_end(n_);
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  int64_t n_;
+  int64_t repetitions_;
+  std::set<int64_t> served_;
+};
+
+TEST(RepeatIteratorTest, RepeatsCountTimes) {
+  EXPECT_THAT(Values("range(3) | repeat(2)"), ElementsAre(0, 1, 2, 0, 1, 2));
+  EXPECT_THAT(Values("range(3) | repeat(1)"), ElementsAre(0, 1, 2));
+  EXPECT_THAT(Values("range(3) | repeat(0)"), ElementsAre());
+  EXPECT_THAT(Values("range(2) | repeat() | take(5)"), ElementsAre(0, 1, 0, 1, 0));
+  EXPECT_THAT(Values("range(2) | repeat(2) | repeat(2)"), ElementsAre(0, 1, 0, 1, 0, 1, 0, 1));
+  EXPECT_THAT(
+      Values("range(3) | batch(2) | repeat(2) | take(-1) | map(identity) | take(100)").size(), 4u);
+}
+
+TEST(RepeatIteratorTest, AnEmptyPassEndsEvenAForeverRepeat) {
+  EXPECT_THAT(Values("range(0) | repeat()"), ElementsAre());
+  EXPECT_THAT(Values("range(5) | take(0) | repeat()"), ElementsAre());
+}
+
+TEST(RepeatIteratorTest, EachPassAsksTheFeedForANewRepetition) {
+  CountingFeed feed(/*n=*/3, /*repetitions=*/2);
+  PipelineContext context;
+  context.split_feed = &feed;
+  EXPECT_THAT(Values("range(3) | repeat(5)", context), ElementsAre(0, 1, 2, 0, 1, 2));
+  // Pass 0 and 1 each get one split then the end; pass 2 finds nothing, which ends the
+  // repeat before count 5 is reached.
+  EXPECT_THAT(feed.requests, ElementsAre(0, 0, 1, 1, 2));
+}
+
+TEST(RepeatIteratorTest, NestedRepeatsNumberSourcePassesConsecutively) {
+  CountingFeed feed(/*n=*/1, /*repetitions=*/100);
+  PipelineContext context;
+  context.split_feed = &feed;
+  EXPECT_THAT(Values("range(1) | repeat(2) | map(increment) | repeat(3)", context),
+              ElementsAre(1, 1, 1, 1, 1, 1));
+  EXPECT_THAT(feed.requests, ElementsAre(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5));
+}
+
+TEST(RepeatIteratorTest, RepeatZeroNeverTouchesItsInput) {
+  CountingFeed feed(/*n=*/1, /*repetitions=*/1);
+  PipelineContext context;
+  context.split_feed = &feed;
+  EXPECT_THAT(Values("range(1) | repeat(0)", context), ElementsAre());
+  EXPECT_TRUE(feed.requests.empty());
+}
+
+}  // namespace
+}  // namespace sluice::engine

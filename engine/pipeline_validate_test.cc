@@ -1,0 +1,102 @@
+#include "engine/pipeline_validate.h"
+
+#include "engine/pipeline_text.h"
+#include "gtest/gtest.h"
+
+namespace sluice::engine {
+namespace {
+
+proto::PipelineDef MustParse(std::string_view text) {
+  absl::StatusOr<proto::PipelineDef> def = ParsePipeline(text);
+  EXPECT_TRUE(def.ok()) << text << ": " << def.status();
+  return def.ok() ? *def : proto::PipelineDef();
+}
+
+std::string ValidationError(std::string_view text) {
+  absl::Status s = ValidatePipeline(MustParse(text), FunctionRegistry::Builtins());
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << text;
+  return std::string(s.message());
+}
+
+TEST(ValidatePipelineTest, AcceptsWellFormedPipelines) {
+  for (std::string_view text :
+       {"range(10)", "range(0)", "range(5, 0, -1) | map(square) | batch(2)",
+        "range(10) | shuffle(1) | repeat() | take(-1) | repeat(0) | take(0)",
+        "range(10) | map('with_square') | batch(3, drop_remainder=true)"}) {
+    absl::Status s = ValidatePipeline(MustParse(text), FunctionRegistry::Builtins());
+    EXPECT_TRUE(s.ok()) << text << ": " << s;
+  }
+}
+
+TEST(ValidatePipelineTest, EmptyAndMisplacedSources) {
+  absl::Status empty = ValidatePipeline(proto::PipelineDef(), FunctionRegistry::Builtins());
+  EXPECT_EQ(empty.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(empty.message(), "pipeline is empty: expected at least a source stage (range)");
+
+  EXPECT_EQ(ValidationError("map(square) | batch(2)"),
+            "stage 0 (map): the first stage must be a source (range), got map");
+  EXPECT_EQ(ValidationError("range(3) | batch(2) | range(4)"),
+            "stage 2 (range): a source may only be the first stage; range has an input here "
+            "(stage 1)");
+
+  proto::PipelineDef unset = MustParse("range(3)");
+  unset.add_stages();
+  absl::Status s = ValidatePipeline(unset, FunctionRegistry::Builtins());
+  EXPECT_EQ(s.message(),
+            "stage 1: expected an op, found none set; known ops: batch, map, range, repeat, "
+            "shuffle, take");
+}
+
+TEST(ValidatePipelineTest, FieldRangesNameTheStage) {
+  EXPECT_EQ(ValidationError("range(0, 10, 0)"), "stage 0 (range): step must be != 0, got 0");
+  EXPECT_EQ(ValidationError("range(10) | map(square) | batch(-1)"),
+            "stage 2 (batch): batch_size must be > 0, got -1");
+  EXPECT_EQ(ValidationError("range(10) | batch(0)"),
+            "stage 1 (batch): batch_size must be > 0, got 0");
+  EXPECT_EQ(ValidationError("range(10) | take(-2)"),
+            "stage 1 (take): count must be >= 0, or -1 for all, got -2");
+  EXPECT_EQ(ValidationError("range(10) | repeat(-5)"),
+            "stage 1 (repeat): count must be >= 0, or -1 for forever, got -5");
+  EXPECT_EQ(ValidationError("range(10) | shuffle(0)"),
+            "stage 1 (shuffle): buffer_size must be > 0, got 0");
+  EXPECT_EQ(ValidationError("range(-9223372036854775808, 9223372036854775807)"),
+            "stage 0 (range): range(-9223372036854775808, 9223372036854775807, 1) has "
+            "18446744073709551615 elements; at most 2^63-1 are supported");
+
+  proto::PipelineDef seed_without_flag = MustParse("range(3) | shuffle(2)");
+  seed_without_flag.mutable_stages(1)->mutable_shuffle()->set_seed(5);
+  EXPECT_EQ(ValidatePipeline(seed_without_flag, FunctionRegistry::Builtins()).message(),
+            "stage 1 (shuffle): seed is 5 but has_seed is false; set has_seed to use it");
+}
+
+TEST(ValidatePipelineTest, MapFunctionsMustExistInTheGivenRegistry) {
+  EXPECT_EQ(ValidationError("range(3) | map(cube)"),
+            "stage 1 (map): unknown function 'cube'; known functions: cast_float32, "
+            "cast_float64, identity, increment, negate, square, with_square");
+  proto::PipelineDef empty_fn = MustParse("range(3) | map(x)");
+  empty_fn.mutable_stages(1)->mutable_map()->clear_function();
+  EXPECT_EQ(ValidatePipeline(empty_fn, FunctionRegistry::Builtins()).message(),
+            "stage 1 (map): expected a function name, got ''");
+
+  FunctionRegistry custom;
+  ASSERT_TRUE(custom.Register("cube", [](Element, Element*) { return absl::OkStatus(); }).ok());
+  EXPECT_TRUE(ValidatePipeline(MustParse("range(3) | map(cube)"), custom).ok());
+  EXPECT_EQ(ValidatePipeline(MustParse("range(3) | map(square)"), custom).message(),
+            "stage 1 (map): unknown function 'square'; known functions: cube");
+}
+
+TEST(ValidatePipelineStructureTest, SkipsOnlyTheFunctionLookup) {
+  EXPECT_TRUE(ValidatePipelineStructure(MustParse("range(3) | map(only_on_workers)")).ok());
+  EXPECT_EQ(ValidatePipelineStructure(MustParse("range(3) | batch(0)")).message(),
+            "stage 1 (batch): batch_size must be > 0, got 0");
+}
+
+TEST(ValidateSplittableTest, RangeSourcesAreSplittable) {
+  EXPECT_TRUE(ValidateSplittable(MustParse("range(100) | shuffle(4) | batch(8)")).ok());
+  EXPECT_EQ(ValidateSplittable(proto::PipelineDef()).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ValidateSplittable(MustParse("map(square)")).message(),
+            "stage 0 (map): the first stage must be a source (range), got map");
+}
+
+}  // namespace
+}  // namespace sluice::engine

@@ -1,0 +1,140 @@
+#include "engine/tensor.h"
+
+#include <cstdint>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace sluice::engine {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+TEST(DTypeTest, NamesSizesAndParseRoundTrip) {
+  struct Case {
+    DType dtype;
+    std::string_view name;
+    size_t size;
+  };
+  for (const Case& c : {Case{DType::kInt32, "int32", 4}, Case{DType::kInt64, "int64", 8},
+                        Case{DType::kFloat32, "float32", 4}, Case{DType::kFloat64, "float64", 8},
+                        Case{DType::kUInt8, "uint8", 1}}) {
+    EXPECT_EQ(DTypeName(c.dtype), c.name);
+    EXPECT_EQ(DTypeSize(c.dtype), c.size);
+    absl::StatusOr<DType> parsed = ParseDType(c.name);
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    EXPECT_EQ(*parsed, c.dtype);
+    EXPECT_TRUE(IsValidDType(static_cast<uint8_t>(c.dtype)));
+  }
+  EXPECT_FALSE(IsValidDType(0));
+  EXPECT_FALSE(IsValidDType(6));
+  EXPECT_EQ(DTypeName(static_cast<DType>(9)), "invalid");
+  EXPECT_EQ(DTypeSize(static_cast<DType>(9)), 0u);
+}
+
+TEST(DTypeTest, ParseRejectsUnknownNamesListingValidOnes) {
+  absl::StatusOr<DType> parsed = ParseDType("int16");
+  EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(parsed.status().message(),
+            "expected a dtype (int32, int64, float32, float64, uint8), got 'int16'");
+}
+
+TEST(DTypeTest, DTypeOfMatchesCppTypes) {
+  static_assert(DTypeOf<int32_t>::value == DType::kInt32);
+  static_assert(DTypeOf<int64_t>::value == DType::kInt64);
+  static_assert(DTypeOf<float>::value == DType::kFloat32);
+  static_assert(DTypeOf<double>::value == DType::kFloat64);
+  static_assert(DTypeOf<uint8_t>::value == DType::kUInt8);
+  EXPECT_EQ(
+      VisitDType(DType::kFloat64, [](auto tag) { return sizeof(typename decltype(tag)::type); }),
+      8u);
+}
+
+TEST(TensorTest, ScalarHasEmptyShapeAndOneValue) {
+  Tensor t = Tensor::Scalar<int64_t>(-42);
+  EXPECT_EQ(t.dtype(), DType::kInt64);
+  EXPECT_TRUE(t.shape().empty());
+  EXPECT_EQ(t.num_elements(), 1);
+  EXPECT_EQ(t.byte_size(), 8u);
+  EXPECT_THAT(t.values<int64_t>(), ElementsAre(-42));
+}
+
+TEST(TensorTest, FromVectorIsRowMajorAndAligned) {
+  std::vector<float> v = {1, 2, 3, 4, 5, 6};
+  Tensor t = Tensor::FromVector<float>({2, 3}, v);
+  EXPECT_EQ(t.dtype(), DType::kFloat32);
+  EXPECT_THAT(t.shape(), ElementsAre(2, 3));
+  EXPECT_EQ(t.num_elements(), 6);
+  EXPECT_EQ(t.byte_size(), 24u);
+  EXPECT_THAT(t.values<float>(), ElementsAre(1, 2, 3, 4, 5, 6));
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(t.data()) % Tensor::kAlignment, 0u);
+}
+
+TEST(TensorTest, CreateZeroFillsAndRejectsBadShapes) {
+  absl::StatusOr<Tensor> t = Tensor::Create(DType::kInt32, {2, 2});
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_THAT(t->values<int32_t>(), ElementsAre(0, 0, 0, 0));
+
+  absl::StatusOr<Tensor> negative = Tensor::Create(DType::kInt32, {2, -1});
+  EXPECT_EQ(negative.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(negative.status().message(),
+            "expected non-negative dims, got dim 1 = -1 in shape [2, -1]");
+
+  absl::StatusOr<Tensor> huge = Tensor::Create(DType::kInt64, {int64_t{1} << 40, int64_t{1} << 40});
+  EXPECT_EQ(huge.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(huge.status().message(), HasSubstr("more than 2^63-1 elements"));
+
+  absl::StatusOr<Tensor> too_big = Tensor::Create(DType::kInt64, {int64_t{1} << 61});
+  EXPECT_THAT(too_big.status().message(), HasSubstr("too large"));
+
+  absl::StatusOr<Tensor> empty = Tensor::Create(DType::kUInt8, {3, 0});
+  ASSERT_TRUE(empty.ok());
+  EXPECT_EQ(empty->num_elements(), 0);
+  EXPECT_EQ(empty->data(), nullptr);
+}
+
+TEST(TensorTest, CopiesAreDeepAndCompareByValue) {
+  Tensor a = Tensor::FromVector<int32_t>({3}, std::vector<int32_t>{1, 2, 3});
+  Tensor b = a;
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a.data(), b.data());
+  b.mutable_values<int32_t>()[0] = 9;
+  EXPECT_THAT(a.values<int32_t>(), ElementsAre(1, 2, 3));
+  EXPECT_FALSE(a == b);
+  EXPECT_FALSE(a == Tensor::FromVector<int32_t>({3, 1}, std::vector<int32_t>{1, 2, 3}));
+  EXPECT_FALSE(a == Tensor::FromVector<float>({3}, std::vector<float>{1, 2, 3}));
+
+  Tensor c;
+  c = a;
+  EXPECT_EQ(c, a);
+}
+
+TEST(TensorTest, MovedFromTensorHoldsNoBytes) {
+  Tensor a = Tensor::Scalar<double>(2.5);
+  Tensor b = std::move(a);
+  EXPECT_THAT(b.values<double>(), ElementsAre(2.5));
+  EXPECT_EQ(a.byte_size(), 0u);  // NOLINT(bugprone-use-after-move): documented state.
+  Tensor c = a;                  // Copying it must not read the (absent) buffer.
+  EXPECT_EQ(c.byte_size(), 0u);
+}
+
+TEST(TensorTest, DebugStringShowsDtypeShapeAndLeadingValues) {
+  EXPECT_EQ(Tensor::FromVector<int64_t>({2, 2}, std::vector<int64_t>{0, 1, 2, 3}).DebugString(),
+            "int64[2, 2]{0, 1, 2, 3}");
+  EXPECT_EQ(Tensor::Scalar<uint8_t>(200).DebugString(), "uint8[]{200}");
+  std::vector<int32_t> many(20, 7);
+  EXPECT_EQ(Tensor::FromVector<int32_t>({20}, many).DebugString(),
+            "int32[20]{7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, ...}");
+  EXPECT_EQ(ElementDebugString({Tensor::Scalar<int32_t>(1), Tensor::Scalar<float>(0.5f)}),
+            "(int32[]{1}, float32[]{0.5})");
+}
+
+TEST(TensorDeathTest, FromVectorWithWrongValueCountAborts) {
+  std::vector<int32_t> v = {1, 2, 3};
+  EXPECT_DEATH(Tensor::FromVector<int32_t>({2, 2}, v), "shape \\[2, 2\\] needs 4 values, got 3");
+}
+
+}  // namespace
+}  // namespace sluice::engine

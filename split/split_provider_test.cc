@@ -1,0 +1,131 @@
+#include "split/split_provider.h"
+
+#include <limits>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "engine/ops/range_op.h"
+#include "engine/pipeline_text.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace sluice::split {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+proto::PipelineDef MustParse(std::string_view text) {
+  absl::StatusOr<proto::PipelineDef> def = engine::ParsePipeline(text);
+  EXPECT_TRUE(def.ok()) << text << ": " << def.status();
+  return def.ok() ? *def : proto::PipelineDef();
+}
+
+std::vector<proto::Split> AllSplits(SplitProvider& provider) {
+  std::vector<proto::Split> out;
+  while (true) {
+    proto::Split s;
+    bool end = false;
+    absl::Status status = provider.GetNext(&s, &end);
+    EXPECT_TRUE(status.ok()) << status;
+    if (!status.ok() || end) break;
+    out.push_back(s);
+  }
+  return out;
+}
+
+TEST(SplitProviderTest, SplitsCoverEveryIndexExactlyOnce) {
+  struct Case {
+    int64_t start, stop, step, k;
+  };
+  for (const Case& c :
+       {Case{0, 10, 1, 3}, Case{0, 10, 1, 10}, Case{0, 10, 1, 11}, Case{0, 10, 1, 1},
+        Case{5, -5, -1, 4}, Case{100, 0, -7, 2}, Case{-3, 20, 4, 256}, Case{0, 0, 1, 3},
+        Case{5, 10, -1, 3}, Case{7, 1000, 3, 17}}) {
+    proto::PipelineDef def =
+        MustParse(absl::StrCat("range(", c.start, ", ", c.stop, ", ", c.step, ") | batch(2)"));
+    absl::StatusOr<std::unique_ptr<SplitProvider>> provider =
+        CreateSplitProvider(def, SplitOptions{.elements_per_split = c.k});
+    ASSERT_TRUE(provider.ok()) << provider.status();
+    const int64_t n = *engine::RangeLength(def.stages(0).range());
+
+    std::vector<int> seen(n, 0);
+    std::vector<proto::Split> splits = AllSplits(**provider);
+    for (size_t i = 0; i < splits.size(); ++i) {
+      const proto::Split& s = splits[i];
+      ASSERT_LT(s.begin(), s.end());
+      ASSERT_GE(s.begin(), 0);
+      ASSERT_LE(s.end(), n);
+      // Full chunks except possibly the last.
+      if (i + 1 < splits.size()) {
+        EXPECT_EQ(s.end() - s.begin(), c.k);
+      }
+      EXPECT_LE(s.end() - s.begin(), c.k);
+      for (int64_t j = s.begin(); j < s.end(); ++j) ++seen[j];
+    }
+    EXPECT_EQ(splits.size(), static_cast<size_t>((n + c.k - 1) / c.k));
+    for (int64_t j = 0; j < n; ++j) EXPECT_EQ(seen[j], 1) << "index " << j;
+  }
+}
+
+TEST(SplitProviderTest, EndIsStickyAndResetStartsOver) {
+  absl::StatusOr<std::unique_ptr<SplitProvider>> provider =
+      CreateSplitProvider(MustParse("range(5)"), SplitOptions{.elements_per_split = 2});
+  ASSERT_TRUE(provider.ok());
+  std::vector<proto::Split> first = AllSplits(**provider);
+  ASSERT_EQ(first.size(), 3u);
+  EXPECT_EQ(first[2].begin(), 4);
+  EXPECT_EQ(first[2].end(), 5);
+
+  proto::Split untouched;
+  untouched.set_begin(-7);
+  bool end = false;
+  ASSERT_TRUE((*provider)->GetNext(&untouched, &end).ok());
+  EXPECT_TRUE(end);
+  EXPECT_EQ(untouched.begin(), -7);
+
+  (*provider)->Reset();
+  std::vector<proto::Split> second = AllSplits(**provider);
+  ASSERT_EQ(second.size(), 3u);
+  EXPECT_EQ(second[0].begin(), 0);
+  EXPECT_EQ(second[0].end(), 2);
+}
+
+TEST(SplitProviderTest, DefaultChunkIs256Elements) {
+  absl::StatusOr<std::unique_ptr<SplitProvider>> provider =
+      CreateSplitProvider(MustParse("range(1000)"), SplitOptions{});
+  ASSERT_TRUE(provider.ok());
+  std::vector<int64_t> ends;
+  for (const proto::Split& s : AllSplits(**provider)) ends.push_back(s.end());
+  EXPECT_THAT(ends, ElementsAre(256, 512, 768, 1000));
+}
+
+TEST(SplitProviderTest, HugeRangesDoNotOverflow) {
+  const int64_t max = std::numeric_limits<int64_t>::max();
+  absl::StatusOr<std::unique_ptr<SplitProvider>> provider = CreateSplitProvider(
+      MustParse(absl::StrCat("range(0, ", max, ")")), SplitOptions{.elements_per_split = max - 1});
+  ASSERT_TRUE(provider.ok());
+  std::vector<proto::Split> splits = AllSplits(**provider);
+  ASSERT_EQ(splits.size(), 2u);
+  EXPECT_EQ(splits[1].begin(), max - 1);
+  EXPECT_EQ(splits[1].end(), max);
+}
+
+TEST(SplitProviderTest, RejectsBadOptionsAndPipelines) {
+  absl::StatusOr<std::unique_ptr<SplitProvider>> zero =
+      CreateSplitProvider(MustParse("range(5)"), SplitOptions{.elements_per_split = 0});
+  EXPECT_EQ(zero.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(zero.status().message(), "elements_per_split must be > 0, got 0");
+
+  absl::StatusOr<std::unique_ptr<SplitProvider>> no_source =
+      CreateSplitProvider(MustParse("map(square)"), SplitOptions{});
+  EXPECT_EQ(no_source.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(no_source.status().message(), HasSubstr("the first stage must be a source"));
+
+  absl::StatusOr<std::unique_ptr<SplitProvider>> bad_step =
+      CreateSplitProvider(MustParse("range(0, 5, 0)"), SplitOptions{});
+  EXPECT_EQ(bad_step.status().message(), "stage 0 (range): step must be != 0, got 0");
+}
+
+}  // namespace
+}  // namespace sluice::split
