@@ -14,9 +14,9 @@ absl::StatusOr<std::unique_ptr<BatchReader>> BatchReader::Start(transport::RpcEn
                                                                 std::string dataset_id,
                                                                 const ReadOptions& options) {
   if (options.max_outstanding_requests < 1 || options.prefetch_batches < 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "max_outstanding_requests must be >= 1 and prefetch_batches >= 0, got ",
-        options.max_outstanding_requests, " and ", options.prefetch_batches));
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_outstanding_requests must be >= 1 and prefetch_batches >= 0, got ",
+                     options.max_outstanding_requests, " and ", options.prefetch_batches));
   }
   std::unique_ptr<BatchReader> reader(new BatchReader(rpc, std::move(dispatcher), options));
   proto::GetOrCreateJobRequest request;
@@ -28,11 +28,10 @@ absl::StatusOr<std::unique_ptr<BatchReader>> BatchReader::Start(transport::RpcEn
                                         &response, options.request_timeout));
   reader->job_id_ = response.job_id();
   reader->client_id_ = response.client_id();
-  SLUICE_ASSIGN_OR_RETURN(
-      reader->pool_,
-      transport::SlabPool::Create(
-          rpc->transport(), options.slab_bytes,
-          static_cast<size_t>(options.max_outstanding_requests + options.prefetch_batches)));
+  SLUICE_ASSIGN_OR_RETURN(reader->pool_, transport::SlabPool::Create(
+                                             rpc->transport(), options.slab_bytes,
+                                             static_cast<size_t>(options.max_outstanding_requests +
+                                                                 options.prefetch_batches)));
   SLUICE_RETURN_IF_ERROR(reader->HeartbeatOnce());
   reader->heartbeat_thread_ = std::thread([r = reader.get()] { r->HeartbeatLoop(); });
   return reader;
@@ -94,8 +93,8 @@ void BatchReader::HeartbeatLoop() {
       absl::MutexLock lock(&mu_);
       if (error_.ok()) {
         error_ = absl::Status(status.code(),
-                              absl::StrCat("lost the dispatcher at ", dispatcher_.ToString(),
-                                           ": ", status.message()));
+                              absl::StrCat("lost the dispatcher at ", dispatcher_.ToString(), ": ",
+                                           status.message()));
       }
     }
     Pump();
@@ -179,8 +178,8 @@ void BatchReader::OnFetched(size_t task_index, transport::Slab slab,
           " bytes but ", result->payload.size, " bytes arrived"));
       return;
     } else {
-      ready_.push_back(Ready{task.worker_text, response.batch_index(), std::move(slab),
-                             result->payload.size});
+      ready_.push_back(
+          Ready{task.worker_text, response.batch_index(), std::move(slab), result->payload.size});
     }
     if (response.retry_later()) return;
   }
@@ -216,8 +215,8 @@ absl::StatusOr<std::optional<Batch>> BatchReader::Next() {
       }
     }
     if (!ready) continue;
-    absl::StatusOr<engine::BatchView> view = engine::BatchView::Parse(
-        std::span<const std::byte>(ready->slab.data(), ready->size));
+    absl::StatusOr<engine::BatchView> view =
+        engine::BatchView::Parse(std::span<const std::byte>(ready->slab.data(), ready->size));
     if (!view.ok()) {
       return absl::DataLossError(absl::StrCat("batch from worker ", ready->worker,
                                               " is malformed: ", view.status().message()));

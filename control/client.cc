@@ -18,9 +18,9 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(const ClientOptions& opt
       client->rpc_->CallProto(options.dispatcher, proto::GET_DISPATCHER_INFO,
                               proto::GetDispatcherInfoRequest(), &info, options.timeout);
   if (!status.ok()) {
-    return absl::Status(status.code(), absl::StrCat("cannot reach the dispatcher at ",
-                                                    options.dispatcher.ToString(), ": ",
-                                                    status.message()));
+    return absl::Status(status.code(),
+                        absl::StrCat("cannot reach the dispatcher at ",
+                                     options.dispatcher.ToString(), ": ", status.message()));
   }
   client->dispatcher_id_ = info.dispatcher_id();
   return client;

@@ -2,11 +2,11 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
-#include "google/protobuf/io/coded_stream.h"
-#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "common/status_macros.h"
 #include "engine/functions.h"
 #include "engine/pipeline_validate.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 
 namespace sluice::control {
 namespace {
@@ -26,8 +26,7 @@ absl::string_view ModeName(proto::ProcessingMode mode) {
 }  // namespace
 
 absl::StatusOr<std::string> DispatcherState::RegisterDataset(const proto::PipelineDef& pipeline) {
-  SLUICE_RETURN_IF_ERROR(
-      engine::ValidatePipeline(pipeline, engine::FunctionRegistry::Builtins()));
+  SLUICE_RETURN_IF_ERROR(engine::ValidatePipeline(pipeline, engine::FunctionRegistry::Builtins()));
   std::string key;
   google::protobuf::io::StringOutputStream stream(&key);
   {
@@ -66,10 +65,10 @@ absl::StatusOr<proto::GetOrCreateJobResponse> DispatcherState::GetOrCreateJob(
     if (auto it = job_by_name_.find(request.job_name()); it != job_by_name_.end()) {
       const Job& job = jobs_.at(it->second);
       if (job.dataset_id != request.dataset_id() || job.mode != request.mode()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "job '", request.job_name(), "' exists for dataset ", job.dataset_id, " in mode ",
-            ModeName(job.mode), "; this request asks for dataset ", request.dataset_id(),
-            " in mode ", ModeName(request.mode())));
+        return absl::InvalidArgumentError(
+            absl::StrCat("job '", request.job_name(), "' exists for dataset ", job.dataset_id,
+                         " in mode ", ModeName(job.mode), "; this request asks for dataset ",
+                         request.dataset_id(), " in mode ", ModeName(request.mode())));
       }
       response.set_job_id(job.id);
       return response;
@@ -103,8 +102,8 @@ absl::StatusOr<proto::ClientHeartbeatResponse> DispatcherState::ClientHeartbeat(
   absl::MutexLock lock(&mu_);
   auto it = jobs_.find(request.job_id());
   if (it == jobs_.end()) {
-    return absl::NotFoundError(absl::StrCat("job ", request.job_id(),
-                                            " is unknown to this dispatcher (did it restart?)"));
+    return absl::NotFoundError(
+        absl::StrCat("job ", request.job_id(), " is unknown to this dispatcher (did it restart?)"));
   }
   proto::ClientHeartbeatResponse response;
   for (int64_t id : it->second.task_ids) {

@@ -47,9 +47,9 @@ void TaskRunner::Produce() {
     absl::MutexLock lock(&mu_);
     produced_all_ = true;
     if (!status.ok() && !stopping_) {
-      error_ = absl::Status(status.code(), absl::StrCat("task ", task_.task_id(), " (dataset ",
-                                                        task_.dataset_id(), "): ",
-                                                        status.message()));
+      error_ =
+          absl::Status(status.code(), absl::StrCat("task ", task_.task_id(), " (dataset ",
+                                                   task_.dataset_id(), "): ", status.message()));
     }
   }
   Serve();
@@ -131,10 +131,10 @@ void TaskRunner::Serve() {
 
 void TaskRunner::Reply(const Waiter& waiter, ReadyBatch batch) {
   if (batch.size > waiter.max_batch_bytes) {
-    waiter.call->Reply(absl::ResourceExhaustedError(absl::StrCat(
-        "batch ", batch.index, " of task ", task_.task_id(), " is ", batch.size,
-        " bytes but the client's landing buffers hold ", waiter.max_batch_bytes,
-        "; raise the client's slab size")));
+    waiter.call->Reply(absl::ResourceExhaustedError(
+        absl::StrCat("batch ", batch.index, " of task ", task_.task_id(), " is ", batch.size,
+                     " bytes but the client's landing buffers hold ", waiter.max_batch_bytes,
+                     "; raise the client's slab size")));
     return;
   }
   proto::GetElementResponse response;

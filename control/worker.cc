@@ -45,9 +45,9 @@ absl::StatusOr<std::unique_ptr<Worker>> Worker::Start(const WorkerOptions& optio
   rpc_options.transport = options.transport;
   rpc_options.transport.connect_timeout = options.dispatcher_timeout;
   SLUICE_ASSIGN_OR_RETURN(worker->rpc_, transport::RpcEndpoint::Create(rpc_options));
-  SLUICE_ASSIGN_OR_RETURN(worker->pool_, transport::SlabPool::Create(worker->rpc_->transport(),
-                                                                     options.slab_bytes,
-                                                                     options.num_slabs));
+  SLUICE_ASSIGN_OR_RETURN(worker->pool_,
+                          transport::SlabPool::Create(worker->rpc_->transport(), options.slab_bytes,
+                                                      options.num_slabs));
   Worker* w = worker.get();
   w->rpc_->Handle(proto::GET_ELEMENT, [w](auto call) { w->HandleGetElement(std::move(call)); });
   SLUICE_ASSIGN_OR_RETURN(transport::Address bound, w->rpc_->Listen(options.bind));

@@ -83,10 +83,10 @@ nlohmann::json BatchSink::Finish() {
                             {"mb_per_s", bytes_ / 1e6 / seconds},
                             {"per_worker_batches", per_worker_}};
   if (format_ == OutputFormat::kSummary) {
-    out_ << absl::StrFormat("read %d batches (%d elements, %d tensor bytes) in %.3f s: "
-                            "%.1f batches/s, %.1f MB/s\n",
-                            batches_, elements_, bytes_, seconds, batches_ / seconds,
-                            bytes_ / 1e6 / seconds);
+    out_ << absl::StrFormat(
+        "read %d batches (%d elements, %d tensor bytes) in %.3f s: "
+        "%.1f batches/s, %.1f MB/s\n",
+        batches_, elements_, bytes_, seconds, batches_ / seconds, bytes_ / 1e6 / seconds);
     for (const auto& [worker, count] : per_worker_) {
       out_ << "  " << worker << ": " << count << " batches\n";
     }

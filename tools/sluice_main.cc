@@ -46,13 +46,11 @@ int Fail(const absl::Status& status, absl::string_view context) {
   return status.code() == absl::StatusCode::kInvalidArgument ? kUsageError : kRuntimeError;
 }
 
-absl::StatusOr<absl::Duration> ParseDurationFlag(const std::string& name,
-                                                 const std::string& text) {
+absl::StatusOr<absl::Duration> ParseDurationFlag(const std::string& name, const std::string& text) {
   absl::Duration d;
   if (!absl::ParseDuration(text, &d) || d <= absl::ZeroDuration()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--", name, " expects a positive duration like 10s or 500ms, got '", text,
-                     "'"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--", name, " expects a positive duration like 10s or 500ms, got '", text, "'"));
   }
   return d;
 }
@@ -91,8 +89,7 @@ void AddReadFlags(CLI::App* app, ReadFlags& flags) {
 }
 
 // Reads a whole job and prints it. Shared by `read` and `local`.
-int ReadAll(const transport::Address& dispatcher, const ReadFlags& flags,
-            absl::Duration timeout) {
+int ReadAll(const transport::Address& dispatcher, const ReadFlags& flags, absl::Duration timeout) {
   absl::StatusOr<OutputFormat> format = ParseOutputFormat(flags.format);
   if (!format.ok()) return Fail(format.status(), "read");
   absl::StatusOr<proto::ProcessingMode> mode = ParseMode(flags.mode);
@@ -145,8 +142,9 @@ int Main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
-  CLI::App app{"Sluice: a data-plane service for ML training (tf.data-service semantics, "
-               "zero-copy batches over UCX)"};
+  CLI::App app{
+      "Sluice: a data-plane service for ML training (tf.data-service semantics, "
+      "zero-copy batches over UCX)"};
   app.require_subcommand(1);
   std::string timeout_text = "10s";
   app.add_option("--timeout", timeout_text,
@@ -160,8 +158,9 @@ int Main(int argc, char** argv) {
   dispatcher_cmd->add_option("--port", dispatcher_port, "Port to listen on (0: any free port)")
       ->capture_default_str();
   dispatcher_cmd->add_option("--host", dispatcher_host, "Address to bind")->capture_default_str();
-  dispatcher_cmd->add_option("--elements-per-split", elements_per_split,
-                             "DYNAMIC split size in source elements")
+  dispatcher_cmd
+      ->add_option("--elements-per-split", elements_per_split,
+                   "DYNAMIC split size in source elements")
       ->capture_default_str();
 
   CLI::App* worker_cmd = app.add_subcommand("worker", "Run a data worker");
@@ -181,8 +180,9 @@ int Main(int argc, char** argv) {
       ->capture_default_str();
   worker_cmd->add_option("--slabs", worker_options.num_slabs, "Registered slabs in the pool")
       ->capture_default_str();
-  worker_cmd->add_option("--buffer-batches", worker_options.task.buffer_batches,
-                         "Finished batches buffered per task")
+  worker_cmd
+      ->add_option("--buffer-batches", worker_options.task.buffer_batches,
+                   "Finished batches buffered per task")
       ->capture_default_str();
 
   CLI::App* read_cmd = app.add_subcommand("read", "Read a pipeline through a running service");
@@ -210,12 +210,13 @@ int Main(int argc, char** argv) {
 
   if (dispatcher_cmd->parsed()) {
     control::DispatcherOptions options;
-    options.bind = transport::Address{"ucx", dispatcher_host, static_cast<uint16_t>(dispatcher_port)};
+    options.bind =
+        transport::Address{"ucx", dispatcher_host, static_cast<uint16_t>(dispatcher_port)};
     options.config.elements_per_split = elements_per_split;
     auto dispatcher = control::Dispatcher::Start(options);
     if (!dispatcher.ok()) return Fail(dispatcher.status(), "dispatcher");
-    std::cout << "sluice dispatcher listening on " << (*dispatcher)->address().ToString()
-              << " (id " << (*dispatcher)->id() << ")" << std::endl;
+    std::cout << "sluice dispatcher listening on " << (*dispatcher)->address().ToString() << " (id "
+              << (*dispatcher)->id() << ")" << std::endl;
     WaitForTerminationSignal();
     return 0;
   }
@@ -223,8 +224,8 @@ int Main(int argc, char** argv) {
     absl::StatusOr<transport::Address> dispatcher = transport::ParseAddress(worker_dispatcher);
     if (!dispatcher.ok()) return Fail(dispatcher.status(), "worker");
     worker_options.dispatcher = *dispatcher;
-    worker_options.bind = transport::Address{dispatcher->scheme, worker_host,
-                                             static_cast<uint16_t>(worker_port)};
+    worker_options.bind =
+        transport::Address{dispatcher->scheme, worker_host, static_cast<uint16_t>(worker_port)};
     worker_options.advertise_host = advertise_host;
     worker_options.dispatcher_timeout = *timeout;
     auto worker = control::Worker::Start(worker_options);
@@ -249,9 +250,9 @@ int Main(int argc, char** argv) {
   auto cluster = control::LocalCluster::Start(options);
   if (!cluster.ok()) return Fail(cluster.status(), "local");
   if (local_flags.format == "summary") {
-    std::cout << "local cluster: dispatcher " << (*cluster)->dispatcher_address().ToString()
-              << ", " << local_workers << " workers; pipeline: " << local_flags.pipeline
-              << " (mode " << local_flags.mode << ")\n";
+    std::cout << "local cluster: dispatcher " << (*cluster)->dispatcher_address().ToString() << ", "
+              << local_workers << " workers; pipeline: " << local_flags.pipeline << " (mode "
+              << local_flags.mode << ")\n";
   }
   return ReadAll((*cluster)->dispatcher_address(), local_flags, *timeout);
 }

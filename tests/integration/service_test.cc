@@ -27,17 +27,17 @@ std::string Binary() {
 class Cluster {
  public:
   explicit Cluster(int workers) {
-    dispatcher_ = std::make_unique<Subprocess>(std::vector<std::string>{
-        Binary(), "dispatcher", "--port", "0", "--host", "127.0.0.1",
-        "--elements-per-split", "100"});
+    dispatcher_ = std::make_unique<Subprocess>(
+        std::vector<std::string>{Binary(), "dispatcher", "--port", "0", "--host", "127.0.0.1",
+                                 "--elements-per-split", "100"});
     std::string line = dispatcher_->WaitForOutput("listening on", absl::Seconds(20));
     EXPECT_FALSE(line.empty()) << dispatcher_->stderr_text();
     size_t start = line.find("ucx://");
     address_ = line.substr(start, line.find(' ', start) - start);
     for (int i = 0; i < workers; ++i) {
       auto worker = std::make_unique<Subprocess>(std::vector<std::string>{
-          Binary(), "worker", "--dispatcher", address_, "--host", "127.0.0.1",
-          "--advertise-host", "127.0.0.1", "--slab-bytes", "1048576", "--slabs", "8"});
+          Binary(), "worker", "--dispatcher", address_, "--host", "127.0.0.1", "--advertise-host",
+          "127.0.0.1", "--slab-bytes", "1048576", "--slabs", "8"});
       EXPECT_FALSE(worker->WaitForOutput("serving at", absl::Seconds(20)).empty())
           << worker->stderr_text();
       workers_.push_back(std::move(worker));
@@ -53,8 +53,8 @@ class Cluster {
 
 std::unique_ptr<Subprocess> StartRead(const std::string& address, const std::string& pipeline,
                                       const std::string& mode, const std::string& job = "") {
-  std::vector<std::string> argv = {Binary(), "read", "--dispatcher", address, "--pipeline",
-                                   pipeline, "--mode", mode, "--format", "jsonl"};
+  std::vector<std::string> argv = {Binary(), "read",   "--dispatcher", address,    "--pipeline",
+                                   pipeline, "--mode", mode,           "--format", "jsonl"};
   if (!job.empty()) {
     argv.push_back("--job-name");
     argv.push_back(job);
