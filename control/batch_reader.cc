@@ -129,7 +129,7 @@ void BatchReader::Pump() {
     }
     absl::StatusOr<transport::ConnectionId> connection = rpc_->ConnectTo(worker);
     if (!connection.ok()) {
-      OnFetched(task_index, std::move(*slab), connection.status());
+      OnFetched(task_index, std::move(*slab), absl::Now(), connection.status());
       continue;
     }
     proto::GetElementRequest request;
@@ -139,14 +139,15 @@ void BatchReader::Pump() {
     transport::CallOptions call_options;
     call_options.timeout = options_.request_timeout;
     call_options.landing = transport::PayloadDestination{slab->data(), slab->capacity()};
-    rpc_->CallAsync(*connection, proto::GET_ELEMENT, request.SerializeAsString(), call_options,
-                    [this, task_index, slab](absl::StatusOr<transport::CallResult> result) {
-                      OnFetched(task_index, std::move(*slab), std::move(result));
-                    });
+    rpc_->CallAsync(
+        *connection, proto::GET_ELEMENT, request.SerializeAsString(), call_options,
+        [this, task_index, slab, sent = absl::Now()](absl::StatusOr<transport::CallResult> result) {
+          OnFetched(task_index, std::move(*slab), sent, std::move(result));
+        });
   }
 }
 
-void BatchReader::OnFetched(size_t task_index, transport::Slab slab,
+void BatchReader::OnFetched(size_t task_index, transport::Slab slab, absl::Time sent,
                             absl::StatusOr<transport::CallResult> result) {
   {
     absl::MutexLock lock(&mu_);
@@ -221,8 +222,8 @@ absl::StatusOr<std::optional<Batch>> BatchReader::Next() {
       return absl::DataLossError(absl::StrCat("batch from worker ", ready->worker,
                                               " is malformed: ", view.status().message()));
     }
-    return std::optional<Batch>(
-        Batch(std::move(ready->slab), *view, std::move(ready->worker), ready->index));
+    return std::optional<Batch>(Batch(std::move(ready->slab), *view, std::move(ready->worker),
+                                      ready->index, ready->fetch_latency));
   }
 }
 

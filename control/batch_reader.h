@@ -50,8 +50,13 @@ struct ReadOptions {
 // One batch in the client's registered memory. Move-only; returns its slab when destroyed.
 class Batch {
  public:
-  Batch(transport::Slab slab, engine::BatchView view, std::string worker, int64_t index)
-      : slab_(std::move(slab)), view_(view), worker_(std::move(worker)), index_(index) {}
+  Batch(transport::Slab slab, engine::BatchView view, std::string worker, int64_t index,
+        absl::Duration fetch_latency)
+      : slab_(std::move(slab)),
+        view_(view),
+        worker_(std::move(worker)),
+        index_(index),
+        fetch_latency_(fetch_latency) {}
   Batch(Batch&&) = default;
   Batch& operator=(Batch&&) = default;
 
@@ -61,12 +66,15 @@ class Batch {
   // Position of the batch in its task's output.
   [[nodiscard]] int64_t index() const { return index_; }
   [[nodiscard]] const std::byte* data() const { return slab_.data(); }
+  // From sending the request to the batch having landed.
+  [[nodiscard]] absl::Duration fetch_latency() const { return fetch_latency_; }
 
  private:
   transport::Slab slab_;
   engine::BatchView view_;
   std::string worker_;
   int64_t index_;
+  absl::Duration fetch_latency_;
 };
 
 class BatchReader {
@@ -95,6 +103,7 @@ class BatchReader {
     int64_t index;
     transport::Slab slab;
     size_t size;
+    absl::Duration fetch_latency;
   };
 
   BatchReader(transport::RpcEndpoint* rpc, transport::Address dispatcher,
@@ -103,7 +112,7 @@ class BatchReader {
   void HeartbeatLoop();
   // Starts requests while there are slabs, room and tasks not ended. Never blocks.
   void Pump();
-  void OnFetched(size_t task_index, transport::Slab slab,
+  void OnFetched(size_t task_index, transport::Slab slab, absl::Time sent,
                  absl::StatusOr<transport::CallResult> result);
   bool Done() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 

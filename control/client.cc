@@ -41,3 +41,14 @@ absl::StatusOr<std::unique_ptr<BatchReader>> Client::Read(const std::string& dat
 }
 
 }  // namespace sluice::control
+
+namespace sluice::control {
+
+absl::StatusOr<proto::GetStatusResponse> Client::GetStatus() {
+  proto::GetStatusResponse response;
+  SLUICE_RETURN_IF_ERROR(rpc_->CallProto(options_.dispatcher, proto::GET_STATUS,
+                                         proto::GetStatusRequest(), &response, options_.timeout));
+  return response;
+}
+
+}  // namespace sluice::control

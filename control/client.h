@@ -40,6 +40,12 @@ class Client {
   [[nodiscard]] absl::StatusOr<std::unique_ptr<BatchReader>> Read(const std::string& dataset_id,
                                                                   const ReadOptions& options);
   [[nodiscard]] const std::string& dispatcher_id() const { return dispatcher_id_; }
+  // Counters of the client's transport: payload bytes received and copied on receive.
+  [[nodiscard]] const transport::TransportStats& transport_stats() const {
+    return rpc_->transport().stats();
+  }
+  // Workers, datasets and jobs as the dispatcher sees them.
+  [[nodiscard]] absl::StatusOr<proto::GetStatusResponse> GetStatus();
 
  private:
   explicit Client(const ClientOptions& options) : options_(options) {}

@@ -46,6 +46,13 @@ absl::StatusOr<std::unique_ptr<Dispatcher>> Dispatcher::Start(const DispatcherOp
         response.set_dispatcher_id(id);
         return response;
       });
+  HandleProto<proto::GetStatusRequest, proto::GetStatusResponse>(
+      rpc, proto::GET_STATUS,
+      [&state, id = d->id_](const auto&) -> absl::StatusOr<proto::GetStatusResponse> {
+        proto::GetStatusResponse status = state.Status();
+        status.set_dispatcher_id(id);
+        return status;
+      });
   HandleProto<proto::GetSplitRequest, proto::GetSplitResponse>(
       rpc, proto::GET_SPLIT, [&state](const auto& r) { return state.GetSplit(r); });
   SLUICE_ASSIGN_OR_RETURN(d->address_, rpc.Listen(options.bind));

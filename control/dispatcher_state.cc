@@ -1,9 +1,12 @@
 #include "control/dispatcher_state.h"
 
+#include <algorithm>
+
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "engine/functions.h"
+#include "engine/pipeline_text.h"
 #include "engine/pipeline_validate.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
@@ -22,6 +25,9 @@ absl::string_view ModeName(proto::ProcessingMode mode) {
       return "unspecified";
   }
 }
+
+// Bounds one lease so a single worker cannot drain a job's splits in one call.
+constexpr int kMaxSplitsPerLease = 64;
 
 }  // namespace
 
@@ -70,11 +76,12 @@ absl::StatusOr<proto::GetOrCreateJobResponse> DispatcherState::GetOrCreateJob(
                          " in mode ", ModeName(job.mode), "; this request asks for dataset ",
                          request.dataset_id(), " in mode ", ModeName(request.mode())));
       }
+      jobs_.at(it->second).num_clients += 1;
       response.set_job_id(job.id);
       return response;
     }
   }
-  Job job{next_id_++, request.job_name(), request.dataset_id(), request.mode(), {}, {}};
+  Job job{next_id_++, request.job_name(), request.dataset_id(), request.mode(), {}, 1, {}};
   for (const auto& [address, unused] : workers_) CreateTask(job, address);
   if (!job.name.empty()) job_by_name_[job.name] = job.id;
   response.set_job_id(job.id);
@@ -85,7 +92,7 @@ absl::StatusOr<proto::GetOrCreateJobResponse> DispatcherState::GetOrCreateJob(
 void DispatcherState::CreateTask(Job& job, const std::string& worker_address) {
   Task task{next_id_++, job.id, worker_address};
   job.task_ids.push_back(task.id);
-  workers_[worker_address].push_back(task.id);
+  workers_[worker_address].task_ids.push_back(task.id);
   tasks_.emplace(task.id, std::move(task));
 }
 
@@ -130,6 +137,9 @@ absl::StatusOr<proto::WorkerHeartbeatResponse> DispatcherState::WorkerHeartbeat(
       if (!JobFinished(job)) CreateTask(job, request.worker_address());
     }
   }
+  WorkerInfo& worker = workers_[request.worker_address()];
+  worker.last_heartbeat = absl::Now();
+  worker.stats = request.stats();
   for (int64_t id : request.finished_tasks()) {
     auto it = tasks_.find(id);
     if (it != tasks_.end() && it->second.worker_address == request.worker_address()) {
@@ -139,7 +149,7 @@ absl::StatusOr<proto::WorkerHeartbeatResponse> DispatcherState::WorkerHeartbeat(
   absl::flat_hash_set<int64_t> current(request.current_tasks().begin(),
                                        request.current_tasks().end());
   proto::WorkerHeartbeatResponse response;
-  for (int64_t id : workers_[request.worker_address()]) {
+  for (int64_t id : worker.task_ids) {
     const Task& task = tasks_.at(id);
     if (task.finished || current.contains(id)) continue;
     const Job& job = jobs_.at(task.job_id);
@@ -180,11 +190,50 @@ absl::StatusOr<proto::GetSplitResponse> DispatcherState::GetSplit(
                             split::CreateSplitProvider(datasets_.at(job.dataset_id), options));
   }
   proto::GetSplitResponse response;
-  bool end = false;
-  SLUICE_RETURN_IF_ERROR(provider->GetNext(response.mutable_split(), &end));
-  response.set_end_of_splits(end);
-  if (end) response.clear_split();
+  const int wanted = std::clamp(request.max_splits(), 1, kMaxSplitsPerLease);
+  while (response.splits_size() < wanted) {
+    proto::Split split;
+    bool end = false;
+    SLUICE_RETURN_IF_ERROR(provider->GetNext(&split, &end));
+    if (end) {
+      response.set_end_of_splits(true);
+      break;
+    }
+    *response.add_splits() = std::move(split);
+  }
+  if (response.splits_size() > 0) *response.mutable_split() = response.splits(0);
   return response;
+}
+
+proto::GetStatusResponse DispatcherState::Status() const {
+  absl::MutexLock lock(&mu_);
+  proto::GetStatusResponse status;
+  for (const auto& [address, info] : workers_) {
+    proto::WorkerStatus* w = status.add_workers();
+    w->set_address(address);
+    w->set_last_heartbeat_unix_ms(absl::ToUnixMillis(info.last_heartbeat));
+    for (int64_t id : info.task_ids) w->add_task_ids(id);
+    *w->mutable_stats() = info.stats;
+  }
+  for (const auto& [id, pipeline] : datasets_) {
+    proto::DatasetStatus* d = status.add_datasets();
+    d->set_dataset_id(id);
+    d->set_pipeline(engine::FormatPipeline(pipeline));
+  }
+  for (const auto& [id, job] : jobs_) {
+    proto::JobStatus* j = status.add_jobs();
+    j->set_job_id(id);
+    j->set_job_name(job.name);
+    j->set_dataset_id(job.dataset_id);
+    j->set_mode(job.mode);
+    j->set_num_tasks(static_cast<int32_t>(job.task_ids.size()));
+    int finished = 0;
+    for (int64_t task : job.task_ids) finished += tasks_.at(task).finished ? 1 : 0;
+    j->set_finished_tasks(finished);
+    j->set_num_clients(job.num_clients);
+    j->set_finished(JobFinished(job));
+  }
+  return status;
 }
 
 int DispatcherState::num_workers() const {

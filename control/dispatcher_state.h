@@ -16,6 +16,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
 #include "control/service.pb.h"
 #include "split/split_provider.h"
 
@@ -43,6 +44,8 @@ class DispatcherState {
       const proto::GetSplitRequest& request);
 
   [[nodiscard]] int num_workers() const;
+  // Workers, datasets and jobs, for `sluice status`.
+  [[nodiscard]] proto::GetStatusResponse Status() const;
 
  private:
   struct Job {
@@ -51,6 +54,7 @@ class DispatcherState {
     std::string dataset_id;
     proto::ProcessingMode mode;
     std::vector<int64_t> task_ids;
+    int num_clients = 0;
     // DYNAMIC: one provider per repetition (pass) of the source, made on first use.
     std::map<int64_t, std::unique_ptr<split::SplitProvider>> providers;
   };
@@ -72,8 +76,12 @@ class DispatcherState {
   std::map<int64_t, Job> jobs_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, int64_t> job_by_name_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, Task> tasks_ ABSL_GUARDED_BY(mu_);
-  // Worker address -> ids of its tasks.
-  std::map<std::string, std::vector<int64_t>> workers_ ABSL_GUARDED_BY(mu_);
+  struct WorkerInfo {
+    std::vector<int64_t> task_ids;
+    absl::Time last_heartbeat;
+    proto::WorkerStats stats;
+  };
+  std::map<std::string, WorkerInfo> workers_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace sluice::control

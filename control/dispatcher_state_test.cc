@@ -99,6 +99,26 @@ TEST(DispatcherStateTest, WorkersGetTasksAndJobsFinishWhenAllTasksDo) {
   EXPECT_TRUE(state.ClientHeartbeat(c)->job_finished());
 }
 
+TEST(DispatcherStateTest, SplitsAreLeasedInBatches) {
+  DispatcherState state({.elements_per_split = 10});
+  std::string ds = *state.RegisterDataset(Pipeline("range(95)"));
+  auto job = state.GetOrCreateJob(JobRequest(ds, proto::DYNAMIC, ""));
+  proto::GetSplitRequest request;
+  request.set_job_id(job->job_id());
+  request.set_max_splits(4);
+  auto first = state.GetSplit(request);
+  ASSERT_TRUE(first.ok());
+  ASSERT_EQ(first->splits_size(), 4);
+  EXPECT_FALSE(first->end_of_splits());
+  EXPECT_EQ(first->splits(3).begin(), 30);
+  auto second = state.GetSplit(request);
+  ASSERT_EQ(second->splits_size(), 4);
+  auto last = state.GetSplit(request);
+  ASSERT_EQ(last->splits_size(), 2);  // [80, 90) and [90, 95)
+  EXPECT_EQ(last->splits(1).end(), 95);
+  EXPECT_TRUE(last->end_of_splits());
+}
+
 TEST(DispatcherStateTest, DynamicSplitsCoverTheSourceOncePerRepetition) {
   DispatcherState state({.elements_per_split = 7});
   std::string ds = *state.RegisterDataset(Pipeline("range(100) | batch(3)"));

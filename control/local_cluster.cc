@@ -11,12 +11,12 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
   }
   auto cluster = std::make_unique<LocalCluster>();
   DispatcherOptions dispatcher_options = options.dispatcher;
-  dispatcher_options.bind.host = "127.0.0.1";
+  dispatcher_options.bind = transport::Address{options.scheme, "127.0.0.1", 0};
   SLUICE_ASSIGN_OR_RETURN(cluster->dispatcher_, Dispatcher::Start(dispatcher_options));
   for (int i = 0; i < options.num_workers; ++i) {
     WorkerOptions worker_options = options.worker;
     worker_options.dispatcher = cluster->dispatcher_->address();
-    worker_options.bind = transport::Address{"ucx", "127.0.0.1", 0};
+    worker_options.bind = transport::Address{options.scheme, "127.0.0.1", 0};
     worker_options.advertise_host = "127.0.0.1";
     SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Worker> worker, Worker::Start(worker_options));
     cluster->workers_.push_back(std::move(worker));

@@ -19,6 +19,7 @@ namespace sluice::control {
 
 struct LocalClusterOptions {
   int num_workers = 2;
+  std::string scheme = "ucx";  // or "ofi"
   DispatcherOptions dispatcher;
   WorkerOptions worker;  // `dispatcher` and `bind` are filled in
 };

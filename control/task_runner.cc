@@ -83,6 +83,7 @@ absl::Status TaskRunner::ProduceAll(engine::ElementIterator& iterator) {
     SLUICE_ASSIGN_OR_RETURN(size_t written, engine::EncodeBatch(batch, slab->span()));
     {
       absl::MutexLock lock(&mu_);
+      stats_.bytes_assembled += static_cast<int64_t>(written);
       ready_.push_back(
           ReadyBatch{std::make_shared<transport::Slab>(std::move(*slab)), written, index});
     }

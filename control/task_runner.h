@@ -31,6 +31,7 @@ struct TaskRunnerOptions {
 struct TaskRunnerStats {
   int64_t batches_served = 0;
   int64_t bytes_served = 0;
+  int64_t bytes_assembled = 0;
 };
 
 class TaskRunner {

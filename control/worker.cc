@@ -1,5 +1,6 @@
 #include "control/worker.h"
 
+#include <deque>
 #include <iostream>
 
 #include "absl/strings/str_cat.h"
@@ -9,23 +10,41 @@
 namespace sluice::control {
 namespace {
 
-// Fetches DYNAMIC splits of one task from the dispatcher.
+// Fetches DYNAMIC splits of one task from the dispatcher, `lease_size` per round trip
+// (tf.data pays one dispatcher RPC per split; tensorflow/tensorflow#70541).
 class RemoteSplitFeed final : public engine::SplitFeed {
  public:
   RemoteSplitFeed(transport::RpcEndpoint* rpc, transport::Address dispatcher,
-                  const proto::TaskDef& task, absl::Duration timeout)
-      : rpc_(rpc), dispatcher_(std::move(dispatcher)), task_(task), timeout_(timeout) {}
+                  const proto::TaskDef& task, absl::Duration timeout, int lease_size)
+      : rpc_(rpc),
+        dispatcher_(std::move(dispatcher)),
+        task_(task),
+        timeout_(timeout),
+        lease_size_(lease_size) {}
 
   absl::Status GetNext(int64_t repetition, proto::Split* split, bool* end_of_splits) override {
-    proto::GetSplitRequest request;
-    request.set_job_id(task_.job_id());
-    request.set_task_id(task_.task_id());
-    request.set_repetition(repetition);
-    proto::GetSplitResponse response;
-    SLUICE_RETURN_IF_ERROR(
-        rpc_->CallProto(dispatcher_, proto::GET_SPLIT, request, &response, timeout_));
-    *end_of_splits = response.end_of_splits();
-    if (!*end_of_splits) *split = response.split();
+    if (repetition != repetition_) {  // a new pass over the source: leases are per pass
+      repetition_ = repetition;
+      leased_.clear();
+      exhausted_ = false;
+    }
+    if (leased_.empty() && !exhausted_) {
+      proto::GetSplitRequest request;
+      request.set_job_id(task_.job_id());
+      request.set_task_id(task_.task_id());
+      request.set_repetition(repetition);
+      request.set_max_splits(lease_size_);
+      proto::GetSplitResponse response;
+      SLUICE_RETURN_IF_ERROR(
+          rpc_->CallProto(dispatcher_, proto::GET_SPLIT, request, &response, timeout_));
+      leased_.assign(response.splits().begin(), response.splits().end());
+      exhausted_ = response.end_of_splits();
+    }
+    *end_of_splits = leased_.empty();
+    if (!*end_of_splits) {
+      *split = std::move(leased_.front());
+      leased_.pop_front();
+    }
     return absl::OkStatus();
   }
 
@@ -34,6 +53,10 @@ class RemoteSplitFeed final : public engine::SplitFeed {
   transport::Address dispatcher_;
   proto::TaskDef task_;
   absl::Duration timeout_;
+  int lease_size_;
+  int64_t repetition_ = -1;
+  std::deque<proto::Split> leased_;
+  bool exhausted_ = false;
 };
 
 }  // namespace
@@ -49,7 +72,11 @@ absl::StatusOr<std::unique_ptr<Worker>> Worker::Start(const WorkerOptions& optio
                           transport::SlabPool::Create(worker->rpc_->transport(), options.slab_bytes,
                                                       options.num_slabs));
   Worker* w = worker.get();
-  w->rpc_->Handle(proto::GET_ELEMENT, [w](auto call) { w->HandleGetElement(std::move(call)); });
+  // GetElement never blocks (a call without a ready batch is parked), so it runs on the
+  // progress thread and its reply leaves without a thread hand-off.
+  w->rpc_->Handle(
+      proto::GET_ELEMENT, [w](auto call) { w->HandleGetElement(std::move(call)); },
+      transport::HandlerThread::kInline);
   SLUICE_ASSIGN_OR_RETURN(transport::Address bound, w->rpc_->Listen(options.bind));
   std::string host = options.advertise_host.empty()
                          ? transport::LocalAddressFacing(options.dispatcher.host)
@@ -78,9 +105,25 @@ Worker::~Worker() {
   rpc_.reset();
 }
 
+proto::WorkerStats Worker::stats() {
+  proto::WorkerStats stats;
+  absl::MutexLock lock(&mu_);
+  stats = retired_stats_;
+  for (const auto& [id, runner] : runners_) {
+    TaskRunnerStats s = runner->stats();
+    stats.set_batches_served(stats.batches_served() + s.batches_served);
+    stats.set_bytes_served(stats.bytes_served() + s.bytes_served);
+    stats.set_bytes_assembled(stats.bytes_assembled() + s.bytes_assembled);
+  }
+  stats.set_transport_bytes_copied(
+      static_cast<int64_t>(rpc_->transport().stats().payload_bytes_copied.load()));
+  return stats;
+}
+
 absl::Status Worker::Heartbeat() {
   proto::WorkerHeartbeatRequest request;
   request.set_worker_address(address_);
+  *request.mutable_stats() = stats();
   {
     absl::MutexLock lock(&mu_);
     for (const auto& [id, runner] : runners_) {
@@ -94,8 +137,9 @@ absl::Status Worker::Heartbeat() {
   for (const proto::TaskDef& task : response.new_tasks()) {
     std::unique_ptr<engine::SplitFeed> feed;
     if (task.mode() == proto::DYNAMIC) {
-      feed = std::make_unique<RemoteSplitFeed>(rpc_.get(), options_.dispatcher, task,
-                                               options_.dispatcher_timeout);
+      feed =
+          std::make_unique<RemoteSplitFeed>(rpc_.get(), options_.dispatcher, task,
+                                            options_.dispatcher_timeout, options_.splits_per_lease);
     }
     SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<TaskRunner> runner,
                             TaskRunner::Start(task, pool_, std::move(feed), options_.task));
@@ -107,6 +151,10 @@ absl::Status Worker::Heartbeat() {
     absl::MutexLock lock(&mu_);
     for (int64_t id : response.tasks_to_delete()) {
       if (auto it = runners_.find(id); it != runners_.end()) {
+        TaskRunnerStats s = it->second->stats();
+        retired_stats_.set_batches_served(retired_stats_.batches_served() + s.batches_served);
+        retired_stats_.set_bytes_served(retired_stats_.bytes_served() + s.bytes_served);
+        retired_stats_.set_bytes_assembled(retired_stats_.bytes_assembled() + s.bytes_assembled);
         removed.push_back(std::move(it->second));
         runners_.erase(it);
       }

@@ -31,6 +31,8 @@ struct WorkerOptions {
   size_t slab_bytes = 16 << 20;
   size_t num_slabs = 16;
   TaskRunnerOptions task;
+  // DYNAMIC splits leased per dispatcher round trip.
+  int splits_per_lease = 4;
   absl::Duration heartbeat_interval = absl::Milliseconds(100);
   absl::Duration dispatcher_timeout = absl::Seconds(10);
   transport::TransportOptions transport;
@@ -44,6 +46,8 @@ class Worker {
 
   // The address clients use to reach this worker.
   [[nodiscard]] const std::string& address() const { return address_; }
+  // Data-path counters summed over all tasks since start.
+  [[nodiscard]] proto::WorkerStats stats();
 
  private:
   explicit Worker(const WorkerOptions& options) : options_(options) {}
@@ -59,6 +63,7 @@ class Worker {
   absl::Mutex mu_;
   std::map<int64_t, std::shared_ptr<TaskRunner>> runners_ ABSL_GUARDED_BY(mu_);
   std::string last_heartbeat_error_ ABSL_GUARDED_BY(mu_);
+  proto::WorkerStats retired_stats_ ABSL_GUARDED_BY(mu_);  // of tasks already deleted
   absl::Notification stop_;
   std::thread heartbeat_thread_;
 };

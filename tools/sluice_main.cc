@@ -24,6 +24,7 @@
 #include "engine/pipeline_text.h"
 #include "engine/pipeline_validate.h"
 #include "tools/batch_output.h"
+#include "tools/status_output.h"
 
 namespace sluice::tools {
 namespace {
@@ -147,6 +148,11 @@ int Main(int argc, char** argv) {
       "zero-copy batches over UCX)"};
   app.require_subcommand(1);
   std::string timeout_text = "10s";
+  std::string scheme = "ucx";
+  app.add_option("--transport", scheme,
+                 "Transport for the dispatcher and local cluster: ucx or ofi (libfabric); "
+                 "others follow the scheme of the address they are given")
+      ->capture_default_str();
   app.add_option("--timeout", timeout_text,
                  "Bound on reaching a peer and on each control call (e.g. 10s, 500ms)")
       ->capture_default_str();
@@ -192,6 +198,14 @@ int Main(int argc, char** argv) {
       ->required();
   AddReadFlags(read_cmd, read_flags);
 
+  CLI::App* status_cmd =
+      app.add_subcommand("status", "Show a dispatcher's workers, datasets and jobs");
+  std::string status_dispatcher;
+  bool status_json = false;
+  status_cmd->add_option("--dispatcher", status_dispatcher, "Dispatcher address ucx://HOST:PORT")
+      ->required();
+  status_cmd->add_flag("--json", status_json, "Print one JSON object");
+
   CLI::App* local_cmd =
       app.add_subcommand("local", "Run a dispatcher and workers in this process and read");
   int local_workers = 2;
@@ -211,7 +225,7 @@ int Main(int argc, char** argv) {
   if (dispatcher_cmd->parsed()) {
     control::DispatcherOptions options;
     options.bind =
-        transport::Address{"ucx", dispatcher_host, static_cast<uint16_t>(dispatcher_port)};
+        transport::Address{scheme, dispatcher_host, static_cast<uint16_t>(dispatcher_port)};
     options.config.elements_per_split = elements_per_split;
     auto dispatcher = control::Dispatcher::Start(options);
     if (!dispatcher.ok()) return Fail(dispatcher.status(), "dispatcher");
@@ -239,6 +253,19 @@ int Main(int argc, char** argv) {
     if (!dispatcher.ok()) return Fail(dispatcher.status(), "read");
     return ReadAll(*dispatcher, read_flags, *timeout);
   }
+  if (status_cmd->parsed()) {
+    absl::StatusOr<transport::Address> dispatcher = transport::ParseAddress(status_dispatcher);
+    if (!dispatcher.ok()) return Fail(dispatcher.status(), "status");
+    control::ClientOptions options;
+    options.dispatcher = *dispatcher;
+    options.timeout = *timeout;
+    auto client = control::Client::Connect(options);
+    if (!client.ok()) return Fail(client.status(), "status");
+    auto status = (*client)->GetStatus();
+    if (!status.ok()) return Fail(status.status(), "status");
+    PrintStatus(*status, status_json, std::cout);
+    return 0;
+  }
   // local
   absl::StatusOr<proto::ProcessingMode> mode = ParseMode(local_flags.mode);
   if (!mode.ok()) return Fail(mode.status(), "local");
@@ -247,6 +274,7 @@ int Main(int argc, char** argv) {
   }
   control::LocalClusterOptions options;
   options.num_workers = local_workers;
+  options.scheme = scheme;
   auto cluster = control::LocalCluster::Start(options);
   if (!cluster.ok()) return Fail(cluster.status(), "local");
   if (local_flags.format == "summary") {

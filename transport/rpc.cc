@@ -29,7 +29,7 @@ static_assert(sizeof(Frame) == 24);
 std::string EncodeFrame(const Frame& frame, absl::string_view body) {
   std::string out(sizeof(Frame) + body.size(), '\0');
   std::memcpy(out.data(), &frame, sizeof(Frame));
-  std::memcpy(out.data() + sizeof(Frame), body.data(), body.size());
+  if (!body.empty()) std::memcpy(out.data() + sizeof(Frame), body.data(), body.size());
   return out;
 }
 
@@ -83,8 +83,8 @@ RpcEndpoint::~RpcEndpoint() {
   for (auto& [id, call] : pending) call.done(absl::CancelledError("RPC endpoint shut down"));
 }
 
-void RpcEndpoint::Handle(uint32_t method, MethodHandler handler) {
-  handlers_[method] = std::move(handler);
+void RpcEndpoint::Handle(uint32_t method, MethodHandler handler, HandlerThread thread) {
+  handlers_[method] = Handler{std::move(handler), thread};
 }
 
 absl::StatusOr<Address> RpcEndpoint::Listen(const Address& bind) {
@@ -226,7 +226,15 @@ void RpcEndpoint::OnMessage(ConnectionId from, std::string header, InboundPayloa
       call->Reply(absl::UnimplementedError(absl::StrCat("unknown method ", frame->method)));
       return;
     }
-    handlers_pool_->Schedule([handler = &it->second, call] { (*handler)(call); });
+    const Handler& handler = it->second;
+    switch (handler.thread) {
+      case HandlerThread::kInline:
+        handler.handle(call);
+        break;
+      case HandlerThread::kPool:
+        handlers_pool_->Schedule([handle = &handler.handle, call] { (*handle)(call); });
+        break;
+    }
     return;
   }
 

@@ -81,6 +81,14 @@ class ServerCall {
 
 using MethodHandler = std::function<void(std::shared_ptr<ServerCall>)>;
 
+enum class HandlerThread {
+  // On the endpoint's handler pool: the handler may block.
+  kPool,
+  // On the transport's progress thread: saves two thread hand-offs per call, so the handler
+  // must never block (reply now, or park the call and reply later from another thread).
+  kInline,
+};
+
 class RpcEndpoint final : public MessageHandler {
  public:
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<RpcEndpoint>> Create(
@@ -88,7 +96,7 @@ class RpcEndpoint final : public MessageHandler {
   ~RpcEndpoint() override;
 
   // Registers a handler; call before Listen.
-  void Handle(uint32_t method, MethodHandler handler);
+  void Handle(uint32_t method, MethodHandler handler, HandlerThread thread = HandlerThread::kPool);
   [[nodiscard]] absl::StatusOr<Address> Listen(const Address& bind);
   // Returns the live connection to `peer`, connecting if there is none.
   [[nodiscard]] absl::StatusOr<ConnectionId> ConnectTo(const Address& peer);
@@ -131,7 +139,11 @@ class RpcEndpoint final : public MessageHandler {
 
   std::unique_ptr<ThreadPool> handlers_pool_;
   std::unique_ptr<Transport> transport_;
-  absl::flat_hash_map<uint32_t, MethodHandler> handlers_;  // written before Listen only
+  struct Handler {
+    MethodHandler handle;
+    HandlerThread thread;
+  };
+  absl::flat_hash_map<uint32_t, Handler> handlers_;  // written before Listen only
 
   absl::Mutex mu_;
   uint64_t next_request_id_ ABSL_GUARDED_BY(mu_) = 1;

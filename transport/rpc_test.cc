@@ -1,12 +1,16 @@
-// Real UCX endpoints (two transport instances, each with its own context and progress
-// thread) over shared memory and over TCP on loopback.
+// Real endpoints (two transport instances, each with its own context and progress thread)
+// over shared memory and over TCP on loopback: UCX, and libfabric (ofi://) with the
+// tcp;ofi_rxm and shm providers when the build has libfabric.
 #include "transport/rpc.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
 #include <numeric>
+#include <string_view>
 #include <thread>
 
 #include "absl/synchronization/notification.h"
@@ -21,16 +25,22 @@ constexpr uint32_t kEcho = 1;
 constexpr uint32_t kBlob = 2;     // replies with a payload of N bytes (N = request as text)
 constexpr uint32_t kNoReply = 3;  // never replies
 
-struct Tls {
+struct TransportCase {
   const char* name;
-  const char* ucx_tls;
+  const char* scheme;   // "ucx" or "ofi"
+  const char* setting;  // UCX_TLS for ucx, the libfabric provider for ofi
 };
 
-class RpcTest : public ::testing::TestWithParam<Tls> {
+class RpcTest : public ::testing::TestWithParam<TransportCase> {
  protected:
   void SetUp() override {
-    RpcOptions options;
-    options.transport.ucx_tls = GetParam().ucx_tls;
+    const bool ofi = std::string_view(GetParam().scheme) == "ofi";
+#ifndef SLUICE_HAVE_LIBFABRIC
+    if (ofi) GTEST_SKIP() << "built without libfabric (libfabric-dev was not found at configure)";
+#endif
+    RpcOptions& options = options_;
+    options.scheme = GetParam().scheme;
+    (ofi ? options.transport.ofi_provider : options.transport.ucx_tls) = GetParam().setting;
     auto server = RpcEndpoint::Create(options);
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = std::move(*server);
@@ -48,7 +58,7 @@ class RpcTest : public ::testing::TestWithParam<Tls> {
       absl::MutexLock lock(&mu_);
       parked_.push_back(call);
     });
-    auto bound = server_->Listen(Address{"ucx", "127.0.0.1", 0});
+    auto bound = server_->Listen(Address{GetParam().scheme, "127.0.0.1", 0});
     ASSERT_TRUE(bound.ok()) << bound.status();
     ASSERT_NE(bound->port, 0);
     address_ = *bound;
@@ -57,6 +67,7 @@ class RpcTest : public ::testing::TestWithParam<Tls> {
     client_ = std::move(*client);
   }
 
+  RpcOptions options_;
   absl::Mutex mu_;
   std::vector<std::shared_ptr<ServerCall>> parked_;
   std::unique_ptr<RpcEndpoint> server_;
@@ -142,7 +153,7 @@ TEST_P(RpcTest, MissingReplyHitsDeadline) {
 }
 
 TEST_P(RpcTest, UnreachablePeerFailsInsteadOfHanging) {
-  Address nobody{"ucx", "127.0.0.1", 1};  // nothing listens on port 1
+  Address nobody{GetParam().scheme, "127.0.0.1", 1};  // nothing listens on port 1
   CallOptions options;
   options.timeout = absl::Seconds(10);
   auto start = std::chrono::steady_clock::now();
@@ -187,10 +198,97 @@ TEST_P(RpcTest, PeerDeathFailsOutstandingCall) {
   EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
 }
 
+TEST_P(RpcTest, ClosingOneOfTwoConnectionsToAPeerKeepsTheOther) {
+  // Both connections share the peer's transport address (one AV entry for libfabric).
+  auto extra = client_->transport().Connect(address_);
+  ASSERT_TRUE(extra.ok()) << extra.status();
+  auto connection = client_->ConnectTo(address_);
+  ASSERT_TRUE(connection.ok());
+  ASSERT_TRUE(client_->Call(*connection, kEcho, "before", {}).ok());
+  client_->transport().Close(*extra);
+  // Long enough for both sides to retire the closed connection (ticks every 5 ms).
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  auto result = client_->Call(*connection, kBlob, "100000", {});
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->payload.size, 100000u);
+  auto echo = client_->Call(*connection, kEcho, "after", {});
+  ASSERT_TRUE(echo.ok()) << echo.status();
+  EXPECT_EQ(echo->response, "echo:after");
+}
+
+TEST_P(RpcTest, PeerWithHigherRendezvousThresholdStillFitsOurBuffers) {
+  // 40000 bytes are eager for this server but above the client's threshold.
+  RpcOptions options = options_;
+  options.transport.rendezvous_threshold = 64 * 1024;
+  auto server = RpcEndpoint::Create(options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto blob = std::make_shared<std::vector<uint8_t>>(40000);
+  std::iota(blob->begin(), blob->end(), uint8_t{3});
+  (*server)->Handle(kBlob, [blob](std::shared_ptr<ServerCall> call) {
+    call->Reply(absl::OkStatus(), "blob", Payload{blob->data(), blob->size()},
+                [blob](absl::Status) {});
+  });
+  auto bound = (*server)->Listen(Address{GetParam().scheme, "127.0.0.1", 0});
+  ASSERT_TRUE(bound.ok()) << bound.status();
+  auto connection = client_->ConnectTo(*bound);
+  ASSERT_TRUE(connection.ok()) << connection.status();
+  CallOptions call_options;
+  call_options.timeout = absl::Seconds(10);
+  auto result = client_->Call(*connection, kBlob, "", call_options);
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_EQ(result->payload.size, blob->size());
+  EXPECT_EQ(std::memcmp(result->payload.data, blob->data(), blob->size()), 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(Transports, RpcTest,
-                         ::testing::Values(Tls{"shm", "posix,sysv,cma,self"},
-                                           Tls{"shmalias", "shm,self"}, Tls{"tcp", "tcp,self"}),
+                         ::testing::Values(TransportCase{"shm", "ucx", "posix,sysv,cma,self"},
+                                           TransportCase{"shmalias", "ucx", "shm,self"},
+                                           TransportCase{"tcp", "ucx", "tcp,self"},
+                                           TransportCase{"ofi_tcp", "ofi", "tcp;ofi_rxm"},
+                                           TransportCase{"ofi_shm", "ofi", "shm"}),
                          [](const auto& info) { return std::string(info.param.name); });
+
+class NullHandler : public MessageHandler {
+ public:
+  PayloadDestination ChoosePayloadDestination(ConnectionId, absl::string_view, size_t) override {
+    return {};
+  }
+  void OnMessage(ConnectionId, std::string, InboundPayload) override {}
+  void OnDisconnect(ConnectionId, absl::Status) override {}
+};
+
+TEST(OfiProviderTest, UnavailableProviderNamesItAndFiInfo) {
+#ifndef SLUICE_HAVE_LIBFABRIC
+  GTEST_SKIP() << "built without libfabric (libfabric-dev was not found at configure)";
+#endif
+  NullHandler handler;
+  TransportOptions options;
+  options.ofi_provider = "no-such-provider";
+  auto transport = CreateTransport("ofi", options, &handler);
+  ASSERT_FALSE(transport.ok());
+  EXPECT_THAT(transport.status().message(), HasSubstr("'no-such-provider'"));
+  EXPECT_THAT(transport.status().message(), HasSubstr("fi_info -l"));
+}
+
+TEST(OfiProviderTest, SocketsProviderIsRefusedEvenFromTheEnvironment) {
+#ifndef SLUICE_HAVE_LIBFABRIC
+  GTEST_SKIP() << "built without libfabric (libfabric-dev was not found at configure)";
+#endif
+  NullHandler handler;
+  TransportOptions options;
+  options.ofi_provider = "sockets";
+  auto transport = CreateTransport("ofi", options, &handler);
+  ASSERT_FALSE(transport.ok());
+  EXPECT_EQ(transport.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(transport.status().message(), HasSubstr("'sockets'"));
+
+  options.ofi_provider = "";
+  setenv("SLUICE_OFI_PROVIDER", "sockets", 1);
+  transport = CreateTransport("ofi", options, &handler);
+  unsetenv("SLUICE_OFI_PROVIDER");
+  ASSERT_FALSE(transport.ok());
+  EXPECT_THAT(transport.status().message(), HasSubstr("'sockets'"));
+}
 
 TEST(AddressTest, ParsesAndFormats) {
   auto a = ParseAddress("ucx://10.0.0.2:5050");

@@ -98,8 +98,13 @@ struct TransportStats {
 struct TransportOptions {
   // For UCX: the value of UCX_TLS for this instance ("" keeps the environment's).
   std::string ucx_tls;
+  // For libfabric (ofi://): the provider, e.g. "tcp;ofi_rxm" or "shm". "" means
+  // $SLUICE_OFI_PROVIDER, else "tcp;ofi_rxm". "sockets" is refused (unusable in 1.17).
+  std::string ofi_provider;
   // Payloads at least this large are sent by rendezvous into the receiver's buffer.
   size_t rendezvous_threshold = 16 * 1024;
+  // How long the progress thread keeps polling after the last event before it sleeps.
+  absl::Duration spin_before_sleep = absl::Microseconds(50);
   // Bound on establishing a connection (socket connect plus the address exchange).
   absl::Duration connect_timeout = absl::Seconds(10);
   // Name used in log lines and error messages.

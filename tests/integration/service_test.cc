@@ -10,13 +10,19 @@
 #include <set>
 #include <sstream>
 
+#include "common/subprocess.h"
 #include "nlohmann/json.hpp"
-#include "tests/integration/subprocess.h"
 
 namespace sluice::testing {
 namespace {
 
 using ::testing::HasSubstr;
+
+// The transport under test: SLUICE_TEST_TRANSPORT=ofi runs everything over libfabric.
+std::string Scheme() {
+  const char* scheme = std::getenv("SLUICE_TEST_TRANSPORT");
+  return scheme ? scheme : "ucx";
+}
 
 std::string Binary() {
   const char* path = std::getenv("SLUICE_BINARY");
@@ -28,11 +34,11 @@ class Cluster {
  public:
   explicit Cluster(int workers) {
     dispatcher_ = std::make_unique<Subprocess>(
-        std::vector<std::string>{Binary(), "dispatcher", "--port", "0", "--host", "127.0.0.1",
-                                 "--elements-per-split", "100"});
+        std::vector<std::string>{Binary(), "--transport", Scheme(), "dispatcher", "--port", "0",
+                                 "--host", "127.0.0.1", "--elements-per-split", "100"});
     std::string line = dispatcher_->WaitForOutput("listening on", absl::Seconds(20));
     EXPECT_FALSE(line.empty()) << dispatcher_->stderr_text();
-    size_t start = line.find("ucx://");
+    size_t start = line.find(Scheme() + "://");
     address_ = line.substr(start, line.find(' ', start) - start);
     for (int i = 0; i < workers; ++i) {
       auto worker = std::make_unique<Subprocess>(std::vector<std::string>{
@@ -107,6 +113,25 @@ TEST(ServiceTest, OffModeEveryWorkerProducesEverything) {
   EXPECT_EQ(workers.size(), 2u);
 }
 
+TEST(ServiceTest, StatusShowsWorkersDatasetsAndJobs) {
+  Cluster cluster(2);
+  auto read = StartRead(cluster.address(), "range(1000) | batch(100)", "dynamic", "watched");
+  ExpectEachValueTimes(Values(*read), 1000, 1);
+  absl::SleepFor(absl::Milliseconds(300));  // a heartbeat carries the workers' counters
+  Subprocess status({Binary(), "status", "--dispatcher", cluster.address(), "--json"});
+  ASSERT_EQ(status.Wait(absl::Seconds(30)), 0) << status.stderr_text();
+  nlohmann::json s = nlohmann::json::parse(status.stdout_text());
+  ASSERT_EQ(s["workers"].size(), 2u);
+  int64_t batches = 0;
+  for (const auto& w : s["workers"]) batches += w["batches_served"].get<int64_t>();
+  EXPECT_GE(batches, 10);
+  ASSERT_EQ(s["jobs"].size(), 1u);
+  EXPECT_EQ(s["jobs"][0]["job_name"], "watched");
+  EXPECT_EQ(s["jobs"][0]["mode"], "dynamic");
+  EXPECT_EQ(s["jobs"][0]["finished"], true);
+  ASSERT_EQ(s["datasets"].size(), 1u);
+}
+
 TEST(ServiceTest, DifferentJobNamesAreIndependent) {
   Cluster cluster(2);
   const std::string pipeline = "range(3000) | batch(32)";
@@ -152,28 +177,30 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST(ServiceTest, UnreachableDispatcherFailsWithinTheTimeout) {
   absl::Time start = absl::Now();
-  Subprocess read({Binary(), "--timeout", "3s", "read", "--dispatcher", "ucx://127.0.0.1:1",
+  Subprocess read({Binary(), "--timeout", "3s", "read", "--dispatcher", Scheme() + "://127.0.0.1:1",
                    "--pipeline", "range(10)"});
   int code = read.Wait(absl::Seconds(30));
   EXPECT_EQ(code, 1) << read.stderr_text();
-  EXPECT_THAT(read.stderr_text(), HasSubstr("cannot reach the dispatcher at ucx://127.0.0.1:1"));
+  EXPECT_THAT(read.stderr_text(),
+              HasSubstr("cannot reach the dispatcher at " + Scheme() + "://127.0.0.1:1"));
   EXPECT_LT(absl::Now() - start, absl::Seconds(15));
 }
 
 TEST(ServiceTest, WorkerWithUnreachableDispatcherFailsClearly) {
-  Subprocess worker({Binary(), "--timeout", "2s", "worker", "--dispatcher", "ucx://127.0.0.1:1"});
+  Subprocess worker(
+      {Binary(), "--timeout", "2s", "worker", "--dispatcher", Scheme() + "://127.0.0.1:1"});
   EXPECT_EQ(worker.Wait(absl::Seconds(30)), 1);
   EXPECT_THAT(worker.stderr_text(), HasSubstr("could not register with the dispatcher"));
 }
 
 TEST(ServiceTest, LocalClusterReadsEverythingOnce) {
-  Subprocess local({Binary(), "local", "--workers", "3", "--pipeline",
+  Subprocess local({Binary(), "--transport", Scheme(), "local", "--workers", "3", "--pipeline",
                     "range(4000) | map(identity) | batch(10)", "--format", "jsonl"});
   ExpectEachValueTimes(Values(local), 4000, 1);
 }
 
 TEST(ServiceTest, EverySubcommandHasHelp) {
-  for (const char* command : {"dispatcher", "worker", "read", "local"}) {
+  for (const char* command : {"dispatcher", "worker", "read", "local", "status"}) {
     Subprocess help({Binary(), command, "--help"});
     EXPECT_EQ(help.Wait(absl::Seconds(10)), 0) << command;
     EXPECT_THAT(help.stdout_text(), HasSubstr("--")) << command;

@@ -20,8 +20,8 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
+#include "transport/bootstrap.h"
 #include "transport/transport.h"
-#include "transport/ucx/bootstrap.h"
 #include "transport/ucx/ucx_handles.h"
 
 namespace sluice::transport::ucx {
@@ -98,6 +98,8 @@ class UcxTransport final : public Transport {
   absl::Mutex queue_mu_;
   std::deque<std::function<void()>> queue_ ABSL_GUARDED_BY(queue_mu_);
   bool stopping_ ABSL_GUARDED_BY(queue_mu_) = false;
+  std::atomic<bool> has_posts_{false};
+  std::atomic<bool> sleeping_{false};
 
   std::atomic<ConnectionId> next_connection_id_{1};
   // Progress-thread-only state.

@@ -1,10 +1,11 @@
-// A child process for integration tests: real `sluice` binaries, real pipes, bounded waits.
+// A child process with captured output and bounded waits: used by the perf tools to run
+// servers and by integration tests to run real `sluice` processes.
 //
 //   Subprocess p({"/path/sluice", "dispatcher", "--port", "0"});
 //   std::string line = p.WaitForOutput("listening on", absl::Seconds(10));
 //   int code = p.Wait(absl::Seconds(30));  // kills the child if it overruns
-#ifndef SLUICE_TESTS_INTEGRATION_SUBPROCESS_H_
-#define SLUICE_TESTS_INTEGRATION_SUBPROCESS_H_
+#ifndef SLUICE_COMMON_SUBPROCESS_H_
+#define SLUICE_COMMON_SUBPROCESS_H_
 
 #include <optional>
 #include <string>
@@ -13,7 +14,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 
-namespace sluice::testing {
+namespace sluice {
 
 class Subprocess {
  public:
@@ -38,6 +39,6 @@ class Subprocess {
   std::string stderr_path_;
 };
 
-}  // namespace sluice::testing
+}  // namespace sluice
 
-#endif  // SLUICE_TESTS_INTEGRATION_SUBPROCESS_H_
+#endif  // SLUICE_COMMON_SUBPROCESS_H_

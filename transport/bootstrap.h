@@ -1,21 +1,24 @@
-// The TCP bootstrap that introduces two UCX workers to each other.
+// The TCP bootstrap that introduces two transport instances (UCX workers, libfabric
+// endpoints) to each other: each side sends its own address bytes and a token.
 //
-// Why not ucp_listener: with UCX 1.13 an endpoint made through the sockaddr connection
+// Why not ucp_listener (UCX): with UCX 1.13 an endpoint made through the sockaddr connection
 // manager gets lanes of CM-capable transports only, so co-located peers never use shared
 // memory, and UCX_TLS=posix,sysv,cma,self cannot connect at all ("Destination is
 // unreachable"). Exchanging worker addresses over our own socket and creating endpoints with
 // UCP_EP_PARAM_FIELD_REMOTE_ADDRESS lets UCX pick shm for local peers and tcp (or RDMA) for
 // remote ones. The socket stays open for the life of the connection: when a peer process
 // dies the kernel closes it, which reports the failure at once on every transport.
+// libfabric's RDM endpoints have no per-peer failure event, so ofi:// relies on it too.
 //
-// Hello (both directions): "SLC1", uint64 token, uint32 length, worker address bytes.
+// Hello (both directions): "SLC1", uint64 token, uint32 length, address bytes (a UCX worker
+// address, or a libfabric endpoint name from fi_getname).
 // `token` is the sender's id for this connection; the receiver stamps it on every message it
 // sends back so the sender knows which connection a message came from.
 //
 //   absl::StatusOr<ScopedFd> fd = ConnectSocket(address, absl::Seconds(5));
 //   SLUICE_RETURN_IF_ERROR(SendHello(fd->get(), {token, my_address}, deadline));
-#ifndef SLUICE_TRANSPORT_UCX_BOOTSTRAP_H_
-#define SLUICE_TRANSPORT_UCX_BOOTSTRAP_H_
+#ifndef SLUICE_TRANSPORT_BOOTSTRAP_H_
+#define SLUICE_TRANSPORT_BOOTSTRAP_H_
 
 #include <cstdint>
 #include <string>
@@ -24,7 +27,7 @@
 #include "absl/time/time.h"
 #include "transport/address.h"
 
-namespace sluice::transport::ucx {
+namespace sluice::transport {
 
 // Owns a file descriptor.
 class ScopedFd {
@@ -54,6 +57,6 @@ struct Hello {
 [[nodiscard]] absl::Status SendHello(int fd, const Hello& hello, absl::Time deadline);
 [[nodiscard]] absl::StatusOr<Hello> ReceiveHello(int fd, absl::Time deadline);
 
-}  // namespace sluice::transport::ucx
+}  // namespace sluice::transport
 
-#endif  // SLUICE_TRANSPORT_UCX_BOOTSTRAP_H_
+#endif  // SLUICE_TRANSPORT_BOOTSTRAP_H_

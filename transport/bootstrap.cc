@@ -1,4 +1,4 @@
-#include "transport/ucx/bootstrap.h"
+#include "transport/bootstrap.h"
 
 #include <fcntl.h>
 #include <netdb.h>
@@ -14,7 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 
-namespace sluice::transport::ucx {
+namespace sluice::transport {
 namespace {
 
 constexpr char kMagic[4] = {'S', 'L', 'C', '1'};
@@ -170,4 +170,4 @@ absl::StatusOr<Hello> ReceiveHello(int fd, absl::Time deadline) {
   return hello;
 }
 
-}  // namespace sluice::transport::ucx
+}  // namespace sluice::transport

@@ -1,4 +1,4 @@
-#include "tests/integration/subprocess.h"
+#include "common/subprocess.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -10,7 +10,7 @@
 #include <sstream>
 #include <thread>
 
-namespace sluice::testing {
+namespace sluice {
 namespace {
 
 std::string ReadFile(const std::string& path) {
@@ -93,4 +93,4 @@ void Subprocess::Kill(int signal) {
 std::string Subprocess::stdout_text() const { return ReadFile(stdout_path_); }
 std::string Subprocess::stderr_text() const { return ReadFile(stderr_path_); }
 
-}  // namespace sluice::testing
+}  // namespace sluice

@@ -1,0 +1,189 @@
+#include "perf/transport_perf.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "common/status_macros.h"
+#include "transport/rpc.h"
+#include "transport/slab_pool.h"
+
+namespace sluice::perf {
+namespace {
+
+constexpr uint32_t kBlob = 1;
+constexpr uint32_t kEcho = 2;
+
+}  // namespace
+
+nlohmann::json TransportPerfResult::ToJson() const {
+  return {{"transport", transport},
+          {"ucx_tls", ucx_tls},
+          {"size", size},
+          {"iterations", iterations},
+          {"seconds", seconds},
+          {"bandwidth_mb_s", bandwidth_mb_s},
+          {"latency_us", latency_us},
+          {"round_trip_us", round_trip_us},
+          {"payload_bytes_copied", payload_bytes_copied}};
+}
+
+std::string EffectiveUcxTls(const transport::TransportOptions& options) {
+  if (!options.ucx_tls.empty()) return options.ucx_tls;
+  const char* env = std::getenv("UCX_TLS");
+  return env != nullptr ? env : "all";
+}
+
+absl::Status RunTransportPerfServer(const transport::Address& bind,
+                                    const transport::TransportOptions& options,
+                                    const std::function<void(const transport::Address&)>& on_ready,
+                                    const std::function<bool()>& stop) {
+  transport::RpcOptions rpc_options;
+  rpc_options.scheme = bind.scheme;
+  rpc_options.transport = options;
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<transport::RpcEndpoint> rpc,
+                          transport::RpcEndpoint::Create(rpc_options));
+  // One registered source buffer, grown on demand (sizes come from the client).
+  absl::Mutex mu;
+  std::shared_ptr<transport::SlabPool> source;
+  rpc->Handle(
+      kBlob,
+      [&](std::shared_ptr<transport::ServerCall> call) {
+        size_t size = std::strtoull(call->request().c_str(), nullptr, 10);
+        std::shared_ptr<transport::Slab> slab;
+        {
+          absl::MutexLock lock(&mu);
+          if (source == nullptr || source->slab_bytes() < size) {
+            auto pool = transport::SlabPool::Create(rpc->transport(), std::max<size_t>(size, 1), 1);
+            if (!pool.ok()) {
+              call->Reply(pool.status());
+              return;
+            }
+            source = *pool;
+          }
+        }
+        // The perf server sends the same bytes concurrently; it never writes them, so one slab
+        // serves every request (the pool is only its registration).
+        call->Reply(absl::OkStatus(), "", transport::Payload{source->region().base(), size},
+                    [keep = source](absl::Status) {});
+      },
+      transport::HandlerThread::kInline);
+  rpc->Handle(
+      kEcho,
+      [](std::shared_ptr<transport::ServerCall> call) {
+        call->Reply(absl::OkStatus(), call->request());
+      },
+      transport::HandlerThread::kInline);
+  SLUICE_ASSIGN_OR_RETURN(transport::Address bound, rpc->Listen(bind));
+  on_ready(bound);
+  while (!stop()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<TransportPerfResult> RunTransportPerfClient(const transport::Address& server,
+                                                           const TransportPerfOptions& options) {
+  if (options.size == 0 || options.iterations <= 0 || options.window <= 0) {
+    return absl::InvalidArgumentError("size, iterations and window must be positive");
+  }
+  transport::RpcOptions rpc_options;
+  rpc_options.scheme = server.scheme;
+  rpc_options.transport = options.transport;
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<transport::RpcEndpoint> rpc,
+                          transport::RpcEndpoint::Create(rpc_options));
+  SLUICE_ASSIGN_OR_RETURN(transport::ConnectionId connection, rpc->ConnectTo(server));
+  SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<transport::SlabPool> landing,
+                          transport::SlabPool::Create(rpc->transport(), options.size,
+                                                      static_cast<size_t>(options.window)));
+  const std::string request = std::to_string(options.size);
+
+  // Warm up: connection, registration caches, protocol selection.
+  for (int i = 0; i < std::min<int64_t>(options.iterations, 10); ++i) {
+    std::optional<transport::Slab> slab = landing->TryAcquire();
+    transport::CallOptions call;
+    call.landing = {slab->data(), slab->capacity()};
+    SLUICE_RETURN_IF_ERROR(rpc->Call(connection, kBlob, request, call).status());
+  }
+
+  absl::Mutex mu;
+  int64_t issued = 0;
+  int64_t completed = 0;
+  absl::Status failure;
+  std::function<void()> issue;
+  issue = [&] {
+    std::optional<transport::Slab> slab;
+    {
+      absl::MutexLock lock(&mu);
+      if (issued >= options.iterations || !failure.ok()) return;
+      slab = landing->TryAcquire();
+      if (!slab) return;
+      ++issued;
+    }
+    auto held = std::make_shared<transport::Slab>(std::move(*slab));
+    transport::CallOptions call;
+    call.landing = {held->data(), held->capacity()};
+    rpc->CallAsync(connection, kBlob, request, call,
+                   [&, held](absl::StatusOr<transport::CallResult> result) mutable {
+                     {
+                       absl::MutexLock lock(&mu);
+                       ++completed;
+                       if (!result.ok() && failure.ok()) failure = result.status();
+                       if (result.ok() && result->payload.size != options.size && failure.ok()) {
+                         failure = absl::DataLossError("short payload");
+                       }
+                     }
+                     held.reset();  // the slab is free for the next request
+                     issue();
+                   });
+  };
+  uint64_t copied_before = rpc->transport().stats().payload_bytes_copied;
+  auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < options.window; ++i) issue();
+  auto last_report = start;
+  while (true) {
+    absl::MutexLock lock(&mu);
+    auto done = [&]() { return completed >= options.iterations || !failure.ok(); };
+    mu.AwaitWithTimeout(absl::Condition(&done), absl::Seconds(1));
+    if (done()) break;
+    auto now = std::chrono::steady_clock::now();
+    if (options.progress && now - last_report > std::chrono::seconds(1)) {
+      last_report = now;
+      options.progress(static_cast<double>(completed) / options.iterations);
+    }
+  }
+  auto end = std::chrono::steady_clock::now();
+  {
+    absl::MutexLock lock(&mu);
+    // Calls still in flight after a failure reference this frame: wait them out.
+    auto drained = [&]() { return completed == issued; };
+    mu.Await(absl::Condition(&drained));
+    SLUICE_RETURN_IF_ERROR(failure);
+  }
+  TransportPerfResult result;
+  result.transport = server.scheme;
+  result.ucx_tls = EffectiveUcxTls(options.transport);
+  result.size = options.size;
+  result.iterations = options.iterations;
+  result.seconds = std::chrono::duration<double>(end - start).count();
+  result.bandwidth_mb_s =
+      static_cast<double>(options.size) * options.iterations / result.seconds / 1e6;
+  result.payload_bytes_copied = rpc->transport().stats().payload_bytes_copied - copied_before;
+
+  if (options.latency_iterations > 0) {
+    for (int i = 0; i < 100; ++i)
+      SLUICE_RETURN_IF_ERROR(rpc->Call(connection, kEcho, "12345678", {}).status());
+    auto lat_start = std::chrono::steady_clock::now();
+    for (int64_t i = 0; i < options.latency_iterations; ++i) {
+      SLUICE_RETURN_IF_ERROR(rpc->Call(connection, kEcho, "12345678", {}).status());
+    }
+    double total_us =
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - lat_start)
+            .count();
+    result.round_trip_us = total_us / options.latency_iterations;
+    result.latency_us = result.round_trip_us / 2;
+  }
+  return result;
+}
+
+}  // namespace sluice::perf

@@ -1,0 +1,62 @@
+// `sluice-perf transport`: bandwidth and latency of Sluice's own data path between two
+// processes, to be compared with `ucx_perftest` on the same UCX_TLS.
+//
+// The server answers BLOB requests with a payload of the requested size from one registered
+// slab, and ECHO requests with their body. The client keeps `window` BLOB requests in flight,
+// each landing in its own registered slab, exactly like a client fetching batches, and then
+// times `latency_iterations` sequential 8-byte ECHO round trips.
+//
+//   RunTransportPerfServer(bind, [](const Address& a) { Announce(a); });  // until stopped
+//   absl::StatusOr<TransportPerfResult> r = RunTransportPerfClient(server, options);
+#ifndef SLUICE_PERF_TRANSPORT_PERF_H_
+#define SLUICE_PERF_TRANSPORT_PERF_H_
+
+#include <functional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
+#include "transport/address.h"
+#include "transport/transport.h"
+
+namespace sluice::perf {
+
+struct TransportPerfOptions {
+  size_t size = 1 << 20;
+  int64_t iterations = 2000;
+  int window = 8;
+  int64_t latency_iterations = 20000;
+  transport::TransportOptions transport;
+  // Called about every second with the fraction done, for a progress line.
+  std::function<void(double fraction)> progress;
+};
+
+struct TransportPerfResult {
+  std::string transport;  // scheme
+  std::string ucx_tls;
+  size_t size = 0;
+  int64_t iterations = 0;
+  double seconds = 0;
+  double bandwidth_mb_s = 0;  // decimal MB/s of payload
+  double latency_us = 0;      // one-way: half the mean 8-byte round trip, as ucx_perftest
+  double round_trip_us = 0;
+  uint64_t payload_bytes_copied = 0;  // by the receiving transport during the bandwidth run
+
+  [[nodiscard]] nlohmann::json ToJson() const;
+};
+
+// Serves until `stop` returns true (polled every 100 ms).
+[[nodiscard]] absl::Status RunTransportPerfServer(
+    const transport::Address& bind, const transport::TransportOptions& options,
+    const std::function<void(const transport::Address&)>& on_ready,
+    const std::function<bool()>& stop);
+
+[[nodiscard]] absl::StatusOr<TransportPerfResult> RunTransportPerfClient(
+    const transport::Address& server, const TransportPerfOptions& options);
+
+// The UCX_TLS in effect for a transport created with `options` ("all" when unset).
+std::string EffectiveUcxTls(const transport::TransportOptions& options);
+
+}  // namespace sluice::perf
+
+#endif  // SLUICE_PERF_TRANSPORT_PERF_H_

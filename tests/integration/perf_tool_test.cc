@@ -1,0 +1,60 @@
+// `sluice-perf` keeps its JSON contract (field names scripts rely on) and its numbers are
+// coherent. Not a timing test: speed claims live in perf/RESULTS.md.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "common/subprocess.h"
+#include "nlohmann/json.hpp"
+
+namespace sluice::testing {
+namespace {
+
+std::string PerfBinary() {
+  const char* path = std::getenv("SLUICE_PERF_BINARY");
+  return path ? path : "sluice-perf";
+}
+
+nlohmann::json RunJson(std::vector<std::string> argv) {
+  Subprocess run(std::move(argv));
+  EXPECT_EQ(run.Wait(absl::Seconds(120)), 0) << run.stderr_text();
+  return nlohmann::json::parse(run.stdout_text());
+}
+
+TEST(PerfToolTest, TransportReportsTheContractFields) {
+  nlohmann::json r = RunJson({PerfBinary(), "transport", "--size", "256KiB", "--iterations", "200",
+                              "--latency-iterations", "200", "--json"});
+  EXPECT_EQ(r["transport"], "ucx");
+  EXPECT_EQ(r["size"], 256 * 1024);
+  EXPECT_GT(r["bandwidth_mb_s"].get<double>(), 0);
+  EXPECT_GT(r["latency_us"].get<double>(), 0);
+  EXPECT_TRUE(r["ucx_tls"].is_string());
+  // Above the rendezvous threshold the payload lands without a copy.
+  EXPECT_EQ(r["payload_bytes_copied"], 0);
+}
+
+TEST(PerfToolTest, ServiceReportsTheContractFields) {
+  nlohmann::json r = RunJson({PerfBinary(), "service", "--workers", "2", "--clients", "1",
+                              "--batch-bytes", "64KiB", "--seconds", "1", "--mode", "off",
+                              "--pipeline", "range(8192) | batch(8192) | repeat()", "--json"});
+  EXPECT_GT(r["batches_per_s"].get<double>(), 0);
+  EXPECT_GT(r["bandwidth_mb_s"].get<double>(), 0);
+  EXPECT_GE(r["p99_us"].get<double>(), r["p50_us"].get<double>());
+  ASSERT_EQ(r["per_worker_batches"].size(), 2u);
+  // One copy per byte (assembly into the slab), plus batches still buffered on workers.
+  EXPECT_GE(r["copied_bytes_per_delivered_byte"].get<double>(), 0.99);
+  EXPECT_LE(r["copied_bytes_per_delivered_byte"].get<double>(), 1.1);
+}
+
+TEST(PerfToolTest, BadArgumentsAreClearErrors) {
+  Subprocess bad({PerfBinary(), "transport", "--size", "12 parsecs"});
+  EXPECT_EQ(bad.Wait(absl::Seconds(30)), 1);
+  EXPECT_THAT(bad.stderr_text(), ::testing::HasSubstr("unknown unit"));
+  Subprocess help({PerfBinary(), "service", "--help"});
+  EXPECT_EQ(help.Wait(absl::Seconds(30)), 0);
+  EXPECT_THAT(help.stdout_text(), ::testing::HasSubstr("--batch-bytes"));
+}
+
+}  // namespace
+}  // namespace sluice::testing

@@ -1,0 +1,36 @@
+#include "tools/byte_size.h"
+
+#include <gtest/gtest.h>
+
+namespace sluice::tools {
+namespace {
+
+TEST(ByteSizeTest, ParsesUnits) {
+  EXPECT_EQ(*ParseByteSize("4096"), 4096u);
+  EXPECT_EQ(*ParseByteSize("64KiB"), 65536u);
+  EXPECT_EQ(*ParseByteSize("1MiB"), 1048576u);
+  EXPECT_EQ(*ParseByteSize("16M"), 16u << 20);
+  EXPECT_EQ(*ParseByteSize("1.5KB"), 1500u);
+  EXPECT_EQ(*ParseByteSize("2GB"), 2000000000u);
+  auto list = ParseByteSizeList("64KiB, 1MiB,16MiB");
+  ASSERT_TRUE(list.ok());
+  EXPECT_EQ(*list, (std::vector<size_t>{65536, 1 << 20, 16 << 20}));
+}
+
+TEST(ByteSizeTest, RejectsNonsense) {
+  EXPECT_FALSE(ParseByteSize("").ok());
+  EXPECT_FALSE(ParseByteSize("MiB").ok());
+  EXPECT_FALSE(ParseByteSize("12 parsecs").ok());
+  EXPECT_FALSE(ParseByteSize("0").ok());
+  EXPECT_FALSE(ParseByteSize("0.5").ok());
+  EXPECT_FALSE(ParseByteSize("-3").ok());
+}
+
+TEST(ByteSizeTest, FormatsRoundSizes) {
+  EXPECT_EQ(FormatByteSize(1 << 20), "1MiB");
+  EXPECT_EQ(FormatByteSize(65536), "64KiB");
+  EXPECT_EQ(FormatByteSize(1000), "1000B");
+}
+
+}  // namespace
+}  // namespace sluice::tools

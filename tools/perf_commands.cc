@@ -1,0 +1,88 @@
+#include "tools/perf_commands.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <iostream>
+
+#include "absl/strings/str_format.h"
+#include "common/subprocess.h"
+#include "perf/transport_perf.h"
+#include "tools/byte_size.h"
+
+namespace sluice::tools {
+namespace {
+
+std::string SelfBinary() {
+  char path[4096];
+  ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+  return n > 0 ? std::string(path, static_cast<size_t>(n)) : "sluice-perf";
+}
+
+int Fail(absl::string_view command, absl::string_view message) {
+  std::cerr << "sluice-perf " << command << ": " << message << "\n";
+  return 1;
+}
+
+// A progress line on stderr for runs longer than a couple of seconds.
+std::function<void(double)> ProgressLine(std::string label) {
+  auto start = absl::Now();
+  return [label, start](double fraction) {
+    if (absl::Now() - start < absl::Seconds(2) || !isatty(2)) return;
+    std::cerr << absl::StrFormat("\r%s: %3.0f%%", label, fraction * 100) << std::flush;
+  };
+}
+
+}  // namespace
+
+void AddTransportFlags(CLI::App* app, TransportFlags& flags) {
+  app->add_option("--transport", flags.transport, "ucx or ofi")->capture_default_str();
+  app->add_option("--size", flags.size, "Payload bytes per message (e.g. 1MiB)")
+      ->capture_default_str();
+  app->add_option("--iterations", flags.iterations, "Messages in the bandwidth run")
+      ->capture_default_str();
+  app->add_option("--window", flags.window, "Requests in flight")->capture_default_str();
+  app->add_option("--latency-iterations", flags.latency_iterations,
+                  "8-byte round trips in the latency run (0: skip)")
+      ->capture_default_str();
+  app->add_flag("--json", flags.json, "Print one JSON object");
+}
+
+int RunTransportCommand(const TransportFlags& flags) {
+  absl::StatusOr<size_t> size = ParseByteSize(flags.size);
+  if (!size.ok()) return Fail("transport", size.status().message());
+  if (flags.transport != "ucx" && flags.transport != "ofi") {
+    return Fail("transport", "--transport must be ucx or ofi, got '" + flags.transport + "'");
+  }
+  Subprocess server({SelfBinary(), "transport-server", "--transport", flags.transport});
+  std::string ready = server.WaitForOutput("ready ", absl::Seconds(20));
+  if (ready.empty()) return Fail("transport", "server did not start: " + server.stderr_text());
+  absl::StatusOr<transport::Address> address = transport::ParseAddress(ready.substr(6));
+  if (!address.ok()) return Fail("transport", address.status().message());
+
+  perf::TransportPerfOptions options;
+  options.size = *size;
+  options.iterations = flags.iterations;
+  options.window = flags.window;
+  options.latency_iterations = flags.latency_iterations;
+  options.progress = ProgressLine("transport");
+  absl::StatusOr<perf::TransportPerfResult> result =
+      perf::RunTransportPerfClient(*address, options);
+  server.Kill(SIGTERM);
+  server.Wait(absl::Seconds(10));
+  if (!result.ok()) return Fail("transport", result.status().message());
+  if (isatty(2)) std::cerr << "\r";
+  if (flags.json) {
+    std::cout << result->ToJson().dump() << std::endl;
+  } else {
+    std::cout << absl::StrFormat(
+        "%s (UCX_TLS=%s) %s x %d: %.1f MB/s; 8-byte latency %.2f us one-way (%.2f us round "
+        "trip); %d payload bytes copied on receive\n",
+        result->transport, result->ucx_tls, FormatByteSize(result->size), result->iterations,
+        result->bandwidth_mb_s, result->latency_us, result->round_trip_us,
+        result->payload_bytes_copied);
+  }
+  return 0;
+}
+
+}  // namespace sluice::tools

@@ -1,0 +1,69 @@
+// The subcommands of `sluice-perf` (see sluice_perf_main.cc): flags and runners.
+//
+//   TransportFlags flags;
+//   AddTransportFlags(app.add_subcommand("transport", "..."), flags);
+//   return RunTransportCommand(flags);
+#ifndef SLUICE_TOOLS_PERF_COMMANDS_H_
+#define SLUICE_TOOLS_PERF_COMMANDS_H_
+
+#include <string>
+
+#include "CLI/CLI.hpp"
+
+namespace sluice::tools {
+
+struct TransportFlags {
+  std::string transport = "ucx";
+  std::string size = "1MiB";
+  int64_t iterations = 2000;
+  int window = 8;
+  int64_t latency_iterations = 20000;
+  bool json = false;
+};
+
+struct ServiceFlags {
+  int workers = 1;
+  int clients = 1;
+  std::string batch_bytes = "1MiB";
+  double seconds = 10;
+  std::string mode = "dynamic";
+  std::string pipeline;  // default: a cached synthetic batch of --batch-bytes
+  int max_outstanding = 8;
+  int buffer_batches = 8;
+  std::string sluice_binary;  // default: `sluice` beside this binary
+  bool json = false;
+};
+
+struct ServiceClientFlags {
+  std::string dispatcher;
+  std::string pipeline;
+  std::string mode = "dynamic";
+  std::string job_name = "sluice-perf";
+  double seconds = 10;
+  std::string slab_bytes = "16MiB";
+  int max_outstanding = 8;
+};
+
+struct SweepFlags {
+  std::string sizes = "64KiB,1MiB,16MiB";
+  std::string workers = "1";
+  std::string transport = "ucx";
+  double seconds = 5;
+  int64_t bytes_per_point = int64_t{2} << 30;
+  std::string out = "sluice-sweep";
+  bool skip_perftest = false;
+};
+
+void AddTransportFlags(CLI::App* app, TransportFlags& flags);
+void AddServiceFlags(CLI::App* app, ServiceFlags& flags);
+void AddServiceClientFlags(CLI::App* app, ServiceClientFlags& flags);
+void AddSweepFlags(CLI::App* app, SweepFlags& flags);
+
+int RunTransportCommand(const TransportFlags& flags);
+int RunServiceCommand(const ServiceFlags& flags);
+int RunServiceClientCommand(const ServiceClientFlags& flags);
+int RunSweepCommand(const SweepFlags& flags);
+
+}  // namespace sluice::tools
+
+#endif  // SLUICE_TOOLS_PERF_COMMANDS_H_

@@ -1,0 +1,233 @@
+// `sluice-perf service` and its per-client child `sluice-perf service-client`.
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <iostream>
+#include <map>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/subprocess.h"
+#include "control/client.h"
+#include "engine/pipeline_text.h"
+#include "nlohmann/json.hpp"
+#include "tools/byte_size.h"
+#include "tools/perf_commands.h"
+
+namespace sluice::tools {
+namespace {
+
+int Fail(absl::string_view command, absl::string_view message) {
+  std::cerr << "sluice-perf " << command << ": " << message << "\n";
+  return 1;
+}
+
+std::string SiblingBinary(const std::string& name) {
+  char path[4096];
+  ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+  std::string self = n > 0 ? std::string(path, static_cast<size_t>(n)) : "";
+  size_t slash = self.rfind('/');
+  return slash == std::string::npos ? name : self.substr(0, slash + 1) + name;
+}
+
+double Percentile(std::vector<double>& values, double p) {
+  if (values.empty()) return 0;
+  size_t k = static_cast<size_t>(p * static_cast<double>(values.size() - 1));
+  std::nth_element(values.begin(), values.begin() + static_cast<ptrdiff_t>(k), values.end());
+  return values[k];
+}
+
+}  // namespace
+
+void AddServiceFlags(CLI::App* app, ServiceFlags& flags) {
+  app->add_option("--workers", flags.workers, "Worker processes")->capture_default_str();
+  app->add_option("--clients", flags.clients, "Client processes")->capture_default_str();
+  app->add_option("--batch-bytes", flags.batch_bytes, "Bytes of tensor data per batch")
+      ->capture_default_str();
+  app->add_option("--seconds", flags.seconds, "How long clients read")->capture_default_str();
+  app->add_option("--mode", flags.mode, "off or dynamic")->capture_default_str();
+  app->add_option("--pipeline", flags.pipeline,
+                  "Pipeline to serve (default: one cached synthetic batch, repeated)");
+  app->add_option("--max-outstanding", flags.max_outstanding, "Fetches in flight per client")
+      ->capture_default_str();
+  app->add_option("--buffer-batches", flags.buffer_batches, "Worker buffer per task")
+      ->capture_default_str();
+  app->add_option("--sluice-binary", flags.sluice_binary,
+                  "The `sluice` binary (default: beside this one)");
+  app->add_flag("--json", flags.json, "Print one JSON object");
+}
+
+void AddServiceClientFlags(CLI::App* app, ServiceClientFlags& flags) {
+  app->add_option("--dispatcher", flags.dispatcher)->required();
+  app->add_option("--pipeline", flags.pipeline)->required();
+  app->add_option("--mode", flags.mode);
+  app->add_option("--job-name", flags.job_name);
+  app->add_option("--seconds", flags.seconds);
+  app->add_option("--slab-bytes", flags.slab_bytes);
+  app->add_option("--max-outstanding", flags.max_outstanding);
+}
+
+int RunServiceClientCommand(const ServiceClientFlags& flags) {
+  absl::StatusOr<transport::Address> address = transport::ParseAddress(flags.dispatcher);
+  if (!address.ok()) return Fail("service-client", address.status().message());
+  absl::StatusOr<size_t> slab_bytes = ParseByteSize(flags.slab_bytes);
+  if (!slab_bytes.ok()) return Fail("service-client", slab_bytes.status().message());
+  absl::StatusOr<proto::PipelineDef> pipeline = engine::ParsePipeline(flags.pipeline);
+  if (!pipeline.ok()) return Fail("service-client", pipeline.status().message());
+  control::ClientOptions options;
+  options.dispatcher = *address;
+  auto client = control::Client::Connect(options);
+  if (!client.ok()) return Fail("service-client", client.status().message());
+  auto dataset = (*client)->RegisterDataset(*pipeline);
+  if (!dataset.ok()) return Fail("service-client", dataset.status().message());
+  control::ReadOptions read;
+  read.mode = flags.mode == "off" ? proto::OFF : proto::DYNAMIC;
+  read.job_name = flags.job_name;
+  read.slab_bytes = *slab_bytes;
+  read.max_outstanding_requests = flags.max_outstanding;
+  auto reader = (*client)->Read(*dataset, read);
+  if (!reader.ok()) return Fail("service-client", reader.status().message());
+
+  // Warm-up batches are not counted: connections, registration caches, first splits.
+  for (int i = 0; i < 5; ++i) {
+    auto batch = (*reader)->Next();
+    if (!batch.ok()) return Fail("service-client", batch.status().message());
+    if (!batch->has_value()) break;
+  }
+  uint64_t received_before = (*client)->transport_stats().payload_bytes_received;
+  uint64_t copied_before = (*client)->transport_stats().payload_bytes_copied;
+  std::vector<double> latencies_us;
+  int64_t batches = 0;
+  int64_t bytes = 0;
+  absl::Time start = absl::Now();
+  absl::Time end = start + absl::Seconds(flags.seconds);
+  while (absl::Now() < end) {
+    auto batch = (*reader)->Next();
+    if (!batch.ok()) return Fail("service-client", batch.status().message());
+    if (!batch->has_value()) break;
+    ++batches;
+    bytes += static_cast<int64_t>((**batch).view().bytes().size());
+    latencies_us.push_back(absl::ToDoubleMicroseconds((**batch).fetch_latency()));
+  }
+  double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  nlohmann::json out = {{"batches", batches},
+                        {"bytes", bytes},
+                        {"seconds", seconds},
+                        {"p50_us", Percentile(latencies_us, 0.5)},
+                        {"p99_us", Percentile(latencies_us, 0.99)},
+                        {"transport_bytes_received",
+                         (*client)->transport_stats().payload_bytes_received - received_before},
+                        {"transport_bytes_copied",
+                         (*client)->transport_stats().payload_bytes_copied - copied_before}};
+  std::cout << out.dump() << std::endl;
+  return 0;
+}
+
+int RunServiceCommand(const ServiceFlags& flags) {
+  absl::StatusOr<size_t> batch_bytes = ParseByteSize(flags.batch_bytes);
+  if (!batch_bytes.ok()) return Fail("service", batch_bytes.status().message());
+  if (flags.workers < 1 || flags.clients < 1 || flags.seconds <= 0) {
+    return Fail("service", "--workers and --clients must be >= 1 and --seconds > 0");
+  }
+  if (flags.mode != "off" && flags.mode != "dynamic") {
+    return Fail("service", "--mode must be off or dynamic");
+  }
+  const std::string sluice =
+      flags.sluice_binary.empty() ? SiblingBinary("sluice") : flags.sluice_binary;
+  const int64_t elements = std::max<int64_t>(1, static_cast<int64_t>(*batch_bytes / 8));
+  // tf.data's "ideal model speed" set-up: one batch made once, then served forever.
+  const std::string pipeline = flags.pipeline.empty()
+                                   ? absl::StrCat("range(", elements, ") | batch(", elements,
+                                                  ") | take(1) | cache() | repeat()")
+                                   : flags.pipeline;
+  const size_t slab_bytes = *batch_bytes + (64 << 10);  // room for the batch header
+
+  Subprocess dispatcher({sluice, "dispatcher", "--port", "0", "--host", "127.0.0.1"});
+  std::string line = dispatcher.WaitForOutput("listening on", absl::Seconds(20));
+  if (line.empty()) return Fail("service", "dispatcher did not start: " + dispatcher.stderr_text());
+  size_t at = line.find("ucx://");
+  const std::string address = line.substr(at, line.find(' ', at) - at);
+  std::vector<std::unique_ptr<Subprocess>> workers;
+  for (int i = 0; i < flags.workers; ++i) {
+    workers.push_back(std::make_unique<Subprocess>(std::vector<std::string>{
+        sluice, "worker", "--dispatcher", address, "--host", "127.0.0.1", "--advertise-host",
+        "127.0.0.1", "--slab-bytes", std::to_string(slab_bytes), "--slabs",
+        std::to_string(flags.buffer_batches + 8), "--buffer-batches",
+        std::to_string(flags.buffer_batches)}));
+    if (workers.back()->WaitForOutput("serving at", absl::Seconds(20)).empty()) {
+      return Fail("service", "worker did not start: " + workers.back()->stderr_text());
+    }
+  }
+  std::vector<std::unique_ptr<Subprocess>> clients;
+  for (int i = 0; i < flags.clients; ++i) {
+    clients.push_back(std::make_unique<Subprocess>(std::vector<std::string>{
+        SiblingBinary("sluice-perf"), "service-client", "--dispatcher", address, "--pipeline",
+        pipeline, "--mode", flags.mode, "--seconds", absl::StrCat(flags.seconds), "--slab-bytes",
+        std::to_string(slab_bytes), "--max-outstanding", std::to_string(flags.max_outstanding)}));
+  }
+  absl::Time start = absl::Now();
+  int64_t batches = 0, bytes = 0, client_copied = 0;
+  double seconds = 0, p50 = 0, p99 = 0;
+  for (auto& client : clients) {
+    int code = client->Wait(absl::Seconds(flags.seconds + 60));
+    if (isatty(2)) {
+      std::cerr << absl::StrFormat("\rservice: %.0f s", absl::ToDoubleSeconds(absl::Now() - start));
+    }
+    if (code != 0) return Fail("service", "a client failed: " + client->stderr_text());
+    nlohmann::json r = nlohmann::json::parse(client->stdout_text());
+    batches += r["batches"].get<int64_t>();
+    bytes += r["bytes"].get<int64_t>();
+    client_copied += r["transport_bytes_copied"].get<int64_t>();
+    seconds = std::max(seconds, r["seconds"].get<double>());
+    p50 = std::max(p50, r["p50_us"].get<double>());  // the slowest client's percentiles
+    p99 = std::max(p99, r["p99_us"].get<double>());
+  }
+  if (isatty(2)) std::cerr << "\r";
+  // Worker counters arrive with heartbeats; let one more pass.
+  absl::SleepFor(absl::Milliseconds(400));
+  control::ClientOptions options;
+  options.dispatcher = *transport::ParseAddress(address);
+  auto status_client = control::Client::Connect(options);
+  if (!status_client.ok()) return Fail("service", status_client.status().message());
+  auto status = (*status_client)->GetStatus();
+  if (!status.ok()) return Fail("service", status.status().message());
+  int64_t assembled = 0, worker_copied = 0;
+  std::vector<int64_t> per_worker;
+  for (const proto::WorkerStatus& w : status->workers()) {
+    assembled += w.stats().bytes_assembled();
+    worker_copied += w.stats().transport_bytes_copied();
+    per_worker.push_back(w.stats().batches_served());
+  }
+  // Conservative: counts assembly of batches still buffered on workers and of warm-up.
+  int64_t served_total = 0;
+  for (const proto::WorkerStatus& w : status->workers()) served_total += w.stats().bytes_served();
+  double copied_per_byte = served_total > 0
+                               ? static_cast<double>(assembled + worker_copied + client_copied) /
+                                     static_cast<double>(served_total)
+                               : 0;
+  nlohmann::json result = {{"workers", flags.workers},
+                           {"clients", flags.clients},
+                           {"batch_bytes", *batch_bytes},
+                           {"mode", flags.mode},
+                           {"seconds", seconds},
+                           {"batches_per_s", batches / seconds},
+                           {"bandwidth_mb_s", bytes / seconds / 1e6},
+                           {"p50_us", p50},
+                           {"p99_us", p99},
+                           {"copied_bytes_per_delivered_byte", copied_per_byte},
+                           {"per_worker_batches", per_worker}};
+  if (flags.json) {
+    std::cout << result.dump() << std::endl;
+  } else {
+    std::cout << absl::StrFormat(
+        "%d worker(s) -> %d client(s), %s batches, %s: %.1f batches/s, %.1f MB/s, fetch p50 "
+        "%.0f us p99 %.0f us, %.2f bytes copied per byte delivered\n",
+        flags.workers, flags.clients, FormatByteSize(*batch_bytes), flags.mode, batches / seconds,
+        bytes / seconds / 1e6, p50, p99, copied_per_byte);
+  }
+  return 0;
+}
+
+}  // namespace sluice::tools

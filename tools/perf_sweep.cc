@@ -1,0 +1,164 @@
+// `sluice-perf sweep`: sizes x workers, Sluice's transport and service bandwidth beside
+// `ucx_perftest -t ucp_am_bw` run in the same sweep, as CSV and a gnuplot PNG.
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "absl/random/random.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "common/subprocess.h"
+#include "nlohmann/json.hpp"
+#include "perf/transport_perf.h"
+#include "tools/byte_size.h"
+#include "tools/perf_commands.h"
+
+namespace sluice::tools {
+namespace {
+
+std::string Self() {
+  char path[4096];
+  ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+  return n > 0 ? std::string(path, static_cast<size_t>(n)) : "sluice-perf";
+}
+
+bool OnPath(const std::string& program) {
+  return std::system(("command -v " + program + " >/dev/null 2>&1").c_str()) == 0;
+}
+
+// Decimal MB/s from `ucx_perftest -t ucp_am_bw`, or an error. ucx_perftest prints MB/s in
+// units of 2^20 bytes; the "Final:" line's 7th column is the overall bandwidth.
+absl::StatusOr<double> UcxPerftestBandwidth(size_t size, int64_t iterations) {
+  absl::BitGen gen;
+  std::string port = std::to_string(absl::Uniform(gen, 20000, 30000));
+  Subprocess server({"/usr/bin/ucx_perftest", "-p", port});
+  absl::SleepFor(absl::Milliseconds(500));
+  Subprocess client({"/usr/bin/ucx_perftest", "127.0.0.1", "-p", port, "-t", "ucp_am_bw", "-s",
+                     std::to_string(size), "-n", std::to_string(iterations), "-w", "20"});
+  int code = client.Wait(absl::Seconds(300));
+  server.Wait(absl::Seconds(10));
+  std::istringstream lines(client.stdout_text());
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("Final:", 0) != 0) continue;
+    std::vector<std::string> cols = absl::StrSplit(line, ' ', absl::SkipWhitespace());
+    double mib_s = 0;
+    if (cols.size() >= 7 && absl::SimpleAtod(cols[6], &mib_s)) return mib_s * 1.048576;
+  }
+  return absl::InternalError(
+      absl::StrCat("ucx_perftest failed (exit ", code, "): ", client.stderr_text()));
+}
+
+absl::StatusOr<nlohmann::json> RunJson(std::vector<std::string> argv, absl::Duration timeout) {
+  Subprocess child(std::move(argv));
+  int code = child.Wait(timeout);
+  if (code != 0) return absl::InternalError(child.stderr_text());
+  return nlohmann::json::parse(child.stdout_text());
+}
+
+}  // namespace
+
+void AddSweepFlags(CLI::App* app, SweepFlags& flags) {
+  app->add_option("--sizes", flags.sizes, "Comma-separated batch sizes")->capture_default_str();
+  app->add_option("--workers", flags.workers, "Comma-separated worker counts")
+      ->capture_default_str();
+  app->add_option("--transport", flags.transport, "ucx or ofi")->capture_default_str();
+  app->add_option("--seconds", flags.seconds, "Service run length per point")
+      ->capture_default_str();
+  app->add_option("--bytes-per-point", flags.bytes_per_point,
+                  "Bytes moved per transport point (sets iterations)")
+      ->capture_default_str();
+  app->add_option("--out", flags.out, "Output prefix: PREFIX.csv and PREFIX.png")
+      ->capture_default_str();
+  app->add_flag("--skip-perftest", flags.skip_perftest, "Do not run ucx_perftest");
+}
+
+int RunSweepCommand(const SweepFlags& flags) {
+  absl::StatusOr<std::vector<size_t>> sizes = ParseByteSizeList(flags.sizes);
+  if (!sizes.ok()) return std::cerr << "sluice-perf sweep: " << sizes.status().message() << "\n", 2;
+  std::vector<int> workers;
+  for (absl::string_view w : absl::StrSplit(flags.workers, ',', absl::SkipWhitespace())) {
+    int n = 0;
+    if (!absl::SimpleAtoi(w, &n) || n < 1) {
+      std::cerr << "sluice-perf sweep: --workers expects numbers >= 1, got '" << w << "'\n";
+      return 2;
+    }
+    workers.push_back(n);
+  }
+  const bool perftest = !flags.skip_perftest && flags.transport == "ucx" &&
+                        access("/usr/bin/ucx_perftest", X_OK) == 0;
+  std::ofstream csv(flags.out + ".csv");
+  csv << "series,size,workers,bandwidth_mb_s\n";
+  const std::string tls = perf::EffectiveUcxTls({});
+  int point = 0;
+  const int points = static_cast<int>(sizes->size() * (workers.size() + (perftest ? 2 : 1)));
+  auto progress = [&](const std::string& what) {
+    std::cerr << "[" << ++point << "/" << points << "] " << what << std::endl;
+  };
+  for (size_t size : *sizes) {
+    int64_t iterations = std::max<int64_t>(50, flags.bytes_per_point / static_cast<int64_t>(size));
+    progress("transport " + FormatByteSize(size));
+    auto t = RunJson(
+        {Self(), "transport", "--transport", flags.transport, "--size", std::to_string(size),
+         "--iterations", std::to_string(iterations), "--latency-iterations", "0", "--json"},
+        absl::Minutes(5));
+    if (t.ok()) {
+      csv << "sluice-transport," << size << ",0," << (*t)["bandwidth_mb_s"].get<double>() << "\n";
+    } else {
+      std::cerr << "  failed: " << t.status().message() << "\n";
+    }
+    if (perftest) {
+      progress("ucx_perftest " + FormatByteSize(size));
+      auto p = UcxPerftestBandwidth(size, iterations);
+      if (p.ok()) {
+        csv << "ucx_perftest-am_bw," << size << ",0," << *p << "\n";
+      } else {
+        std::cerr << "  failed: " << p.status().message() << "\n";
+      }
+    }
+    for (int w : workers) {
+      progress("service " + FormatByteSize(size) + ", " + std::to_string(w) + " worker(s)");
+      auto s = RunJson({Self(), "service", "--workers", std::to_string(w), "--clients", "1",
+                        "--batch-bytes", std::to_string(size), "--seconds",
+                        absl::StrCat(flags.seconds), "--mode", "off", "--json"},
+                       absl::Minutes(5));
+      if (s.ok()) {
+        csv << "sluice-service-" << w << "w," << size << "," << w << ","
+            << (*s)["bandwidth_mb_s"].get<double>() << "\n";
+      } else {
+        std::cerr << "  failed: " << s.status().message() << "\n";
+      }
+    }
+    csv.flush();
+  }
+  csv.close();
+  std::cout << "wrote " << flags.out << ".csv (UCX_TLS=" << tls << ")\n";
+
+  // The plot: one line per series, bandwidth against size on a log axis.
+  std::ofstream gp(flags.out + ".gp");
+  gp << "set datafile separator ','\nset terminal pngcairo size 900,560\n"
+     << "set output '" << flags.out << ".png'\n"
+     << "set title 'Sluice bandwidth vs batch size (UCX_TLS=" << tls << ")'\n"
+     << "set logscale x 2\nset xlabel 'bytes per batch'\nset ylabel 'MB/s (decimal)'\n"
+     << "set key left top\nset grid\n"
+     << "series = system(\"tail -n +2 " << flags.out << ".csv | cut -d, -f1 | sort -u\")\n"
+     << "plot for [s in series] '< grep \"^'.s.',\" " << flags.out
+     << ".csv' using 2:4 with linespoints title s\n";
+  gp.close();
+  if (!OnPath("gnuplot")) {
+    std::cerr << "gnuplot not found (apt-get install gnuplot-nox); plot script left in "
+              << flags.out << ".gp\n";
+    return 0;
+  }
+  if (std::system(("gnuplot " + flags.out + ".gp").c_str()) != 0) {
+    std::cerr << "gnuplot failed; the script is " << flags.out << ".gp\n";
+    return 1;
+  }
+  std::cout << "wrote " << flags.out << ".png\n";
+  return 0;
+}
+
+}  // namespace sluice::tools

@@ -1,0 +1,91 @@
+// `sluice-perf`: measure Sluice's data path the way users tune it.
+//
+//   sluice-perf transport --transport ucx --size 1MiB --iterations 2000 --json
+//   sluice-perf service --workers 1 --clients 1 --batch-bytes 1MiB --seconds 10 --json
+//   sluice-perf sweep --sizes 64KiB,1MiB,16MiB --workers 1,2 --out perf/sweep
+//
+// Each run starts its peers as real processes (this binary or `sluice`).
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <iostream>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/subprocess.h"
+#include "perf/transport_perf.h"
+#include "tools/perf_commands.h"
+
+namespace sluice::tools {
+namespace {
+
+std::atomic<bool> g_stop{false};
+
+void OnSignal(int) { g_stop = true; }
+
+int Main(int argc, char** argv) {
+  signal(SIGPIPE, SIG_IGN);
+  CLI::App app{"sluice-perf: bandwidth, latency and service throughput of Sluice"};
+  app.require_subcommand(1);
+
+  TransportFlags transport_flags;
+  CLI::App* transport_cmd =
+      app.add_subcommand("transport",
+                         "One-way bandwidth of batch-sized messages and small-message latency "
+                         "between two processes");
+  AddTransportFlags(transport_cmd, transport_flags);
+
+  CLI::App* server_cmd =
+      app.add_subcommand("transport-server", "(internal) the peer of `transport`");
+  server_cmd->group("");
+  std::string server_scheme = "ucx";
+  server_cmd->add_option("--transport", server_scheme);
+
+  ServiceFlags service_flags;
+  CLI::App* service_cmd = app.add_subcommand(
+      "service", "Dispatcher + workers + clients as processes; clients read a cached batch");
+  AddServiceFlags(service_cmd, service_flags);
+
+  CLI::App* client_cmd = app.add_subcommand("service-client", "(internal) one reading client");
+  client_cmd->group("");
+  ServiceClientFlags client_flags;
+  AddServiceClientFlags(client_cmd, client_flags);
+
+  SweepFlags sweep_flags;
+  CLI::App* sweep_cmd = app.add_subcommand(
+      "sweep",
+      "Transport and service bandwidth over sizes x workers, beside ucx_perftest; "
+      "writes CSV and a PNG plot");
+  AddSweepFlags(sweep_cmd, sweep_flags);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  }
+  if (server_cmd->parsed()) {
+    signal(SIGTERM, OnSignal);
+    signal(SIGINT, OnSignal);
+    absl::Status status = perf::RunTransportPerfServer(
+        transport::Address{server_scheme, "127.0.0.1", 0}, {},
+        [](const transport::Address& a) { std::cout << "ready " << a.ToString() << std::endl; },
+        [] { return g_stop.load(); });
+    if (!status.ok()) {
+      std::cerr << "sluice-perf transport-server: " << status.message() << "\n";
+      return 1;
+    }
+    return 0;
+  }
+  if (transport_cmd->parsed()) return RunTransportCommand(transport_flags);
+  if (service_cmd->parsed()) return RunServiceCommand(service_flags);
+  if (client_cmd->parsed()) return RunServiceClientCommand(client_flags);
+  return RunSweepCommand(sweep_flags);
+}
+
+}  // namespace
+}  // namespace sluice::tools
+
+int main(int argc, char** argv) { return sluice::tools::Main(argc, argv); }

@@ -1,0 +1,83 @@
+#include "tools/status_output.h"
+
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+
+namespace sluice::tools {
+namespace {
+
+const char* ModeName(proto::ProcessingMode mode) {
+  switch (mode) {
+    case proto::OFF:
+      return "off";
+    case proto::DYNAMIC:
+      return "dynamic";
+    case proto::PROCESSING_MODE_UNSPECIFIED:
+    default:
+      return "unspecified";
+  }
+}
+
+double SecondsSince(int64_t unix_ms) {
+  return static_cast<double>(absl::ToUnixMillis(absl::Now()) - unix_ms) / 1000.0;
+}
+
+}  // namespace
+
+nlohmann::json StatusToJson(const proto::GetStatusResponse& status) {
+  nlohmann::json workers = nlohmann::json::array();
+  for (const proto::WorkerStatus& w : status.workers()) {
+    workers.push_back({{"address", w.address()},
+                       {"seconds_since_heartbeat", SecondsSince(w.last_heartbeat_unix_ms())},
+                       {"tasks", std::vector<int64_t>(w.task_ids().begin(), w.task_ids().end())},
+                       {"batches_served", w.stats().batches_served()},
+                       {"bytes_served", w.stats().bytes_served()},
+                       {"bytes_assembled", w.stats().bytes_assembled()}});
+  }
+  nlohmann::json datasets = nlohmann::json::array();
+  for (const proto::DatasetStatus& d : status.datasets()) {
+    datasets.push_back({{"dataset_id", d.dataset_id()}, {"pipeline", d.pipeline()}});
+  }
+  nlohmann::json jobs = nlohmann::json::array();
+  for (const proto::JobStatus& j : status.jobs()) {
+    jobs.push_back({{"job_id", j.job_id()},
+                    {"job_name", j.job_name()},
+                    {"dataset_id", j.dataset_id()},
+                    {"mode", ModeName(j.mode())},
+                    {"clients", j.num_clients()},
+                    {"tasks", j.num_tasks()},
+                    {"finished_tasks", j.finished_tasks()},
+                    {"finished", j.finished()}});
+  }
+  return {{"dispatcher_id", status.dispatcher_id()},
+          {"workers", workers},
+          {"datasets", datasets},
+          {"jobs", jobs}};
+}
+
+void PrintStatus(const proto::GetStatusResponse& status, bool json, std::ostream& out) {
+  if (json) {
+    out << StatusToJson(status).dump() << std::endl;
+    return;
+  }
+  out << "dispatcher " << status.dispatcher_id() << "\n";
+  out << absl::StrFormat("%d worker(s)\n", status.workers_size());
+  for (const proto::WorkerStatus& w : status.workers()) {
+    out << absl::StrFormat("  %-28s heartbeat %5.1fs ago  %d task(s)  %d batches  %.1f MB\n",
+                           w.address(), SecondsSince(w.last_heartbeat_unix_ms()), w.task_ids_size(),
+                           w.stats().batches_served(), w.stats().bytes_served() / 1e6);
+  }
+  out << absl::StrFormat("%d dataset(s)\n", status.datasets_size());
+  for (const proto::DatasetStatus& d : status.datasets()) {
+    out << "  " << d.dataset_id() << ": " << d.pipeline() << "\n";
+  }
+  out << absl::StrFormat("%d job(s)\n", status.jobs_size());
+  for (const proto::JobStatus& j : status.jobs()) {
+    out << absl::StrFormat("  job %d %-16s dataset %s  mode %s  %d client(s)  tasks %d/%d done%s\n",
+                           j.job_id(), j.job_name().empty() ? "(anonymous)" : j.job_name(),
+                           j.dataset_id(), ModeName(j.mode()), j.num_clients(), j.finished_tasks(),
+                           j.num_tasks(), j.finished() ? "  finished" : "");
+  }
+}
+
+}  // namespace sluice::tools

@@ -1,0 +1,228 @@
+#include "transport/ofi/ofi_endpoint.h"
+
+#include <rdma/fi_cm.h>
+#include <rdma/fi_rma.h>
+
+#include "absl/strings/str_cat.h"
+
+namespace sluice::transport::ofi {
+namespace {
+
+// Completions read per fi_cq_read call.
+constexpr int kCompletionBatch = 16;
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<OfiEndpoint>> OfiEndpoint::Open(std::shared_ptr<OfiDomain> domain) {
+  std::unique_ptr<OfiEndpoint> self(new OfiEndpoint(domain));
+  const fi_info* info = domain->info();
+  const std::string& provider = domain->provider();
+
+  fi_cq_attr cq_attr{};
+  cq_attr.format = FI_CQ_FORMAT_MSG;
+  cq_attr.size = info->tx_attr->size + info->rx_attr->size;
+  // A wait fd lets the progress thread sleep in epoll; shm has none and is polled instead.
+  cq_attr.wait_obj = FI_WAIT_FD;
+  fid_cq* cq = nullptr;
+  int rc = fi_cq_open(domain->domain(), &cq_attr, &cq, nullptr);
+  if (rc == -FI_ENOSYS || rc == -FI_EOPNOTSUPP || rc == -FI_EINVAL) {
+    cq_attr.wait_obj = FI_WAIT_NONE;
+    rc = fi_cq_open(domain->domain(), &cq_attr, &cq, nullptr);
+  }
+  if (rc != 0) return OfiError(rc, absl::StrCat("fi_cq_open (", provider, ")"));
+  self->cq_.reset(cq);
+  if (cq_attr.wait_obj == FI_WAIT_FD) {
+    if (rc = fi_control(&cq->fid, FI_GETWAIT, &self->wait_fd_); rc != 0) {
+      return OfiError(rc, absl::StrCat("fi_control(FI_GETWAIT) (", provider, ")"));
+    }
+  }
+
+  fi_av_attr av_attr{};
+  av_attr.type =
+      info->domain_attr->av_type != FI_AV_UNSPEC ? info->domain_attr->av_type : FI_AV_TABLE;
+  fid_av* av = nullptr;
+  if (rc = fi_av_open(domain->domain(), &av_attr, &av, nullptr); rc != 0) {
+    return OfiError(rc, absl::StrCat("fi_av_open (", provider, ")"));
+  }
+  self->av_.reset(av);
+
+  fid_ep* ep = nullptr;
+  if (rc = fi_endpoint(domain->domain(), const_cast<fi_info*>(info), &ep, nullptr); rc != 0) {
+    return OfiError(rc, absl::StrCat("fi_endpoint (", provider, ")"));
+  }
+  self->ep_.reset(ep);
+  if (rc = fi_ep_bind(ep, &av->fid, 0); rc != 0) return OfiError(rc, "fi_ep_bind(av)");
+  if (rc = fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV); rc != 0) {
+    return OfiError(rc, "fi_ep_bind(cq)");
+  }
+  if (rc = fi_enable(ep); rc != 0) return OfiError(rc, absl::StrCat("fi_enable (", provider, ")"));
+
+  size_t length = 64;
+  std::string name(length, '\0');
+  rc = fi_getname(&ep->fid, name.data(), &length);
+  if (rc == -FI_ETOOSMALL) {
+    name.resize(length);
+    rc = fi_getname(&ep->fid, name.data(), &length);
+  }
+  if (rc != 0) return OfiError(rc, "fi_getname");
+  name.resize(length);
+  self->name_ = std::move(name);
+  return self;
+}
+
+OfiEndpoint::~OfiEndpoint() {
+  // Closing the endpoint ends libfabric's use of the ops' buffers; only then may they go.
+  ep_.reset();
+  inflight_.clear();
+  backlog_.clear();
+  refused_.clear();
+}
+
+bool OfiEndpoint::CanBlock() {
+  fid* fids[] = {&cq_->fid};
+  return fi_trywait(domain_->fabric(), fids, 1) == FI_SUCCESS;
+}
+
+absl::StatusOr<fi_addr_t> OfiEndpoint::Insert(const std::string& peer_name) {
+  fi_addr_t address = FI_ADDR_UNSPEC;
+  int inserted = fi_av_insert(av_.get(), peer_name.data(), 1, &address, 0, nullptr);
+  if (inserted != 1) {
+    return OfiError(inserted < 0 ? inserted : -FI_EINVAL,
+                    absl::StrCat("fi_av_insert of the peer's ", domain_->provider(), " address"));
+  }
+  return address;
+}
+
+void OfiEndpoint::Remove(fi_addr_t address) { fi_av_remove(av_.get(), &address, 1, 0); }
+
+void OfiEndpoint::Send(std::unique_ptr<OfiOp> op, fi_addr_t to, const void* data, size_t size,
+                       void* desc) {
+  Submit(
+      std::move(op),
+      [this, to, data, size, desc](void* context) {
+        return fi_send(ep_.get(), data, size, desc, to, context);
+      },
+      "fi_send");
+}
+
+void OfiEndpoint::Receive(std::unique_ptr<OfiOp> op, void* data, size_t size, void* desc) {
+  Submit(
+      std::move(op),
+      [this, data, size, desc](void* context) {
+        return fi_recv(ep_.get(), data, size, desc, FI_ADDR_UNSPEC, context);
+      },
+      "fi_recv");
+}
+
+void OfiEndpoint::Read(std::unique_ptr<OfiOp> op, fi_addr_t from, void* data, size_t size,
+                       void* desc, uint64_t remote_addr, uint64_t remote_key) {
+  Submit(
+      std::move(op),
+      [=, this](void* context) {
+        return fi_read(ep_.get(), data, size, desc, from, remote_addr, remote_key, context);
+      },
+      "fi_read");
+}
+
+void OfiEndpoint::Submit(std::unique_ptr<OfiOp> op, Poster post, const char* what) {
+  Count(op->connection(), +1);
+  if (!backlog_.empty()) {  // keep submission order: nothing overtakes a deferred op
+    backlog_.push_back(Deferred{std::move(op), std::move(post), what});
+    return;
+  }
+  ssize_t rc = post(op->context());
+  if (rc == 0) {
+    OfiOp* raw = op.get();
+    inflight_.emplace(raw, std::move(op));
+  } else if (rc == -FI_EAGAIN) {
+    backlog_.push_back(Deferred{std::move(op), std::move(post), what});
+  } else {
+    // Reported from the next Progress, so Complete never runs inside the caller's Send.
+    refused_.push_back(Refused{std::move(op), OfiError(rc, what)});
+  }
+}
+
+int OfiEndpoint::Progress() {
+  int handled = 0;
+  while (!refused_.empty()) {
+    Refused refused = std::move(refused_.front());
+    refused_.pop_front();
+    Count(refused.op->connection(), -1);
+    OfiOp* raw = refused.op.get();
+    raw->Complete(std::move(refused.op), std::move(refused.status), 0);
+    ++handled;
+  }
+  while (!backlog_.empty()) {
+    Deferred& next = backlog_.front();
+    ssize_t rc = next.post(next.op->context());
+    if (rc == -FI_EAGAIN) break;
+    OfiOp* raw = next.op.get();
+    inflight_.emplace(raw, std::move(next.op));
+    const char* what = next.what;
+    backlog_.pop_front();
+    if (rc != 0) Finish(raw, OfiError(rc, what), 0);
+  }
+
+  fi_cq_msg_entry entries[kCompletionBatch];
+  while (true) {
+    ssize_t n = fi_cq_read(cq_.get(), entries, kCompletionBatch);
+    if (n > 0) {
+      for (ssize_t i = 0; i < n; ++i) {
+        Finish(OfiOp::FromContext(entries[i].op_context), absl::OkStatus(), entries[i].len);
+      }
+      handled += static_cast<int>(n);
+      if (n < kCompletionBatch) break;
+      continue;
+    }
+    if (n != -FI_EAVAIL) break;  // -FI_EAGAIN: nothing more now
+    fi_cq_err_entry error{};
+    if (fi_cq_readerr(cq_.get(), &error, 0) != 1) break;
+    char detail[256] = "";
+    const char* text =
+        fi_cq_strerror(cq_.get(), error.prov_errno, error.err_data, detail, sizeof(detail));
+    absl::Status status = OfiError(
+        -error.err,
+        absl::StrCat("completion error (", domain_->provider(), ": ", text ? text : "", ")"));
+    ++handled;
+    if (error.op_context != nullptr) Finish(OfiOp::FromContext(error.op_context), status, 0);
+  }
+  return handled;
+}
+
+void OfiEndpoint::Finish(OfiOp* op, absl::Status status, size_t length) {
+  auto it = inflight_.find(op);
+  if (it == inflight_.end()) return;  // not ours (should not happen)
+  std::unique_ptr<OfiOp> owned = std::move(it->second);
+  inflight_.erase(it);
+  Count(op->connection(), -1);
+  op->Complete(std::move(owned), std::move(status), length);
+}
+
+void OfiEndpoint::FailBacklog(ConnectionId connection, const absl::Status& why) {
+  for (Refused& refused : refused_) {
+    if (refused.op->connection() == connection) refused.status = why;
+  }
+  std::deque<Deferred> kept;
+  std::vector<std::unique_ptr<OfiOp>> failed;
+  for (Deferred& d : backlog_) {
+    if (d.op->connection() == connection) {
+      failed.push_back(std::move(d.op));
+    } else {
+      kept.push_back(std::move(d));
+    }
+  }
+  backlog_.swap(kept);
+  for (auto& op : failed) {
+    Count(connection, -1);
+    OfiOp* raw = op.get();
+    raw->Complete(std::move(op), why, 0);
+  }
+}
+
+void OfiEndpoint::Count(ConnectionId connection, int delta) {
+  int& count = op_counts_[connection];
+  count += delta;
+  if (count == 0) op_counts_.erase(connection);
+}
+
+}  // namespace sluice::transport::ofi

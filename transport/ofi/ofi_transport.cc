@@ -1,0 +1,259 @@
+// OfiTransport: lifecycle, the public entry points, and connections. The data path is in
+// ofi_data_path.cc.
+#include "transport/ofi/ofi_transport.h"
+
+#include <netdb.h>
+#include <sys/socket.h>
+
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "transport/ofi/ofi_memory.h"
+
+namespace sluice::transport::ofi {
+namespace {
+
+// How long an accepting transport waits for a connecting peer's hello.
+constexpr absl::Duration kAcceptHelloTimeout = absl::Seconds(2);
+// How long the destructor lets closing connections finish their transfers.
+constexpr auto kCloseGrace = std::chrono::seconds(2);
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<OfiTransport>> OfiTransport::Create(const TransportOptions& options,
+                                                                   MessageHandler* handler) {
+  std::unique_ptr<OfiTransport> transport(new OfiTransport(options, handler));
+  SLUICE_RETURN_IF_ERROR(transport->Start());
+  return transport;
+}
+
+OfiTransport::OfiTransport(const TransportOptions& options, MessageHandler* handler)
+    : options_(options), handler_(handler) {}
+
+absl::Status OfiTransport::Start() {
+  SLUICE_ASSIGN_OR_RETURN(domain_, OfiDomain::Open(options_.ofi_provider));
+  SLUICE_ASSIGN_OR_RETURN(endpoint_, OfiEndpoint::Open(domain_));
+  eager_limit_ = std::min(options_.rendezvous_threshold, kMaxEagerPayload);
+  buffer_size_ = sizeof(WireHeader) + kMaxHeaderSize + eager_limit_;
+  receive_buffers_.reset(new std::byte[buffer_size_ * kReceiveBuffers]);
+  SLUICE_ASSIGN_OR_RETURN(receive_registration_, domain_->Register(receive_buffers_.get(),
+                                                                   buffer_size_ * kReceiveBuffers));
+  hello_address_ = EncodePeerAddress(PeerAddress{eager_limit_, endpoint_->name()});
+  // No thread runs yet, so these calls need no owner.
+  for (size_t slot = 0; slot < kReceiveBuffers; ++slot) PostReceive(slot);
+
+  progress_ = std::make_shared<ProgressThread>();
+  ProgressThread::Hooks hooks;
+  hooks.progress = [this] { return endpoint_->Progress(); };
+  hooks.can_block = [this] { return endpoint_->CanBlock(); };
+  hooks.on_ready = [this](int fd) { OnSocketReady(fd); };
+  hooks.on_tick = [this] {
+    RemoveRetiredAddresses();
+    handler_->OnTick();
+  };
+  domain_->SetOwner(progress_);
+  return progress_->Start(std::move(hooks), endpoint_->wait_fd(), options_.spin_before_sleep);
+}
+
+OfiTransport::~OfiTransport() {
+  if (progress_ != nullptr && progress_->running()) {
+    progress_->RunSync([this] {
+      if (listen_socket_.get() >= 0) progress_->Unwatch(listen_socket_.get());
+      listen_socket_.reset();
+      std::vector<ConnectionId> ids;
+      for (const auto& [id, connection] : connections_) ids.push_back(id);
+      for (ConnectionId id : ids) CloseConnection(id);
+    });
+    // Give transfers in flight a bounded time; a dead peer must not hang shutdown.
+    auto deadline = std::chrono::steady_clock::now() + kCloseGrace;
+    while (std::chrono::steady_clock::now() < deadline) {
+      bool done = false;
+      progress_->RunSync([&] { done = connections_.empty(); });
+      if (done) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    progress_->RunSync([this] { FailEverything(); });
+    progress_->Stop();
+  }
+  if (domain_ != nullptr) {
+    // The endpoint goes before the receive buffers' registration, both before the domain.
+    domain_->RunUnowned([this] {
+      endpoint_.reset();
+      receive_registration_.reset();
+    });
+  }
+}
+
+absl::StatusOr<Address> OfiTransport::Listen(const Address& bind) {
+  Address bound = bind;
+  SLUICE_ASSIGN_OR_RETURN(ScopedFd socket, ListenSocket(bind, &bound.port));
+  progress_->RunSync([&] {
+    progress_->Watch(socket.get());
+    listen_socket_ = std::move(socket);
+  });
+  return bound;
+}
+
+absl::StatusOr<ConnectionId> OfiTransport::Connect(const Address& peer) {
+  absl::Time deadline = absl::Now() + options_.connect_timeout;
+  SLUICE_ASSIGN_OR_RETURN(ScopedFd socket, ConnectSocket(peer, options_.connect_timeout));
+  ConnectionId id = next_connection_id_.fetch_add(1);
+  SLUICE_RETURN_IF_ERROR(SendHello(socket.get(), Hello{id, hello_address_}, deadline));
+  absl::StatusOr<Hello> remote = ReceiveHello(socket.get(), deadline);
+  if (!remote.ok()) {
+    return absl::Status(remote.status().code(), absl::StrCat("connecting to ", peer.ToString(),
+                                                             ": ", remote.status().message()));
+  }
+  absl::Status status;
+  progress_->RunSync(
+      [&] { status = AddConnection(id, *remote, peer.ToString(), std::move(socket)); });
+  SLUICE_RETURN_IF_ERROR(status);
+  return id;
+}
+
+void OfiTransport::Send(ConnectionId to, std::string header, Payload payload, SendCallback done) {
+  if (progress_->OnThread()) {
+    // Replies from handlers on the progress thread go out at once, without a trip through
+    // the queue.
+    DoSend(to, std::move(header), payload, std::move(done));
+    return;
+  }
+  progress_->Post(
+      [this, to, header = std::move(header), payload, done = std::move(done)]() mutable {
+        DoSend(to, std::move(header), payload, std::move(done));
+      });
+}
+
+void OfiTransport::Close(ConnectionId connection) {
+  progress_->Post([this, connection] { CloseConnection(connection); });
+}
+
+absl::StatusOr<std::unique_ptr<MemoryRegion>> OfiTransport::RegisterMemory(void* base,
+                                                                           size_t size) {
+  absl::StatusOr<std::unique_ptr<MemoryRegion>> region =
+      absl::InternalError("the progress thread has stopped");
+  progress_->RunSync([&] { region = OfiMemoryRegion::Register(domain_, base, size); });
+  return region;
+}
+
+absl::Status OfiTransport::AddConnection(ConnectionId id, const Hello& remote, std::string peer,
+                                         ScopedFd socket) {
+  absl::StatusOr<PeerAddress> remote_address = DecodePeerAddress(remote.worker_address);
+  if (!remote_address.ok()) {
+    return absl::Status(
+        remote_address.status().code(),
+        absl::StrCat("connection to ", peer, ": ", remote_address.status().message()));
+  }
+  absl::StatusOr<fi_addr_t> address = endpoint_->Insert(remote_address->name);
+  if (!address.ok()) {
+    return absl::Status(address.status().code(),
+                        absl::StrCat("connection to ", peer, ": ", address.status().message()));
+  }
+  progress_->Watch(socket.get());
+  connection_by_socket_[socket.get()] = id;
+  Connection& connection = connections_[id];
+  connection.address = *address;
+  connection.peer = std::move(peer);
+  connection.remote_token = remote.token;
+  connection.eager_limit = std::min<uint64_t>(eager_limit_, remote_address->eager_limit);
+  connection.socket = std::move(socket);
+  return absl::OkStatus();
+}
+
+void OfiTransport::OnSocketReady(int fd) {
+  if (fd == listen_socket_.get()) {
+    AcceptConnections();
+    return;
+  }
+  auto it = connection_by_socket_.find(fd);
+  if (it == connection_by_socket_.end()) return;
+  // Nothing is sent on a bootstrap socket after the hello: readable means closed.
+  ConnectionId id = it->second;
+  FailConnection(id, absl::UnavailableError(absl::StrCat("connection to ", connections_[id].peer,
+                                                         " closed by the peer (process exited?)")));
+}
+
+void OfiTransport::AcceptConnections() {
+  while (true) {
+    sockaddr_storage from{};
+    socklen_t length = sizeof(from);
+    ScopedFd socket(accept4(listen_socket_.get(), reinterpret_cast<sockaddr*>(&from), &length,
+                            SOCK_NONBLOCK | SOCK_CLOEXEC));
+    if (socket.get() < 0) return;
+    char host[NI_MAXHOST] = "?";
+    char port[NI_MAXSERV] = "?";
+    getnameinfo(reinterpret_cast<sockaddr*>(&from), length, host, sizeof(host), port, sizeof(port),
+                NI_NUMERICHOST | NI_NUMERICSERV);
+    // The hello is small and sent right after connecting; a peer that does not send it in
+    // time is dropped (it sees its connection closed).
+    absl::Time deadline = absl::Now() + kAcceptHelloTimeout;
+    absl::StatusOr<Hello> remote = ReceiveHello(socket.get(), deadline);
+    if (!remote.ok()) continue;
+    ConnectionId id = next_connection_id_.fetch_add(1);
+    int fd = socket.get();
+    if (!AddConnection(id, *remote, absl::StrCat(host, ":", port), std::move(socket)).ok()) {
+      continue;
+    }
+    // The handler has not seen this connection yet: drop it without an OnDisconnect.
+    if (!SendHello(fd, Hello{id, hello_address_}, deadline).ok()) CloseConnection(id);
+  }
+}
+
+void OfiTransport::FailConnection(ConnectionId id, const absl::Status& why) {
+  auto it = connections_.find(id);
+  if (it == connections_.end()) return;
+  const bool notify = !it->second.closing;  // a closed connection gets no OnDisconnect
+  if (int fd = it->second.socket.get(); fd >= 0) {
+    progress_->Unwatch(fd);
+    connection_by_socket_.erase(fd);
+    it->second.socket.reset();
+  }
+  // Mark it first so nothing below sends on it, then fail what it had pending.
+  it->second.closing = true;
+  it->second.failed = true;
+  FailPendingOf(id, why);
+  if (auto again = connections_.find(id); again != connections_.end()) {
+    retired_.emplace_back(id, again->second.address);
+    connections_.erase(again);
+  }
+  if (notify) handler_->OnDisconnect(id, why);
+}
+
+void OfiTransport::CloseConnection(ConnectionId id) {
+  auto it = connections_.find(id);
+  if (it == connections_.end()) return;
+  it->second.closing = true;
+  RetireIfDone(id);
+}
+
+void OfiTransport::RetireIfDone(ConnectionId id) {
+  auto it = connections_.find(id);
+  if (it == connections_.end() || !it->second.closing || it->second.pending > 0) return;
+  // Closing the bootstrap socket is what tells the peer.
+  if (int fd = it->second.socket.get(); fd >= 0) {
+    progress_->Unwatch(fd);
+    connection_by_socket_.erase(fd);
+  }
+  retired_.emplace_back(id, it->second.address);
+  connections_.erase(it);
+}
+
+void OfiTransport::RemoveRetiredAddresses() {
+  // An address leaves the AV only when libfabric holds no op for it: a provider may still
+  // be retrying a send to a dead peer, and removal under it is not safe in every provider.
+  std::erase_if(retired_, [this](const std::pair<ConnectionId, fi_addr_t>& entry) {
+    if (!endpoint_->Idle(entry.first)) return false;
+    endpoint_->Remove(entry.second);
+    return true;
+  });
+}
+
+void OfiTransport::FailEverything() {
+  const absl::Status why = absl::CancelledError("the ofi transport is shutting down");
+  std::vector<ConnectionId> ids;
+  for (const auto& [id, connection] : connections_) ids.push_back(id);
+  for (ConnectionId id : ids) FailConnection(id, why);
+}
+
+}  // namespace sluice::transport::ofi
