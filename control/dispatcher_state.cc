@@ -32,7 +32,9 @@ constexpr int kMaxSplitsPerLease = 64;
 }  // namespace
 
 absl::StatusOr<std::string> DispatcherState::RegisterDataset(const proto::PipelineDef& pipeline) {
-  SLUICE_RETURN_IF_ERROR(engine::ValidatePipeline(pipeline, engine::FunctionRegistry::Builtins()));
+  // The dispatcher's registry holds the built-ins plus its --plugin functions; workers are
+  // started with the same plugins.
+  SLUICE_RETURN_IF_ERROR(engine::ValidatePipeline(pipeline, engine::GlobalFunctions()));
   std::string key;
   google::protobuf::io::StringOutputStream stream(&key);
   {
@@ -186,6 +188,8 @@ absl::StatusOr<proto::GetSplitResponse> DispatcherState::GetSplit(
   if (provider == nullptr) {
     split::SplitOptions options;
     options.elements_per_split = config_.elements_per_split;
+    options.data_roots = config_.data_roots;
+    options.repetition = request.repetition();
     SLUICE_ASSIGN_OR_RETURN(provider,
                             split::CreateSplitProvider(datasets_.at(job.dataset_id), options));
   }

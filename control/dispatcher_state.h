@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
@@ -25,6 +26,9 @@ namespace sluice::control {
 struct DispatcherConfig {
   // Elements per DYNAMIC split: one GetSplit round trip per this many source elements.
   int64_t elements_per_split = 256;
+  // Where DYNAMIC `list_files` may glob (the dispatcher's --data-root); the dispatcher hands
+  // out file names, so it must see the files workers read.
+  std::vector<std::string> data_roots;
 };
 
 class DispatcherState {

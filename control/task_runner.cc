@@ -40,6 +40,7 @@ void TaskRunner::Produce() {
   engine::PipelineContext context;
   context.split_feed = feed_.get();
   context.seed_salt = static_cast<uint64_t>(task_.task_id());
+  context.data_roots = options_.data_roots;
   absl::StatusOr<std::unique_ptr<engine::ElementIterator>> iterator =
       engine::BuildPipeline(task_.pipeline(), context);
   absl::Status status = iterator.ok() ? ProduceAll(**iterator) : iterator.status();

@@ -13,7 +13,9 @@
 
 #include <deque>
 #include <memory>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/synchronization/mutex.h"
 #include "control/service.pb.h"
@@ -26,6 +28,8 @@ namespace sluice::control {
 struct TaskRunnerOptions {
   // Finished batches kept per task ahead of requests (tf.data keeps one).
   size_t buffer_batches = 4;
+  // Directories the task's pipeline may read files from (the worker's --data-root).
+  std::vector<std::string> data_roots;
 };
 
 struct TaskRunnerStats {

@@ -105,9 +105,12 @@ absl::StatusOr<BatchView> BatchView::Parse(std::span<const std::byte> buffer) {
     return Corrupt("expected magic \"SLB1\" at offset 0");
   }
   const uint32_t version = Get<uint32_t>(buffer, 4);
-  if (version != kBatchLayoutVersion) {
-    return Corrupt(absl::StrCat("expected version ", kBatchLayoutVersion, ", got ", version));
+  if (version < kBatchMinLayoutVersion || version > kBatchLayoutVersion) {
+    return Corrupt(absl::StrCat("expected version in [", kBatchMinLayoutVersion, ", ",
+                                kBatchLayoutVersion, "], got ", version));
   }
+  // Version 1 predates strings.
+  const uint8_t max_dtype = static_cast<uint8_t>(version == 1 ? DType::kUInt8 : DType::kString);
   const uint32_t num_tensors = Get<uint32_t>(buffer, 8);
   const uint32_t header_bytes = Get<uint32_t>(buffer, 12);
   const uint64_t total_bytes = Get<uint64_t>(buffer, 16);
@@ -139,9 +142,10 @@ absl::StatusOr<BatchView> BatchView::Parse(std::span<const std::byte> buffer) {
     const uint8_t rank = Get<uint8_t>(buffer, pos + 1);
     const uint64_t offset = Get<uint64_t>(buffer, pos + 8);
     const uint64_t nbytes = Get<uint64_t>(buffer, pos + 16);
-    if (!IsValidDType(raw_dtype)) {
-      return Corrupt(
-          absl::StrCat(which, "expected a dtype in [1, 5], got ", static_cast<int>(raw_dtype)));
+    if (!IsValidDType(raw_dtype) || raw_dtype > max_dtype) {
+      return Corrupt(absl::StrCat(which, "expected a dtype in [1, ", static_cast<int>(max_dtype),
+                                  "] for version ", version, ", got ",
+                                  static_cast<int>(raw_dtype)));
     }
     for (size_t p = 2; p < 8; ++p) {
       if (Get<uint8_t>(buffer, pos + p) != 0) {
@@ -165,11 +169,20 @@ absl::StatusOr<BatchView> BatchView::Parse(std::span<const std::byte> buffer) {
     absl::StatusOr<int64_t> n =
         NumElementsOf(std::span<const int64_t>(view.dims_).subspan(dims_begin, rank));
     if (!n.ok()) return Corrupt(absl::StrCat(which, n.status().message()));
-    uint64_t expected_bytes;
-    if (__builtin_mul_overflow(static_cast<uint64_t>(*n), DTypeSize(dtype), &expected_bytes) ||
-        nbytes != expected_bytes) {
-      return Corrupt(absl::StrCat(which, "expected nbytes = ", *n, " elements x ", DTypeSize(dtype),
-                                  " bytes, got ", nbytes));
+    if (dtype == DType::kString) {
+      uint64_t table_bytes;
+      if (__builtin_mul_overflow(static_cast<uint64_t>(*n) + 1, uint64_t{8}, &table_bytes) ||
+          nbytes < table_bytes) {
+        return Corrupt(absl::StrCat(which, "expected nbytes >= 8 x (", *n,
+                                    " strings + 1) for the offsets table, got ", nbytes));
+      }
+    } else {
+      uint64_t expected_bytes;
+      if (__builtin_mul_overflow(static_cast<uint64_t>(*n), DTypeSize(dtype), &expected_bytes) ||
+          nbytes != expected_bytes) {
+        return Corrupt(absl::StrCat(which, "expected nbytes = ", *n, " elements x ",
+                                    DTypeSize(dtype), " bytes, got ", nbytes));
+      }
     }
     if (offset % kBatchDataAlignment != 0) {
       return Corrupt(absl::StrCat(which, "expected a ", kBatchDataAlignment,
@@ -179,6 +192,10 @@ absl::StatusOr<BatchView> BatchView::Parse(std::span<const std::byte> buffer) {
       return Corrupt(absl::StrCat(which, "data [", offset, ", +", nbytes,
                                   ") must lie after the previous tensor (", data_end,
                                   ") and within total_bytes ", total_bytes));
+    }
+    if (dtype == DType::kString) {
+      absl::Status strings = CheckStringBuffer(buffer.subspan(offset, nbytes), *n);
+      if (!strings.ok()) return Corrupt(absl::StrCat(which, strings.message()));
     }
     data_end = offset + nbytes;
     view.tensors_.push_back(
@@ -206,10 +223,9 @@ Element BatchView::ToElement() const {
   out.reserve(tensors_.size());
   for (size_t i = 0; i < tensors_.size(); ++i) {
     TensorView v = tensor(i);
-    // Parse validated dtype and shape, so Create cannot fail.
-    Tensor t = *Tensor::Create(v.dtype, std::vector<int64_t>(v.shape.begin(), v.shape.end()));
-    if (v.nbytes > 0) std::memcpy(t.mutable_data(), v.data, v.nbytes);
-    out.push_back(std::move(t));
+    // Parse validated dtype, shape and bytes, so this cannot fail.
+    out.push_back(*Tensor::FromBuffer(v.dtype, std::vector<int64_t>(v.shape.begin(), v.shape.end()),
+                                      {v.data, v.nbytes}));
   }
   return out;
 }

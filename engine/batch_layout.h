@@ -11,7 +11,7 @@
 // Layout (all integers little-endian host order: Sluice runs on x86-64 and
 // aarch64 only; Parse rejects nothing on that basis, so do not mix endianness):
 //   offset 0   char[4]  magic "SLB1"
-//          4   uint32   version (1)
+//          4   uint32   version (2; Parse also accepts 1)
 //          8   uint32   num_tensors
 //         12   uint32   header_bytes  (fixed header + all descriptors)
 //         16   uint64   total_bytes   (end of the last tensor's data)
@@ -22,6 +22,17 @@
 //   then each tensor's data at a 64-byte aligned offset, in tensor order, with
 //   zero padding in between.
 //
+// Numeric tensors' data is product(dims) values, row-major; nbytes is that count
+// times the dtype size. A string tensor (dtype 6, version 2 only) of N = product(dims)
+// strings stores N + 1 uint64 offsets followed by the string bytes back to back:
+// string i is bytes [offsets[i], offsets[i + 1]) of the region after the table,
+// offsets[0] == 0, offsets are non-decreasing and offsets[N] is the region's size, so
+// nbytes = 8 * (N + 1) + offsets[N]. This is also Tensor's in-memory form (tensor.h).
+//
+// Versions: 1 had the five numeric dtypes; 2 added strings. Encoders write 2. A
+// version-1 reader rejects version-2 buffers by their version field (and would reject
+// dtype 6 anyway), so old readers fail cleanly instead of misreading strings.
+//
 // Parse treats the bytes as untrusted (they come off the network): it checks
 // every field before use and never reads outside the buffer.
 #ifndef SLUICE_ENGINE_BATCH_LAYOUT_H_
@@ -31,6 +42,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -39,7 +51,9 @@
 namespace sluice::engine {
 
 inline constexpr char kBatchMagic[4] = {'S', 'L', 'B', '1'};
-inline constexpr uint32_t kBatchLayoutVersion = 1;
+// The version EncodeBatch writes; Parse accepts kBatchMinLayoutVersion up to this.
+inline constexpr uint32_t kBatchLayoutVersion = 2;
+inline constexpr uint32_t kBatchMinLayoutVersion = 1;
 inline constexpr size_t kBatchDataAlignment = 64;
 inline constexpr size_t kBatchMaxRank = 8;
 // Parse needs the buffer itself aligned this much so values<T>() is well-defined for
@@ -71,6 +85,11 @@ struct TensorView {
     assert(DTypeOf<T>::value == dtype && "TensorView::values<T>: T does not match dtype");
     return {reinterpret_cast<const T*>(data), nbytes / sizeof(T)};
   }
+  // String i (0 <= i < num_elements()) of a kString tensor; points into the buffer.
+  std::string_view string_value(int64_t i) const {
+    assert(dtype == DType::kString && "TensorView::string_value: not a string tensor");
+    return StringAt(data, num_elements(), i);
+  }
 };
 
 // A validated, zero-copy view of an encoded batch. Valid while the buffer is alive;
@@ -79,7 +98,7 @@ class BatchView {
  public:
   // InvalidArgument naming the first bad field (magic, version, sizes, an offset out of
   // bounds or misaligned, nbytes != product(shape) * dtype size, rank > 8, a bad dtype, a
-  // misaligned buffer). `buffer` may be longer than total_bytes.
+  // misaligned buffer, a bad string offset). `buffer` may be longer than total_bytes.
   [[nodiscard]] static absl::StatusOr<BatchView> Parse(std::span<const std::byte> buffer);
 
   size_t num_tensors() const { return tensors_.size(); }

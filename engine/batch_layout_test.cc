@@ -4,6 +4,7 @@
 #include <memory>
 #include <new>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -44,6 +45,8 @@ Element SampleBatch() {
       Tensor::FromVector<int64_t>({0, 4}, std::vector<int64_t>{}),
       Tensor::FromVector<float>({2, 2, 1, 1, 1, 1, 1, 2}, f32),
       Tensor::FromVector<int64_t>({3}, std::vector<int64_t>{INT64_MIN, 0, INT64_MAX}),
+      Tensor::FromStrings({2, 2}, std::vector<std::string>{"alpha", "", std::string("\0\xff", 2),
+                                                           "a longer string of bytes"}),
   };
 }
 
@@ -80,6 +83,10 @@ TEST(BatchLayoutTest, RoundTripsDtypesAndShapesWithAlignedData) {
   EXPECT_THAT(view->tensor(2).values<uint8_t>(), ElementsAre(1, 2, 3, 4, 255));
   EXPECT_TRUE(view->tensor(3).values<int64_t>().empty());
   EXPECT_THAT(view->tensor(5).values<int64_t>(), ElementsAre(INT64_MIN, 0, INT64_MAX));
+  EXPECT_EQ(view->tensor(6).string_value(0), "alpha");
+  EXPECT_EQ(view->tensor(6).string_value(1), "");
+  EXPECT_EQ(view->tensor(6).string_value(2), std::string("\0\xff", 2));
+  EXPECT_EQ(view->tensor(6).string_value(3), "a longer string of bytes");
   EXPECT_EQ(view->ToElement(), batch);
 }
 
@@ -91,7 +98,7 @@ TEST(BatchLayoutTest, HeaderFieldsAreAtTheDocumentedOffsets) {
   ASSERT_TRUE(EncodeBatch(batch, buf.span()).ok());
   const std::byte* p = buf.data();
   EXPECT_EQ(std::memcmp(p, "SLB1", 4), 0);
-  EXPECT_EQ(Read<uint32_t>(p + 4), 1u);
+  EXPECT_EQ(Read<uint32_t>(p + 4), 2u);
   EXPECT_EQ(Read<uint32_t>(p + 8), 2u);
   const uint32_t header_bytes = 24 + (24 + 2 * 8) + 24;  // 88
   EXPECT_EQ(Read<uint32_t>(p + 12), header_bytes);
@@ -110,6 +117,70 @@ TEST(BatchLayoutTest, HeaderFieldsAreAtTheDocumentedOffsets) {
   EXPECT_EQ(Read<float>(p + 128), 1.0f);
   EXPECT_EQ(Read<uint8_t>(p + 192), 9u);
   for (size_t gap = 152; gap < 192; ++gap) EXPECT_EQ(Read<uint8_t>(p + gap), 0u) << gap;
+}
+
+TEST(BatchLayoutTest, StringTensorIsOffsetsThenBytes) {
+  const Element batch = {Tensor::FromStrings({3}, std::vector<std::string>{"ab", "", "cde"})};
+  AlignedBuffer buf(EncodedBatchSize(batch));
+  ASSERT_TRUE(EncodeBatch(batch, buf.span()).ok());
+  const std::byte* p = buf.data();
+  EXPECT_EQ(Read<uint8_t>(p + 24), 6u);           // dtype string
+  EXPECT_EQ(Read<uint64_t>(p + 32), 64u);         // data offset: align64(24 + 24 + 8)
+  EXPECT_EQ(Read<uint64_t>(p + 40), 4u * 8 + 5);  // 4 offsets + 5 bytes
+  EXPECT_EQ(Read<uint64_t>(p + 64), 0u);
+  EXPECT_EQ(Read<uint64_t>(p + 72), 2u);
+  EXPECT_EQ(Read<uint64_t>(p + 80), 2u);
+  EXPECT_EQ(Read<uint64_t>(p + 88), 5u);
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(p) + 96, 5), "abcde");
+  EXPECT_EQ(Read<uint64_t>(p + 16), 101u);  // total_bytes
+}
+
+TEST(BatchLayoutTest, Version1BuffersStillParseButCannotHoldStrings) {
+  const Element numeric = {Tensor::FromVector<int32_t>({2}, std::vector<int32_t>{4, 5})};
+  AlignedBuffer buf(EncodedBatchSize(numeric));
+  ASSERT_TRUE(EncodeBatch(numeric, buf.span()).ok());
+  const uint32_t v1 = 1;
+  std::memcpy(buf.data() + 4, &v1, 4);
+  absl::StatusOr<BatchView> view = BatchView::Parse(buf.span());
+  ASSERT_TRUE(view.ok()) << view.status();
+  EXPECT_THAT(view->tensor(0).values<int32_t>(), ElementsAre(4, 5));
+
+  const Element strings = {Tensor::StringScalar("x")};
+  AlignedBuffer sbuf(EncodedBatchSize(strings));
+  ASSERT_TRUE(EncodeBatch(strings, sbuf.span()).ok());
+  std::memcpy(sbuf.data() + 4, &v1, 4);
+  EXPECT_EQ(BatchView::Parse(sbuf.span()).status().message(),
+            "corrupt batch buffer: tensor 0: expected a dtype in [1, 5] for version 1, got 6");
+}
+
+TEST(BatchLayoutTest, CorruptStringOffsetsAreRejected) {
+  const Element batch = {Tensor::FromStrings({2}, std::vector<std::string>{"ab", "cd"})};
+  const size_t size = EncodedBatchSize(batch);
+  struct Case {
+    size_t offset;
+    uint64_t value;
+    std::string message;
+  };
+  // Descriptor at 24 (nbytes at 40), data at 64: offsets at 64, 72, 80, bytes at 88.
+  const std::vector<Case> cases = {
+      {72, 5, "corrupt batch buffer: tensor 0: expected string offset 1 in [0, 4], got 5"},
+      {80, 1, "corrupt batch buffer: tensor 0: expected string offset 2 in [2, 4], got 1"},
+      {80, 3,
+       "corrupt batch buffer: tensor 0: expected the last string offset to be 4 (the byte region "
+       "size), got 3"},
+      {64, 1, "corrupt batch buffer: tensor 0: expected string offset 0 in [0, 0], got 1"},
+      {40, 8,
+       "corrupt batch buffer: tensor 0: expected nbytes >= 8 x (2 strings + 1) for the offsets "
+       "table, got 8"},
+  };
+  for (const Case& c : cases) {
+    AlignedBuffer buf(size);
+    ASSERT_TRUE(EncodeBatch(batch, buf.span()).ok());
+    std::memcpy(buf.data() + c.offset, &c.value, 8);
+    absl::StatusOr<BatchView> view = BatchView::Parse(buf.span());
+    EXPECT_EQ(view.status().code(), absl::StatusCode::kInvalidArgument) << c.offset;
+    EXPECT_EQ(view.status().message(), c.message) << c.offset;
+  }
 }
 
 TEST(BatchLayoutTest, EmptyBatchIsJustTheHeader) {
@@ -179,9 +250,10 @@ TEST(BatchLayoutTest, SpecificCorruptionsNameTheField) {
   };
   const std::vector<Case> cases = {
       {0, {'X'}, "corrupt batch buffer: expected magic \"SLB1\" at offset 0"},
-      {4, {2}, "corrupt batch buffer: expected version 1, got 2"},
+      {4, {3}, "corrupt batch buffer: expected version in [1, 2], got 3"},
+      {4, {0}, "corrupt batch buffer: expected version in [1, 2], got 0"},
       {8, {200}, "corrupt batch buffer: num_tensors 200 does not fit in a 80-byte header"},
-      {24, {9}, "corrupt batch buffer: tensor 0: expected a dtype in [1, 5], got 9"},
+      {24, {9}, "corrupt batch buffer: tensor 0: expected a dtype in [1, 6] for version 2, got 9"},
       {25, {9}, "corrupt batch buffer: tensor 0: expected rank <= 8, got 9"},
       {27, {1}, "corrupt batch buffer: tensor 0: expected zero padding at descriptor byte 3"},
       {32, {65}, "corrupt batch buffer: tensor 0: expected a 64-byte aligned offset, got 65"},
@@ -216,6 +288,12 @@ TEST(BatchLayoutTest, RandomCorruptionsNeverReadOutOfBounds) {
   AlignedBuffer original(size);
   ASSERT_TRUE(EncodeBatch(batch, original.span()).ok());
   const size_t header_bytes = Read<uint32_t>(original.data() + 12);
+  absl::StatusOr<BatchView> parsed = BatchView::Parse(original.span());
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  const TensorView strings = parsed->tensor(batch.size() - 1);
+  ASSERT_EQ(strings.dtype, DType::kString);
+  const size_t string_table = static_cast<size_t>(strings.data - original.data());
+  const size_t string_table_bytes = 8 * (static_cast<size_t>(strings.num_elements()) + 1);
 
   std::mt19937_64 rng(20240601);
   int accepted = 0;
@@ -225,9 +303,17 @@ TEST(BatchLayoutTest, RandomCorruptionsNeverReadOutOfBounds) {
     std::memcpy(buf.data(), original.data(), size);
     const int mutations = 1 + static_cast<int>(rng() % 4);
     for (int m = 0; m < mutations; ++m) {
-      // Mostly the header, where the parser's trust decisions are; sometimes anywhere.
-      const size_t limit = (rng() % 8 == 0) ? size : header_bytes;
-      const size_t pos = rng() % limit;
+      // Mostly the header, where the parser's trust decisions are; often the string
+      // tensor's offsets table (the last tensor); sometimes anywhere.
+      const size_t where = rng() % 8;
+      size_t pos;
+      if (where == 0) {
+        pos = rng() % size;
+      } else if (where <= 2) {
+        pos = string_table + rng() % string_table_bytes;
+      } else {
+        pos = rng() % header_bytes;
+      }
       switch (rng() % 3) {
         case 0:
           buf.data()[pos] = static_cast<std::byte>(rng());
@@ -255,6 +341,15 @@ TEST(BatchLayoutTest, RandomCorruptionsNeverReadOutOfBounds) {
       ASSERT_LE(t.data + t.nbytes, buf.data() + len);
       for (size_t b = 0; b < t.nbytes; ++b) checksum += static_cast<uint8_t>(t.data[b]);
       ASSERT_LE(t.shape.size(), kBatchMaxRank);
+      if (t.dtype == DType::kString) {
+        // Accepted offsets must keep every string inside the tensor's bytes.
+        for (int64_t e = 0; e < t.num_elements(); ++e) {
+          std::string_view s = t.string_value(e);
+          ASSERT_GE(reinterpret_cast<const std::byte*>(s.data()), t.data);
+          ASSERT_LE(reinterpret_cast<const std::byte*>(s.data() + s.size()), t.data + t.nbytes);
+          for (char ch : s) checksum += static_cast<uint8_t>(ch);
+        }
+      }
     }
     (void)checksum;
   }

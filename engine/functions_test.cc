@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -22,9 +23,12 @@ absl::StatusOr<Element> Call(std::string_view name, Element in,
 }
 
 TEST(FunctionRegistryTest, BuiltinsAreTheDocumentedSet) {
-  EXPECT_THAT(FunctionRegistry::Builtins().Names(),
-              ElementsAre("cast_float32", "cast_float64", "identity", "increment", "negate",
-                          "square", "with_square"));
+  EXPECT_THAT(
+      FunctionRegistry::Builtins().Names(),
+      ElementsAre("cast_float32", "cast_float64", "cast_int32", "cast_int64", "decode_raw_float32",
+                  "decode_raw_uint8", "identity", "increment", "is_even", "is_odd", "negate",
+                  "non_empty", "normalize_uint8", "split_whitespace", "square", "string_length",
+                  "string_to_float32", "string_to_int64", "with_square"));
   EXPECT_EQ(FunctionRegistry::Builtins().Find("cube"), nullptr);
 }
 
@@ -89,6 +93,50 @@ TEST(FunctionRegistryTest, WithSquareAppendsSquaresOfEveryComponent) {
   ASSERT_EQ(two->size(), 4u);
   EXPECT_THAT((*two)[2].values<int64_t>(), ElementsAre(4));
   EXPECT_THAT((*two)[3].values<double>(), ElementsAre(2.25));
+}
+
+TEST(FunctionRegistryTest, NumericBuiltinsRejectStringsNamingTheFunction) {
+  for (const char* fn : {"square", "negate", "increment", "cast_float32", "with_square"}) {
+    absl::StatusOr<Element> out = Call(fn, {Tensor::StringScalar("x")});
+    EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument) << fn;
+    EXPECT_EQ(out.status().message(), absl::StrCat(fn, " expects numeric tensors, got string[]"));
+  }
+}
+
+TEST(FunctionRegistryTest, PredicatesAndNormalize) {
+  auto keep = [](std::string_view fn, Element in) {
+    absl::StatusOr<Element> out = Call(fn, std::move(in));
+    EXPECT_TRUE(out.ok()) << out.status();
+    return out.ok() ? static_cast<int>((*out)[0].values<uint8_t>()[0]) : -1;
+  };
+  EXPECT_EQ(keep("is_even", {Tensor::Scalar<int64_t>(4)}), 1);
+  EXPECT_EQ(keep("is_even", {Tensor::Scalar<int32_t>(-3)}), 0);
+  EXPECT_EQ(keep("is_odd", {Tensor::Scalar<int64_t>(-3)}), 1);
+  EXPECT_EQ(keep("non_empty", {Tensor::StringScalar("")}), 0);
+  EXPECT_EQ(keep("non_empty", {Tensor::StringScalar("a")}), 1);
+  EXPECT_EQ(keep("non_empty", {Tensor::FromVector<int64_t>({0}, std::vector<int64_t>{})}), 0);
+  absl::StatusOr<Element> bad = Call("is_even", {Tensor::Scalar<float>(2)});
+  EXPECT_EQ(bad.status().message(),
+            "is_even expects an integer scalar as component 0, got float32[]{2}");
+
+  absl::StatusOr<Element> norm =
+      Call("normalize_uint8", {Tensor::FromVector<uint8_t>({3}, std::vector<uint8_t>{0, 51, 255})});
+  ASSERT_TRUE(norm.ok()) << norm.status();
+  EXPECT_THAT((*norm)[0].values<float>(), ElementsAre(0.0f, 0.2f, 1.0f));
+}
+
+TEST(FunctionRegistryTest, GlobalFunctionsStartAsTheBuiltinsAndAcceptRegistrations) {
+  FunctionRegistry& global = GlobalFunctions();
+  EXPECT_NE(global.Find("square"), nullptr);
+  ASSERT_TRUE(global
+                  .Register("global_test_fn",
+                            [](Element in, Element* out) {
+                              *out = std::move(in);
+                              return absl::OkStatus();
+                            })
+                  .ok());
+  EXPECT_NE(GlobalFunctions().Find("global_test_fn"), nullptr);
+  EXPECT_EQ(FunctionRegistry::Builtins().Find("global_test_fn"), nullptr);
 }
 
 TEST(FunctionRegistryTest, RegisterRejectsDuplicatesAndEmptyNames) {

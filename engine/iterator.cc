@@ -1,5 +1,6 @@
 #include "engine/iterator.h"
 
+#include <any>
 #include <memory>
 #include <utility>
 
@@ -12,45 +13,74 @@
 namespace sluice::engine {
 namespace {
 
-// Shared by every factory of one built pipeline; iterators may outlive BuildPipeline's
-// arguments, so the definition and context are copied here.
+// Shared by every factory of one built pipeline, nested ones included; iterators may
+// outlive BuildPipeline's arguments, so the definition and context are copied here.
 struct BuiltPipeline {
   proto::PipelineDef def;
   PipelineContext context;
+  // The same without the split feed: nested pipelines read their outer element instead.
+  PipelineContext nested_context;
   const FunctionRegistry* functions;
   uint64_t pipeline_seed;
 };
+
+// The factory of the last stage of `chain` (which lives inside built->def). Stage i's
+// factory calls stage i-1's, so a repeat that re-creates its input rebuilds the whole
+// chain below it, down to a source that then asks for the next repetition.
+absl::StatusOr<IteratorFactory> ChainFactory(const std::shared_ptr<const BuiltPipeline>& built,
+                                             const proto::PipelineDef& chain,
+                                             std::shared_ptr<const Element> source_element,
+                                             uint64_t chain_seed) {
+  const PipelineContext& context =
+      source_element == nullptr ? built->context : built->nested_context;
+  IteratorFactory factory;
+  for (int i = 0; i < chain.stages_size(); ++i) {
+    const proto::Stage& stage = chain.stages(i);
+    SLUICE_ASSIGN_OR_RETURN(const OpDef* op, OpRegistry::Global().ForStage(stage));
+    auto instances = std::make_shared<int64_t>(0);
+    auto state = std::make_shared<std::any>();
+    factory = [built, &stage, &context, i, op, input = std::move(factory), instances, state,
+               source_element, chain_seed]() -> absl::StatusOr<std::unique_ptr<ElementIterator>> {
+      OpBuildArgs args{
+          .stage = stage,
+          .stage_index = i,
+          .context = context,
+          .functions = *built->functions,
+          .input = input,
+          .instance = (*instances)++,
+          .stage_seed = CombineSeeds(chain_seed, static_cast<uint64_t>(i)),
+          .source_element = source_element.get(),
+          .build_nested = [built](const proto::PipelineDef& nested, Element element, uint64_t seed)
+              -> absl::StatusOr<std::unique_ptr<ElementIterator>> {
+            SLUICE_ASSIGN_OR_RETURN(
+                IteratorFactory nested_factory,
+                ChainFactory(built, nested, std::make_shared<const Element>(std::move(element)),
+                             seed));
+            return nested_factory();
+          },
+          .stage_state = state,
+      };
+      return op->make_iterator(args);
+    };
+  }
+  return factory;
+}
 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ElementIterator>> BuildPipeline(const proto::PipelineDef& def,
                                                                const PipelineContext& context) {
   const FunctionRegistry& functions =
-      context.functions != nullptr ? *context.functions : FunctionRegistry::Builtins();
+      context.functions != nullptr ? *context.functions : GlobalFunctions();
   SLUICE_RETURN_IF_ERROR(ValidatePipeline(def, functions));
   if (context.split_feed != nullptr) SLUICE_RETURN_IF_ERROR(ValidateSplittable(def));
 
-  auto built = std::make_shared<const BuiltPipeline>(
-      BuiltPipeline{def, context, &functions, CombineSeeds(RandomSeed(), context.seed_salt)});
-
-  // Stage i's factory calls stage i-1's, so a repeat that re-creates its input rebuilds the
-  // whole chain below it, down to a source that then asks for the next repetition.
-  IteratorFactory factory;
-  for (int i = 0; i < def.stages_size(); ++i) {
-    SLUICE_ASSIGN_OR_RETURN(const OpDef* op, OpRegistry::Global().ForStage(def.stages(i)));
-    auto instances = std::make_shared<int64_t>(0);
-    factory = [built, i, op, input = std::move(factory),
-               instances]() -> absl::StatusOr<std::unique_ptr<ElementIterator>> {
-      OpBuildArgs args{.stage = built->def.stages(i),
-                       .stage_index = i,
-                       .context = built->context,
-                       .functions = *built->functions,
-                       .input = input,
-                       .instance = (*instances)++,
-                       .stage_seed = CombineSeeds(built->pipeline_seed, static_cast<uint64_t>(i))};
-      return op->make_iterator(args);
-    };
-  }
+  auto built = std::make_shared<BuiltPipeline>(BuiltPipeline{
+      def, context, context, &functions, CombineSeeds(RandomSeed(), context.seed_salt)});
+  built->nested_context.split_feed = nullptr;
+  std::shared_ptr<const BuiltPipeline> shared = std::move(built);
+  SLUICE_ASSIGN_OR_RETURN(IteratorFactory factory,
+                          ChainFactory(shared, shared->def, nullptr, shared->pipeline_seed));
   return factory();
 }
 

@@ -16,12 +16,20 @@
 // source then produces only the element indices the feed hands it, which is how
 // the dispatcher spreads one pass over the source across many workers.
 //
-// Iterators are thread-compatible: one consumer at a time.
+// File sources (list_files, tfrecord, text_line, fixed_length_record) only open
+// files under context.data_roots (engine/io/data_roots.h); without roots every
+// file access is refused.
+//
+// Iterators are thread-compatible: one consumer at a time. Some ops (prefetch,
+// parallel map and filter, parallel interleave) run their inputs on threads they
+// own; destroying the outermost iterator stops and joins all of them.
 #ifndef SLUICE_ENGINE_ITERATOR_H_
 #define SLUICE_ENGINE_ITERATOR_H_
 
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -41,29 +49,42 @@ class ElementIterator {
 };
 
 // Where a DYNAMIC-mode source gets its splits from (implemented by the control layer over
-// the network; the engine knows nothing of it). Called only from the iterator's thread.
+// the network; the engine knows nothing of it). Calls never overlap, but they may come
+// from a thread other than the consumer's (the source can run under prefetch or a
+// parallel map), and from different threads over time.
 class SplitFeed {
  public:
   virtual ~SplitFeed() = default;
   // repetition: which pass over the source this is (0, 1, ...), incremented each time a
   // source is re-created because a repeat restarted its input. Splits hold element
-  // indices of the source, [begin, end).
+  // indices of the source, [begin, end) (file indices for file readers; list_files
+  // splits also carry the file names).
   [[nodiscard]] virtual absl::Status GetNext(int64_t repetition, proto::Split* split,
                                              bool* end_of_splits) = 0;
 };
 
+class PipelineStats;
+
 struct PipelineContext {
   // Null: the source produces everything (OFF mode). Must outlive the iterator.
   SplitFeed* split_feed = nullptr;
-  // Null: FunctionRegistry::Builtins(). Must outlive the iterator.
+  // Null: GlobalFunctions() (the built-ins plus loaded plugins). Must outlive the iterator.
   const FunctionRegistry* functions = nullptr;
   // Mixed into shuffle seeds when no seed is given, e.g. a worker id, so that workers
   // started together never share a permutation.
   uint64_t seed_salt = 0;
+  // Directories whose files the pipeline may read (a worker's --data-root flags). Empty:
+  // no file access at all; file sources fail with an error naming the path that says to
+  // start the worker with --data-root. Relative paths in pipelines are relative to the
+  // first root.
+  std::vector<std::string> data_roots;
+  // Where ops report counters such as skipped bad records; null: skipped records are
+  // reported on stderr. Must outlive the iterator.
+  PipelineStats* stats = nullptr;
 };
 
-// Validates `def` (ValidatePipeline; plus ValidateSplittable when a split feed is given)
-// and builds the iterator chain.
+// Validates `def` (ValidatePipeline with the context's functions; plus ValidateSplittable
+// when a split feed is given) and builds the iterator chain.
 [[nodiscard]] absl::StatusOr<std::unique_ptr<ElementIterator>> BuildPipeline(
     const proto::PipelineDef& def, const PipelineContext& context);
 

@@ -1,9 +1,15 @@
 #include "engine/op_args.h"
 
+#include <cmath>
+#include <cstdlib>
+
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "common/status_macros.h"
 #include "engine/absl_compat.h"
 
 namespace sluice::engine {
@@ -14,9 +20,31 @@ ArgValue ArgValue::Bool(bool v) { return {Kind::kBool, v ? "true" : "false", v};
 ArgValue ArgValue::String(std::string v) { return {Kind::kString, std::move(v), false}; }
 ArgValue ArgValue::Name(std::string v) { return {Kind::kName, std::move(v), false}; }
 
+ArgValue ArgValue::Float(double v) {
+  std::string text;
+  for (int precision = 1; precision <= 17; ++precision) {
+    text = absl::StrFormat("%.*g", precision, v);
+    if (std::strtod(text.c_str(), nullptr) == v) break;
+  }
+  if (std::isfinite(v) && text.find_first_of(".e") == std::string::npos) text += ".0";
+  return {Kind::kFloat, std::move(text), false};
+}
+
 ArgValue ArgValue::Identifier(std::string v) {
   if (IsNameToken(v) && v != "true" && v != "false") return Name(std::move(v));
   return String(std::move(v));
+}
+
+ArgValue ArgValue::List(std::vector<ArgValue> items) {
+  ArgValue v{Kind::kList, "", false};
+  v.items = std::move(items);
+  return v;
+}
+
+ArgValue ArgValue::Pipeline(proto::PipelineDef def, std::string text) {
+  ArgValue v{Kind::kPipeline, std::move(text), false};
+  v.pipeline = std::make_shared<const proto::PipelineDef>(std::move(def));
+  return v;
 }
 
 bool IsNameToken(std::string_view s) {
@@ -33,6 +61,7 @@ std::string ArgValue::ToText() const {
     case Kind::kFloat:
     case Kind::kName:
     case Kind::kBool:
+    case Kind::kPipeline:
       return text;
     case Kind::kString: {
       // Backslash escapes only the quote and itself; the parser un-escapes any "\x" to x.
@@ -44,6 +73,12 @@ std::string ArgValue::ToText() const {
       out += "'";
       return out;
     }
+    case Kind::kList:
+      return absl::StrCat(
+          "[",
+          absl::StrJoin(items, ", ",
+                        [](std::string* out, const ArgValue& item) { out->append(item.ToText()); }),
+          "]");
   }
   return text;
 }
@@ -60,6 +95,40 @@ std::string ArgValue::Describe() const {
       return absl::StrCat("name ", text);
     case Kind::kBool:
       return absl::StrCat("boolean ", text);
+    case Kind::kList:
+      return absl::StrCat("list ", ToText());
+    case Kind::kPipeline:
+      return absl::StrCat("pipeline ", text);
+  }
+  return text;
+}
+
+absl::StatusOr<int64_t> ArgValue::AsInt(std::string_view what) const {
+  if (kind != Kind::kInteger) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(AbslView(what), " expects an integer, got ", Describe()));
+  }
+  int64_t out;
+  if (!absl::SimpleAtoi(text, &out)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(AbslView(what), " expects an integer in the int64 range, got ", text));
+  }
+  return out;
+}
+
+absl::StatusOr<double> ArgValue::AsDouble(std::string_view what) const {
+  double out;
+  if ((kind != Kind::kInteger && kind != Kind::kFloat) || !absl::SimpleAtod(text, &out)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(AbslView(what), " expects a number, got ", Describe()));
+  }
+  return out;
+}
+
+absl::StatusOr<std::string> ArgValue::AsString(std::string_view what) const {
+  if (kind != Kind::kName && kind != Kind::kString) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(AbslView(what), " expects a name or a quoted string, got ", Describe()));
   }
   return text;
 }
@@ -68,60 +137,93 @@ OpArgs::OpArgs(std::map<std::string, ArgValue, std::less<>> values) : values_(st
 
 bool OpArgs::Has(std::string_view name) const { return values_.find(name) != values_.end(); }
 
-absl::StatusOr<int64_t> OpArgs::GetInt(std::string_view name, int64_t default_value) const {
+const ArgValue* OpArgs::Get(std::string_view name) const {
   auto it = values_.find(name);
-  if (it == values_.end()) return default_value;
-  const ArgValue& v = it->second;
-  if (v.kind != ArgValue::Kind::kInteger) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(AbslView(name), " expects an integer, got ", v.Describe()));
-  }
-  int64_t out;
-  if (!absl::SimpleAtoi(v.text, &out)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(AbslView(name), " expects an integer in the int64 range, got ", v.text));
-  }
-  return out;
+  return it == values_.end() ? nullptr : &it->second;
+}
+
+absl::StatusOr<int64_t> OpArgs::GetInt(std::string_view name, int64_t default_value) const {
+  const ArgValue* v = Get(name);
+  return v == nullptr ? default_value : v->AsInt(name);
 }
 
 absl::StatusOr<uint64_t> OpArgs::GetUint(std::string_view name, uint64_t default_value) const {
-  auto it = values_.find(name);
-  if (it == values_.end()) return default_value;
-  const ArgValue& v = it->second;
-  if (v.kind != ArgValue::Kind::kInteger) {
+  const ArgValue* v = Get(name);
+  if (v == nullptr) return default_value;
+  if (v->kind != ArgValue::Kind::kInteger) {
     return absl::InvalidArgumentError(
-        absl::StrCat(AbslView(name), " expects a non-negative integer, got ", v.Describe()));
+        absl::StrCat(AbslView(name), " expects a non-negative integer, got ", v->Describe()));
   }
   uint64_t out;
   // SimpleAtoi would accept "-1" for unsigned on some versions by wrapping; refuse signs.
-  if (v.text.empty() || v.text[0] == '-' || !absl::SimpleAtoi(v.text, &out)) {
+  if (v->text.empty() || v->text[0] == '-' || !absl::SimpleAtoi(v->text, &out)) {
     return absl::InvalidArgumentError(
-        absl::StrCat(AbslView(name), " expects an integer in the uint64 range, got ", v.text));
+        absl::StrCat(AbslView(name), " expects an integer in the uint64 range, got ", v->text));
   }
   return out;
 }
 
+absl::StatusOr<double> OpArgs::GetDouble(std::string_view name, double default_value) const {
+  const ArgValue* v = Get(name);
+  return v == nullptr ? default_value : v->AsDouble(name);
+}
+
 absl::StatusOr<bool> OpArgs::GetBool(std::string_view name, bool default_value) const {
-  auto it = values_.find(name);
-  if (it == values_.end()) return default_value;
-  const ArgValue& v = it->second;
-  if (v.kind != ArgValue::Kind::kBool) {
+  const ArgValue* v = Get(name);
+  if (v == nullptr) return default_value;
+  if (v->kind != ArgValue::Kind::kBool) {
     return absl::InvalidArgumentError(
-        absl::StrCat(AbslView(name), " expects a boolean (true or false), got ", v.Describe()));
+        absl::StrCat(AbslView(name), " expects a boolean (true or false), got ", v->Describe()));
   }
-  return v.boolean;
+  return v->boolean;
 }
 
 absl::StatusOr<std::string> OpArgs::GetIdentifier(std::string_view name,
                                                   std::string default_value) const {
-  auto it = values_.find(name);
-  if (it == values_.end()) return default_value;
-  const ArgValue& v = it->second;
-  if (v.kind != ArgValue::Kind::kName && v.kind != ArgValue::Kind::kString) {
+  const ArgValue* v = Get(name);
+  return v == nullptr ? std::move(default_value) : v->AsString(name);
+}
+
+absl::StatusOr<std::vector<ArgValue>> OpArgs::GetList(std::string_view name) const {
+  const ArgValue* v = Get(name);
+  if (v == nullptr) return std::vector<ArgValue>{};
+  if (v->kind == ArgValue::Kind::kPipeline) {
     return absl::InvalidArgumentError(
-        absl::StrCat(AbslView(name), " expects a name or a quoted string, got ", v.Describe()));
+        absl::StrCat(AbslView(name), " expects a list, got ", v->Describe()));
   }
-  return v.text;
+  if (v->kind != ArgValue::Kind::kList) return std::vector<ArgValue>{*v};
+  return v->items;
+}
+
+absl::StatusOr<std::vector<int64_t>> OpArgs::GetIntList(std::string_view name) const {
+  SLUICE_ASSIGN_OR_RETURN(std::vector<ArgValue> items, GetList(name));
+  std::vector<int64_t> out;
+  for (size_t i = 0; i < items.size(); ++i) {
+    SLUICE_ASSIGN_OR_RETURN(int64_t v, items[i].AsInt(absl::StrCat(AbslView(name), "[", i, "]")));
+    out.push_back(v);
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<std::string>> OpArgs::GetStringList(std::string_view name) const {
+  SLUICE_ASSIGN_OR_RETURN(std::vector<ArgValue> items, GetList(name));
+  std::vector<std::string> out;
+  for (size_t i = 0; i < items.size(); ++i) {
+    SLUICE_ASSIGN_OR_RETURN(std::string v,
+                            items[i].AsString(absl::StrCat(AbslView(name), "[", i, "]")));
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+absl::StatusOr<proto::PipelineDef> OpArgs::GetPipeline(std::string_view name) const {
+  const ArgValue* v = Get(name);
+  if (v == nullptr || v->kind != ArgValue::Kind::kPipeline) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        AbslView(name), " expects a nested pipeline such as tfrecord(compression='gzip'), got ",
+        v == nullptr ? "nothing" : v->Describe()));
+  }
+  return *v->pipeline;
 }
 
 }  // namespace sluice::engine

@@ -6,11 +6,26 @@
 #include "absl/strings/str_join.h"
 #include "engine/absl_compat.h"
 #include "engine/ops/batch_op.h"
+#include "engine/ops/bucket_by_sequence_length_op.h"
+#include "engine/ops/cache_op.h"
+#include "engine/ops/filter_op.h"
+#include "engine/ops/fixed_length_record_op.h"
+#include "engine/ops/from_tensor_slices_op.h"
+#include "engine/ops/interleave_op.h"
+#include "engine/ops/list_files_op.h"
 #include "engine/ops/map_op.h"
+#include "engine/ops/padded_batch_op.h"
+#include "engine/ops/parse_example_op.h"
+#include "engine/ops/prefetch_op.h"
 #include "engine/ops/range_op.h"
 #include "engine/ops/repeat_op.h"
+#include "engine/ops/shard_op.h"
 #include "engine/ops/shuffle_op.h"
+#include "engine/ops/skip_op.h"
 #include "engine/ops/take_op.h"
+#include "engine/ops/text_line_op.h"
+#include "engine/ops/tfrecord_op.h"
+#include "engine/ops/unbatch_op.h"
 
 namespace sluice::engine {
 
@@ -82,8 +97,27 @@ std::vector<std::string> OpRegistry::SourceNames(bool splittable_only) const {
 const OpRegistry& OpRegistry::Global() {
   static const OpRegistry* const registry = [] {
     auto* r = new OpRegistry();
-    for (OpDef def :
-         {RangeOpDef(), MapOpDef(), BatchOpDef(), RepeatOpDef(), TakeOpDef(), ShuffleOpDef()}) {
+    for (OpDef def : {RangeOpDef(),
+                      MapOpDef(),
+                      BatchOpDef(),
+                      RepeatOpDef(),
+                      TakeOpDef(),
+                      ShuffleOpDef(),
+                      FilterOpDef(),
+                      PrefetchOpDef(),
+                      InterleaveOpDef(),
+                      ParseExampleOpDef(),
+                      PaddedBatchOpDef(),
+                      BucketBySequenceLengthOpDef(),
+                      CacheOpDef(),
+                      SkipOpDef(),
+                      ShardOpDef(),
+                      UnbatchOpDef(),
+                      FromTensorSlicesOpDef(),
+                      ListFilesOpDef(),
+                      TfRecordOpDef(),
+                      TextLineOpDef(),
+                      FixedLengthRecordOpDef()}) {
       absl::Status s = r->Register(std::move(def));
       // Built-in defs are fixed at compile time; a failure is a bug caught by every test.
       if (!s.ok()) __builtin_trap();

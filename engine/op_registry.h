@@ -10,6 +10,7 @@
 #ifndef SLUICE_ENGINE_OP_REGISTRY_H_
 #define SLUICE_ENGINE_OP_REGISTRY_H_
 
+#include <any>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -46,6 +47,17 @@ struct OpBuildArgs {
   // Per-build, per-stage entropy (random, mixed with context.seed_salt); constant across
   // instances so unseeded shuffles without reshuffle_each_iteration repeat their order.
   uint64_t stage_seed;
+  // For a source built inside interleave: the outer element it reads (e.g. a file name as
+  // component 0). Null at the top level, where sources read the split feed instead.
+  const Element* source_element = nullptr;
+  // Builds `nested` (an interleave's pipeline) so that its source reads `element`; `seed`
+  // is mixed into its unseeded shuffles. The result may outlive this OpBuildArgs.
+  std::function<absl::StatusOr<std::unique_ptr<ElementIterator>>(const proto::PipelineDef& nested,
+                                                                 Element element, uint64_t seed)>
+      build_nested;
+  // Shared by every iterator this stage builds within one built pipeline (cache keeps its
+  // elements here); starts empty. Iterators of a stage never run concurrently.
+  std::shared_ptr<std::any> stage_state;
 };
 
 struct ParamDef {
@@ -60,6 +72,12 @@ struct OpDef {
   // A source whose elements are addressable by index, so it can read a SplitFeed (DYNAMIC
   // sharding) and the split library can carve it up.
   bool splittable = false;
+  // Non-empty for ops that must not run under DYNAMIC sharding; ValidateSplittable
+  // reports it, e.g. cache: "it would replay the first repetition's splits".
+  std::string dynamic_unsupported;
+  // For sources: whether this stage reads OpBuildArgs::source_element (e.g. tfrecord
+  // without files=[...]), which only interleave's nested pipelines provide. Null: never.
+  std::function<bool(const proto::Stage& stage)> reads_source_element;
   // Text-form parameters, in positional order.
   std::vector<ParamDef> params;
   // Names bound to `count` positional args; null means the first `count` params.
@@ -93,7 +111,7 @@ class OpRegistry {
   // Sorted names of ops with the given property, for error messages.
   std::vector<std::string> SourceNames(bool splittable_only) const;
 
-  // The built-in ops: range, map, batch, repeat, take, shuffle.
+  // The built-in ops (see Names()).
   static const OpRegistry& Global();
 
  private:

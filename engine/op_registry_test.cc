@@ -1,5 +1,8 @@
 #include "engine/op_registry.h"
 
+#include <string>
+#include <vector>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -24,9 +27,17 @@ OpDef MinimalOp(std::string name, proto::Stage::OpCase op_case) {
 
 TEST(OpRegistryTest, GlobalHasTheBuiltinOps) {
   const OpRegistry& r = OpRegistry::Global();
-  EXPECT_THAT(r.Names(), ElementsAre("batch", "map", "range", "repeat", "shuffle", "take"));
-  EXPECT_THAT(r.SourceNames(/*splittable_only=*/false), ElementsAre("range"));
-  EXPECT_THAT(r.SourceNames(/*splittable_only=*/true), ElementsAre("range"));
+  EXPECT_THAT(r.Names(),
+              ElementsAre("batch", "bucket_by_sequence_length", "cache", "filter",
+                          "fixed_length_record", "from_tensor_slices", "interleave", "list_files",
+                          "map", "padded_batch", "parse_example", "prefetch", "range", "repeat",
+                          "shard", "shuffle", "skip", "take", "text_line", "tfrecord", "unbatch"));
+  const std::vector<std::string> sources = {
+      "fixed_length_record", "from_tensor_slices", "list_files", "range", "text_line", "tfrecord"};
+  EXPECT_EQ(r.SourceNames(/*splittable_only=*/false), sources);
+  EXPECT_EQ(r.SourceNames(/*splittable_only=*/true), sources);
+  EXPECT_FALSE(r.Find("cache")->dynamic_unsupported.empty());
+  EXPECT_TRUE(r.Find("tfrecord")->reads_source_element(proto::Stage()));
   ASSERT_NE(r.Find("batch"), nullptr);
   EXPECT_EQ(r.Find("batch")->op_case, proto::Stage::kBatch);
   EXPECT_EQ(r.Find(proto::Stage::kShuffle)->name, "shuffle");
@@ -40,7 +51,10 @@ TEST(OpRegistryTest, ForStageRejectsUnsetStages) {
   absl::StatusOr<const OpDef*> op = OpRegistry::Global().ForStage(stage);
   EXPECT_EQ(op.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(op.status().message(),
-            "expected an op, found none set; known ops: batch, map, range, repeat, shuffle, take");
+            "expected an op, found none set; known ops: batch, bucket_by_sequence_length, cache, "
+            "filter, fixed_length_record, from_tensor_slices, interleave, list_files, map, "
+            "padded_batch, parse_example, prefetch, range, repeat, shard, shuffle, skip, take, "
+            "text_line, tfrecord, unbatch");
   stage.mutable_take()->set_count(1);
   op = OpRegistry::Global().ForStage(stage);
   ASSERT_TRUE(op.ok());

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -27,6 +28,8 @@ enum class TokenKind {
   kComma,
   kPipe,
   kEquals,
+  kLBracket,
+  kRBracket,
   kEnd,
   // A character no token starts with; the parser reports it with its own expectation.
   kInvalid,
@@ -123,6 +126,12 @@ std::vector<Token> Lex(std::string_view text) {
         case '=':
           kind = TokenKind::kEquals;
           break;
+        case '[':
+          kind = TokenKind::kLBracket;
+          break;
+        case ']':
+          kind = TokenKind::kRBracket;
+          break;
         default:
           break;
       }
@@ -155,20 +164,8 @@ class Parser {
       return absl::InvalidArgumentError(
           "pipeline text is empty; expected at least one stage, e.g. range(10)");
     }
-    std::vector<ParsedStage> stages;
-    while (true) {
-      SLUICE_ASSIGN_OR_RETURN(ParsedStage stage, ParseStage());
-      stages.push_back(std::move(stage));
-      if (Peek().kind == TokenKind::kEnd) break;
-      if (Peek().kind != TokenKind::kPipe) {
-        return Expected("'|' or end of input after stage");
-      }
-      ++next_;
-    }
-    proto::PipelineDef def;
-    for (size_t i = 0; i < stages.size(); ++i) {
-      SLUICE_RETURN_IF_ERROR(Resolve(static_cast<int>(i), stages[i], def.add_stages()));
-    }
+    SLUICE_ASSIGN_OR_RETURN(proto::PipelineDef def, ParseStages(/*label_prefix=*/""));
+    if (Peek().kind != TokenKind::kEnd) return Expected("'|' or end of input after stage");
     return def;
   }
 
@@ -198,6 +195,18 @@ class Parser {
     }
     std::string found = t.kind == TokenKind::kEnd ? "end of input" : absl::StrCat("'", t.raw, "'");
     return ErrorAt(t.pos, "syntax error", absl::StrCat("expected ", what, ", found ", found));
+  }
+
+  // stage ('|' stage)*, each resolved into `def` as soon as it is parsed.
+  absl::StatusOr<proto::PipelineDef> ParseStages(const std::string& label_prefix) {
+    proto::PipelineDef def;
+    while (true) {
+      SLUICE_ASSIGN_OR_RETURN(ParsedStage stage, ParseStage());
+      const int index = def.stages_size();
+      SLUICE_RETURN_IF_ERROR(Resolve(label_prefix, index, stage, def.add_stages()));
+      if (Peek().kind != TokenKind::kPipe) return def;
+      ++next_;
+    }
   }
 
   absl::StatusOr<ParsedStage> ParseStage() {
@@ -233,30 +242,68 @@ class Parser {
       next_ += 2;
       expected = "a value after '='";
     }
+    SLUICE_ASSIGN_OR_RETURN(arg.value, ParseValue(expected));
+    return arg;
+  }
+
+  absl::StatusOr<ArgValue> ParseValue(absl::string_view expected) {
+    // Bounds recursion on hostile input such as 10000 '['s.
+    constexpr int kMaxDepth = 32;
+    if (depth_ >= kMaxDepth) {
+      return ErrorAt(Peek().pos, "syntax error",
+                     absl::StrCat("lists and nested pipelines nest deeper than ", kMaxDepth));
+    }
+    ++depth_;
+    absl::Cleanup leave = [this] { --depth_; };
     const Token& t = Peek();
+    ArgValue value;
     switch (t.kind) {
       case TokenKind::kInteger:
-        arg.value = {ArgValue::Kind::kInteger, t.text, false};
+        value = {ArgValue::Kind::kInteger, t.text, false};
         break;
       case TokenKind::kFloat:
-        arg.value = {ArgValue::Kind::kFloat, t.text, false};
+        value = {ArgValue::Kind::kFloat, t.text, false};
         break;
       case TokenKind::kString:
-        arg.value = ArgValue::String(t.text);
+        value = ArgValue::String(t.text);
         break;
       case TokenKind::kName:
-        arg.value = (t.text == "true" || t.text == "false") ? ArgValue::Bool(t.text == "true")
-                                                            : ArgValue::Name(t.text);
+        if (Peek(1).kind == TokenKind::kLParen) {
+          const size_t start = t.pos;
+          SLUICE_ASSIGN_OR_RETURN(
+              proto::PipelineDef nested,
+              ParseStages(absl::StrCat("nested pipeline at column ", start + 1, ": ")));
+          std::string text = FormatPipeline(nested);
+          return ArgValue::Pipeline(std::move(nested), std::move(text));
+        }
+        value = (t.text == "true" || t.text == "false") ? ArgValue::Bool(t.text == "true")
+                                                        : ArgValue::Name(t.text);
         break;
+      case TokenKind::kLBracket: {
+        ++next_;
+        std::vector<ArgValue> items;
+        if (Peek().kind != TokenKind::kRBracket) {
+          while (true) {
+            SLUICE_ASSIGN_OR_RETURN(ArgValue item, ParseValue("a list item"));
+            items.push_back(std::move(item));
+            if (Peek().kind == TokenKind::kRBracket) break;
+            if (Peek().kind != TokenKind::kComma) return Expected("']' or ',' after list item");
+            ++next_;
+          }
+        }
+        ++next_;  // ']'
+        return ArgValue::List(std::move(items));
+      }
       default:
         return Expected(expected);
     }
     ++next_;
-    return arg;
+    return value;
   }
 
   // Binds the parsed args to the op's parameters and fills `*stage`.
-  absl::Status Resolve(int index, const ParsedStage& parsed, proto::Stage* stage) const {
+  absl::Status Resolve(const std::string& label_prefix, int index, const ParsedStage& parsed,
+                       proto::Stage* stage) const {
     const OpRegistry& registry = OpRegistry::Global();
     const OpDef* op = registry.Find(parsed.op);
     if (op == nullptr) {
@@ -264,7 +311,7 @@ class Parser {
                      absl::StrCat("unknown op '", parsed.op,
                                   "'; known ops: ", absl::StrJoin(registry.Names(), ", ")));
     }
-    const std::string label = absl::StrCat("stage ", index, " (", op->name, "): ");
+    const std::string label = absl::StrCat(label_prefix, "stage ", index, " (", op->name, "): ");
     auto error = [&](size_t pos, absl::string_view message) {
       return ErrorAt(pos, "error", absl::StrCat(label, message));
     };
@@ -319,6 +366,7 @@ class Parser {
   std::string_view text_;
   std::vector<Token> tokens_;
   size_t next_ = 0;
+  int depth_ = 0;
 };
 
 }  // namespace

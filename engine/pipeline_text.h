@@ -10,10 +10,16 @@
 //   stage    := NAME '(' [arg (',' arg)*] ')'
 //   arg      := [NAME '='] value
 //   value    := integer | float | 'single' or "double" quoted string | NAME
+//             | '[' [value (',' value)*] ']'          a list
+//             | pipeline                              a nested pipeline
 // NAME is [A-Za-z_][A-Za-z0-9_.]*; the names true and false are booleans; inside
-// quotes a backslash makes the next character literal. Positional args bind to
-// an op's parameters in order (range takes stop | start, stop | start, stop,
-// step like Python) and precede keyword args.
+// quotes a backslash makes the next character literal. A NAME followed by '('
+// starts a nested pipeline, which extends over following '|' stages up to the
+// ',' or ')' that ends the argument:
+//   list_files('/data/*.gz') | interleave(tfrecord(compression='gzip') | map(f), 4)
+//   from_tensor_slices([[1, 2], [3, 4]])
+// Positional args bind to an op's parameters in order (range takes stop |
+// start, stop | start, stop, step like Python) and precede keyword args.
 #ifndef SLUICE_ENGINE_PIPELINE_TEXT_H_
 #define SLUICE_ENGINE_PIPELINE_TEXT_H_
 

@@ -137,8 +137,10 @@ TEST(ParsePipelineTest, EmptyTextIsAnError) {
 TEST(ParsePipelineTest, UnknownOpListsKnownOps) {
   absl::StatusOr<proto::PipelineDef> def = ParsePipeline("range(10) | bach(2)");
   EXPECT_EQ(def.status().message(),
-            "pipeline error at column 13: unknown op 'bach'; known ops: batch, map, range, "
-            "repeat, shuffle, take\n"
+            "pipeline error at column 13: unknown op 'bach'; known ops: batch, "
+            "bucket_by_sequence_length, cache, filter, fixed_length_record, from_tensor_slices, "
+            "interleave, list_files, map, padded_batch, parse_example, prefetch, range, repeat, "
+            "shard, shuffle, skip, take, text_line, tfrecord, unbatch\n"
             "  range(10) | bach(2)\n"
             "              ^");
 }
@@ -182,6 +184,41 @@ TEST(ParsePipelineTest, ArgumentErrorsNameTheStageAndArgument) {
   EXPECT_EQ(ParseError("range(3) | shuffle(4, seed=-1)"),
             "pipeline error at column 12: stage 1 (shuffle): seed expects an integer in the "
             "uint64 range, got -1");
+}
+
+TEST(ParsePipelineTest, ListsAndNestedPipelinesAreValues) {
+  absl::StatusOr<proto::PipelineDef> def = ParsePipeline(
+      "from_tensor_slices([[1, -2], [3, 4]]) | "
+      "interleave( tfrecord( files = [ 'a', \"b\" ] ) | map(square) , cycle_length = 2)");
+  ASSERT_TRUE(def.ok()) << def.status();
+  ASSERT_EQ(def->stages_size(), 2);
+  EXPECT_EQ(def->stages(0).from_tensor_slices().components(0).int_values_size(), 4);
+  const proto::PipelineDef& nested = def->stages(1).interleave().nested();
+  ASSERT_EQ(nested.stages_size(), 2);
+  EXPECT_EQ(nested.stages(0).tfrecord().files_size(), 2);
+  EXPECT_EQ(nested.stages(1).map().function(), "square");
+  EXPECT_EQ(FormatPipeline(*def),
+            "from_tensor_slices([[1, -2], [3, 4]]) | interleave(tfrecord(files=['a', 'b']) | "
+            "map(square), cycle_length=2)");
+}
+
+TEST(ParsePipelineTest, ListAndNestedSyntaxErrorsPointAtTheColumn) {
+  EXPECT_EQ(ParsePipeline("from_tensor_slices([1, 2)").status().message(),
+            "pipeline syntax error at column 25: expected ']' or ',' after list item, found ')'\n"
+            "  from_tensor_slices([1, 2)\n"
+            "                          ^");
+  EXPECT_EQ(ParsePipeline("range(3) | interleave(tfrecord(colour=1))").status().message(),
+            "pipeline error at column 32: nested pipeline at column 23: stage 0 (tfrecord): "
+            "unknown argument 'colour'; valid arguments: files, compression, skip_bad_records\n"
+            "  range(3) | interleave(tfrecord(colour=1))\n"
+            "                                 ^");
+  const std::string deep = "from_tensor_slices(" + std::string(100, '[') + ")";
+  EXPECT_THAT(std::string(ParsePipeline(deep).status().message()),
+              ::testing::HasSubstr("lists and nested pipelines nest deeper than 32"));
+  EXPECT_EQ(ParsePipeline("range(3) | interleave(range(2) | )").status().message(),
+            "pipeline syntax error at column 34: expected an op name, found ')'\n"
+            "  range(3) | interleave(range(2) | )\n"
+            "                                   ^");
 }
 
 TEST(ParsePipelineTest, ParsingDoesNotValidateValues) {

@@ -2,11 +2,12 @@
 // pipelines are rejected where they are submitted (client or dispatcher) with a
 // message naming the stage, rather than failing later on a worker.
 //
-//   SLUICE_RETURN_IF_ERROR(ValidatePipeline(def, FunctionRegistry::Builtins()));
+//   SLUICE_RETURN_IF_ERROR(ValidatePipeline(def, GlobalFunctions()));
 //   if (mode == kDynamic) SLUICE_RETURN_IF_ERROR(ValidateSplittable(def));
 //
 // All errors are InvalidArgument and start with the stage, e.g.
-// "stage 2 (batch): batch_size must be > 0, got -1".
+// "stage 2 (batch): batch_size must be > 0, got -1"; inside an interleave's nested
+// pipeline, "stage 1 (interleave): nested stage 0 (tfrecord): ...".
 #ifndef SLUICE_ENGINE_PIPELINE_VALIDATE_H_
 #define SLUICE_ENGINE_PIPELINE_VALIDATE_H_
 
@@ -16,17 +17,24 @@
 
 namespace sluice::engine {
 
-// Everything ValidatePipeline checks except that map functions exist; for processes (the
+// Everything ValidatePipeline checks except that functions exist; for processes (the
 // dispatcher) that may not have the workers' custom functions.
 [[nodiscard]] absl::Status ValidatePipelineStructure(const proto::PipelineDef& def);
 
-// Non-empty; stage 0 is a source and no other stage is; each op's fields are in range;
-// every map function is in `functions`.
+// Non-empty; stage 0 is a source and no other stage is; the top-level source does not
+// need an outer element (tfrecord without files=[...] only works inside interleave);
+// each op's fields are in range; every function named is in `functions`.
 [[nodiscard]] absl::Status ValidatePipeline(const proto::PipelineDef& def,
                                             const FunctionRegistry& functions);
 
+// The same for an interleave's nested pipeline, whose source may read the outer element.
+// `functions` may be null (structure only). Errors are prefixed "nested stage i (op)".
+[[nodiscard]] absl::Status ValidateNestedPipeline(const proto::PipelineDef& def,
+                                                  const FunctionRegistry* functions);
+
 // For DYNAMIC sharding: the source must have a split provider (be addressable by element
-// index). Also checks ValidatePipelineStructure.
+// or file index) and no stage may be one that breaks under it (cache); the error names
+// the op. Also checks ValidatePipelineStructure.
 [[nodiscard]] absl::Status ValidateSplittable(const proto::PipelineDef& def);
 
 }  // namespace sluice::engine

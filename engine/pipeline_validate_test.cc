@@ -31,10 +31,13 @@ TEST(ValidatePipelineTest, AcceptsWellFormedPipelines) {
 TEST(ValidatePipelineTest, EmptyAndMisplacedSources) {
   absl::Status empty = ValidatePipeline(proto::PipelineDef(), FunctionRegistry::Builtins());
   EXPECT_EQ(empty.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(empty.message(), "pipeline is empty: expected at least a source stage (range)");
+  EXPECT_EQ(empty.message(),
+            "pipeline is empty: expected at least a source stage (fixed_length_record, "
+            "from_tensor_slices, list_files, range, text_line, tfrecord)");
 
   EXPECT_EQ(ValidationError("map(square) | batch(2)"),
-            "stage 0 (map): the first stage must be a source (range), got map");
+            "stage 0 (map): the first stage must be a source (fixed_length_record, "
+            "from_tensor_slices, list_files, range, text_line, tfrecord), got map");
   EXPECT_EQ(ValidationError("range(3) | batch(2) | range(4)"),
             "stage 2 (range): a source may only be the first stage; range has an input here "
             "(stage 1)");
@@ -43,8 +46,10 @@ TEST(ValidatePipelineTest, EmptyAndMisplacedSources) {
   unset.add_stages();
   absl::Status s = ValidatePipeline(unset, FunctionRegistry::Builtins());
   EXPECT_EQ(s.message(),
-            "stage 1: expected an op, found none set; known ops: batch, map, range, repeat, "
-            "shuffle, take");
+            "stage 1: expected an op, found none set; known ops: batch, bucket_by_sequence_length, "
+            "cache, filter, fixed_length_record, from_tensor_slices, interleave, list_files, map, "
+            "padded_batch, parse_example, prefetch, range, repeat, shard, shuffle, skip, take, "
+            "text_line, tfrecord, unbatch");
 }
 
 TEST(ValidatePipelineTest, FieldRangesNameTheStage) {
@@ -72,7 +77,10 @@ TEST(ValidatePipelineTest, FieldRangesNameTheStage) {
 TEST(ValidatePipelineTest, MapFunctionsMustExistInTheGivenRegistry) {
   EXPECT_EQ(ValidationError("range(3) | map(cube)"),
             "stage 1 (map): unknown function 'cube'; known functions: cast_float32, "
-            "cast_float64, identity, increment, negate, square, with_square");
+            "cast_float64, cast_int32, cast_int64, decode_raw_float32, decode_raw_uint8, "
+            "identity, increment, is_even, is_odd, negate, non_empty, normalize_uint8, "
+            "split_whitespace, square, string_length, string_to_float32, string_to_int64, "
+            "with_square");
   proto::PipelineDef empty_fn = MustParse("range(3) | map(x)");
   empty_fn.mutable_stages(1)->mutable_map()->clear_function();
   EXPECT_EQ(ValidatePipeline(empty_fn, FunctionRegistry::Builtins()).message(),
@@ -91,11 +99,36 @@ TEST(ValidatePipelineStructureTest, SkipsOnlyTheFunctionLookup) {
             "stage 1 (batch): batch_size must be > 0, got 0");
 }
 
+TEST(ValidateSplittableTest, FileSourcesAndSlicesAreSplittable) {
+  EXPECT_TRUE(ValidateSplittable(MustParse("from_tensor_slices([1, 2]) | batch(2)")).ok());
+  EXPECT_TRUE(ValidateSplittable(MustParse("list_files('*.gz') | interleave(tfrecord())")).ok());
+  EXPECT_TRUE(ValidateSplittable(MustParse("tfrecord(files=['a']) | map(square)")).ok());
+  EXPECT_EQ(ValidateSplittable(MustParse("range(4) | cache()")).message(),
+            "stage 1 (cache): cache cannot run under DYNAMIC sharding: it would replay the first "
+            "repetition's splits instead of reading each repetition's own");
+}
+
+TEST(ValidatePipelineTest, ElementFedSourcesOnlyRunInsideInterleave) {
+  EXPECT_EQ(ValidationError("text_line()"),
+            "stage 0 (text_line): without files=[...] text_line reads the file named by its input "
+            "element, so it can only be the source of an interleave's nested pipeline, e.g. "
+            "list_files('/data/*') | interleave(text_line()); give files=[...] here");
+  EXPECT_EQ(ValidationError("list_files('*') | interleave(tfrecord() | batch(0))"),
+            "stage 1 (interleave): nested stage 1 (batch): batch_size must be > 0, got 0");
+  EXPECT_EQ(ValidationError("list_files('*') | interleave(tfrecord() | map(cube))"),
+            "stage 1 (interleave): nested stage 1 (map): unknown function 'cube'; known "
+            "functions: cast_float32, cast_float64, cast_int32, cast_int64, decode_raw_float32, "
+            "decode_raw_uint8, identity, increment, is_even, is_odd, negate, non_empty, "
+            "normalize_uint8, split_whitespace, square, string_length, string_to_float32, "
+            "string_to_int64, with_square");
+}
+
 TEST(ValidateSplittableTest, RangeSourcesAreSplittable) {
   EXPECT_TRUE(ValidateSplittable(MustParse("range(100) | shuffle(4) | batch(8)")).ok());
   EXPECT_EQ(ValidateSplittable(proto::PipelineDef()).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(ValidateSplittable(MustParse("map(square)")).message(),
-            "stage 0 (map): the first stage must be a source (range), got map");
+            "stage 0 (map): the first stage must be a source (fixed_length_record, "
+            "from_tensor_slices, list_files, range, text_line, tfrecord), got map");
 }
 
 }  // namespace

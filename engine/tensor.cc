@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/absl_compat.h"
@@ -25,6 +26,8 @@ std::string_view DTypeName(DType dtype) {
       return "float64";
     case DType::kUInt8:
       return "uint8";
+    case DType::kString:
+      return "string";
   }
   return "invalid";
 }
@@ -41,20 +44,75 @@ size_t DTypeSize(DType dtype) {
       return 8;
     case DType::kUInt8:
       return 1;
+    case DType::kString:
+      return 0;
   }
   return 0;
 }
 
 bool IsValidDType(uint8_t raw) {
-  return raw >= static_cast<uint8_t>(DType::kInt32) && raw <= static_cast<uint8_t>(DType::kUInt8);
+  return raw >= static_cast<uint8_t>(DType::kInt32) && raw <= static_cast<uint8_t>(DType::kString);
+}
+
+bool IsNumericDType(DType dtype) {
+  return IsValidDType(static_cast<uint8_t>(dtype)) && dtype != DType::kString;
 }
 
 absl::StatusOr<DType> ParseDType(std::string_view name) {
-  for (DType d : {DType::kInt32, DType::kInt64, DType::kFloat32, DType::kFloat64, DType::kUInt8}) {
+  for (DType d : {DType::kInt32, DType::kInt64, DType::kFloat32, DType::kFloat64, DType::kUInt8,
+                  DType::kString}) {
     if (DTypeName(d) == name) return d;
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "expected a dtype (int32, int64, float32, float64, uint8), got '", AbslView(name), "'"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("expected a dtype (int32, int64, float32, float64, uint8, string), got '",
+                   AbslView(name), "'"));
+}
+
+namespace {
+
+uint64_t OffsetAt(const std::byte* buffer, int64_t i) {
+  uint64_t v;
+  std::memcpy(&v, buffer + 8 * i, sizeof(v));
+  return v;
+}
+
+// Bytes of the offsets table of `n` strings; false when it overflows.
+bool OffsetsBytes(int64_t n, uint64_t* bytes) {
+  return n >= 0 && !__builtin_mul_overflow(static_cast<uint64_t>(n) + 1, uint64_t{8}, bytes);
+}
+
+}  // namespace
+
+absl::Status CheckStringBuffer(std::span<const std::byte> buffer, int64_t num_elements) {
+  uint64_t table;
+  if (!OffsetsBytes(num_elements, &table) || table > buffer.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("expected a string offsets table of ",
+                                                   num_elements, " + 1 entries, but the ",
+                                                   "tensor holds only ", buffer.size(), " bytes"));
+  }
+  const uint64_t region = buffer.size() - table;
+  uint64_t previous = 0;
+  for (int64_t i = 0; i <= num_elements; ++i) {
+    const uint64_t offset = OffsetAt(buffer.data(), i);
+    if ((i == 0 && offset != 0) || offset < previous || offset > region) {
+      return absl::InvalidArgumentError(absl::StrCat("expected string offset ", i, " in [",
+                                                     previous, ", ", i == 0 ? 0 : region, "], got ",
+                                                     offset));
+    }
+    previous = offset;
+  }
+  if (previous != region) {
+    return absl::InvalidArgumentError(absl::StrCat("expected the last string offset to be ", region,
+                                                   " (the byte region size), got ", previous));
+  }
+  return absl::OkStatus();
+}
+
+std::string_view StringAt(const std::byte* buffer, int64_t num_elements, int64_t i) {
+  const uint64_t begin = OffsetAt(buffer, i);
+  const uint64_t end = OffsetAt(buffer, i + 1);
+  const char* bytes = reinterpret_cast<const char*>(buffer) + 8 * (num_elements + 1);
+  return {bytes + begin, static_cast<size_t>(end - begin)};
 }
 
 absl::StatusOr<int64_t> NumElementsOf(std::span<const int64_t> shape) {
@@ -84,11 +142,16 @@ void Tensor::AlignedFree::operator()(std::byte* p) const {
 Tensor::Tensor() : Tensor(DType::kInt64, {0}, 0) {}
 
 Tensor::Tensor(DType dtype, std::vector<int64_t> shape, int64_t num_elements)
-    : dtype_(dtype), shape_(std::move(shape)), num_elements_(num_elements) {
-  size_t bytes = byte_size();
-  if (bytes > 0) {
-    data_.reset(static_cast<std::byte*>(::operator new[](bytes, std::align_val_t{kAlignment})));
-    std::memset(data_.get(), 0, bytes);
+    : Tensor(dtype, std::move(shape), num_elements,
+             dtype == DType::kString ? 8 * (static_cast<size_t>(num_elements) + 1)
+                                     : static_cast<size_t>(num_elements) * DTypeSize(dtype)) {}
+
+Tensor::Tensor(DType dtype, std::vector<int64_t> shape, int64_t num_elements, size_t byte_size)
+    : dtype_(dtype), shape_(std::move(shape)), num_elements_(num_elements), byte_size_(byte_size) {
+  if (byte_size_ > 0) {
+    data_.reset(
+        static_cast<std::byte*>(::operator new[](byte_size_, std::align_val_t{kAlignment})));
+    std::memset(data_.get(), 0, byte_size_);
   }
 }
 
@@ -100,7 +163,8 @@ absl::StatusOr<Tensor> Tensor::Create(DType dtype, std::vector<int64_t> shape) {
   auto n = NumElementsOf(shape);
   if (!n.ok()) return n.status();
   // Keep byte sizes representable as int64 so callers can do signed arithmetic on them.
-  if (*n > std::numeric_limits<int64_t>::max() / static_cast<int64_t>(DTypeSize(dtype))) {
+  const int64_t per_element = dtype == DType::kString ? 8 : DTypeSize(dtype);
+  if (*n >= std::numeric_limits<int64_t>::max() / per_element) {
     return absl::InvalidArgumentError(
         absl::StrCat("tensor of shape ", ShapeString(shape), " is too large"));
   }
@@ -119,7 +183,60 @@ int64_t Tensor::CheckedNumElements(std::span<const int64_t> shape, size_t value_
   return *n;
 }
 
-Tensor::Tensor(const Tensor& other) : Tensor(other.dtype_, other.shape_, other.num_elements_) {
+Tensor Tensor::FromStrings(std::vector<int64_t> shape, std::span<const std::string_view> values) {
+  const int64_t n = CheckedNumElements(shape, values.size());
+  size_t total = 0;
+  for (std::string_view v : values) total += v.size();
+  const size_t table = 8 * (values.size() + 1);
+  Tensor t(DType::kString, std::move(shape), n, table + total);
+  std::byte* out = t.mutable_data();
+  uint64_t offset = 0;
+  for (size_t i = 0; i < values.size(); ++i) {
+    offset += values[i].size();
+    std::memcpy(out + 8 * (i + 1), &offset, sizeof(offset));  // offsets[0] stays 0.
+  }
+  char* bytes = reinterpret_cast<char*>(out) + table;
+  for (std::string_view v : values) {
+    if (!v.empty()) std::memcpy(bytes, v.data(), v.size());
+    bytes += v.size();
+  }
+  return t;
+}
+
+Tensor Tensor::FromStrings(std::vector<int64_t> shape, const std::vector<std::string>& values) {
+  std::vector<std::string_view> views(values.begin(), values.end());
+  return FromStrings(std::move(shape), std::span<const std::string_view>(views));
+}
+
+Tensor Tensor::StringScalar(std::string_view value) {
+  return FromStrings({}, std::span<const std::string_view>(&value, 1));
+}
+
+absl::StatusOr<Tensor> Tensor::FromBuffer(DType dtype, std::vector<int64_t> shape,
+                                          std::span<const std::byte> bytes) {
+  absl::StatusOr<Tensor> empty = Create(dtype, shape);
+  if (!empty.ok()) return empty.status();
+  if (dtype == DType::kString) {
+    if (absl::Status s = CheckStringBuffer(bytes, empty->num_elements()); !s.ok()) return s;
+  } else if (bytes.size() != empty->byte_size()) {
+    return absl::InvalidArgumentError(absl::StrCat("expected ", empty->byte_size(), " bytes for ",
+                                                   AbslView(DTypeName(dtype)), ShapeString(shape),
+                                                   ", got ", bytes.size()));
+  }
+  Tensor t(dtype, std::move(shape), empty->num_elements(), bytes.size());
+  if (!bytes.empty()) std::memcpy(t.mutable_data(), bytes.data(), bytes.size());
+  return t;
+}
+
+std::vector<std::string_view> Tensor::string_values() const {
+  std::vector<std::string_view> out;
+  out.reserve(static_cast<size_t>(num_elements_));
+  for (int64_t i = 0; i < num_elements_; ++i) out.push_back(string_value(i));
+  return out;
+}
+
+Tensor::Tensor(const Tensor& other)
+    : Tensor(other.dtype_, other.shape_, other.num_elements_, other.byte_size_) {
   if (other.byte_size() > 0) std::memcpy(data_.get(), other.data_.get(), other.byte_size());
 }
 
@@ -132,24 +249,38 @@ Tensor::Tensor(Tensor&& other) noexcept
     : dtype_(other.dtype_),
       shape_(std::move(other.shape_)),
       num_elements_(std::exchange(other.num_elements_, 0)),
+      byte_size_(std::exchange(other.byte_size_, 0)),
       data_(std::move(other.data_)) {}
 
 Tensor& Tensor::operator=(Tensor&& other) noexcept {
   dtype_ = other.dtype_;
   shape_ = std::move(other.shape_);
   num_elements_ = std::exchange(other.num_elements_, 0);
+  byte_size_ = std::exchange(other.byte_size_, 0);
   data_ = std::move(other.data_);
   return *this;
 }
 
 bool operator==(const Tensor& a, const Tensor& b) {
-  return a.dtype_ == b.dtype_ && a.shape_ == b.shape_ &&
-         (a.byte_size() == 0 || std::memcmp(a.data(), b.data(), a.byte_size()) == 0);
+  // String buffers are canonical (offsets[0] == 0, bytes packed), so bytes decide equality.
+  return a.dtype_ == b.dtype_ && a.shape_ == b.shape_ && a.byte_size_ == b.byte_size_ &&
+         (a.byte_size_ == 0 || std::memcmp(a.data(), b.data(), a.byte_size_) == 0);
 }
 
 std::string Tensor::DebugString() const {
   constexpr int64_t kMaxShown = 16;
   std::string out = absl::StrCat(AbslView(DTypeName(dtype_)), ShapeString(shape_), "{");
+  if (dtype_ == DType::kString) {
+    for (int64_t i = 0; i < num_elements_ && i < kMaxShown; ++i) {
+      if (i > 0) out += ", ";
+      constexpr size_t kMaxBytes = 64;
+      const std::string_view v = string_value(i);
+      absl::StrAppend(&out, "\"", absl::CHexEscape(AbslView(v.substr(0, kMaxBytes))),
+                      v.size() > kMaxBytes ? "\"..." : "\"");
+    }
+    if (num_elements_ > kMaxShown) out += ", ...";
+    return out + "}";
+  }
   VisitDType(dtype_, [&](auto tag) {
     using T = typename decltype(tag)::type;
     auto v = values<T>();

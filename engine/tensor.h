@@ -8,7 +8,15 @@
 //   std::vector<float> v = {1, 2, 3, 4, 5, 6};
 //   Tensor m = Tensor::FromVector<float>({2, 3}, v);
 //   for (float x : m.values<float>()) { ... }
-//   Element e = {s, m};
+//   Tensor names = Tensor::FromStrings({2}, std::vector<std::string>{"ada", "bob"});
+//   std::string_view first = names.string_value(0);
+//   Element e = {s, m, names};
+//
+// String tensors (DType::kString) hold N variable-length byte strings (any bytes, not
+// necessarily UTF-8) in the same single buffer, laid out exactly as on the wire (see
+// batch_layout.h): N + 1 little-endian uint64 offsets, then the bytes of all strings
+// back to back; string i is bytes [offsets[i], offsets[i + 1]) of the byte region, and
+// offsets[0] == 0. byte_size() is 8 * (N + 1) + total string bytes.
 #ifndef SLUICE_ENGINE_TENSOR_H_
 #define SLUICE_ENGINE_TENSOR_H_
 
@@ -28,17 +36,36 @@
 
 namespace sluice::engine {
 
-enum class DType : uint8_t { kInt32 = 1, kInt64 = 2, kFloat32 = 3, kFloat64 = 4, kUInt8 = 5 };
+enum class DType : uint8_t {
+  kInt32 = 1,
+  kInt64 = 2,
+  kFloat32 = 3,
+  kFloat64 = 4,
+  kUInt8 = 5,
+  // Variable-length byte strings; see the layout above. Batch layout version 2 and later.
+  kString = 6,
+};
 
-// "int32", "int64", "float32", "float64", "uint8"; "invalid" for values outside the enum
-// (possible when a DType was cast from untrusted bytes).
+// "int32", "int64", "float32", "float64", "uint8", "string"; "invalid" for values outside
+// the enum (possible when a DType was cast from untrusted bytes).
 std::string_view DTypeName(DType dtype);
-// Bytes per element; 0 for values outside the enum.
+// Bytes per element; 0 for kString (no fixed size) and for values outside the enum.
 size_t DTypeSize(DType dtype);
 // Inverse of DTypeName.
 [[nodiscard]] absl::StatusOr<DType> ParseDType(std::string_view name);
-// True for the five enumerators; use before trusting a DType decoded from bytes.
+// True for the six enumerators; use before trusting a DType decoded from bytes.
 bool IsValidDType(uint8_t raw);
+// True for every valid dtype except kString.
+bool IsNumericDType(DType dtype);
+
+// Checks that `buffer` is a well-formed string-tensor buffer of `num_elements` strings
+// (offsets table present, offsets[0] == 0, non-decreasing, last == byte region size).
+// Safe on untrusted bytes; `buffer` must be 8-byte aligned. InvalidArgument naming the
+// first bad offset.
+[[nodiscard]] absl::Status CheckStringBuffer(std::span<const std::byte> buffer,
+                                             int64_t num_elements);
+// String i of a buffer that passed CheckStringBuffer.
+std::string_view StringAt(const std::byte* buffer, int64_t num_elements, int64_t i);
 
 template <typename T>
 struct DTypeOf;
@@ -69,7 +96,8 @@ concept TensorValue = requires {
 };
 
 // Calls fn(std::type_identity<T>{}) with the C++ type of `dtype`, so element-wise code is
-// written once as a generic lambda. `dtype` must be valid.
+// written once as a generic lambda. `dtype` must be numeric (IsNumericDType): check for
+// kString first, string values are reached through string_value().
 template <typename Fn>
 decltype(auto) VisitDType(DType dtype, Fn&& fn) {
   switch (dtype) {
@@ -83,8 +111,10 @@ decltype(auto) VisitDType(DType dtype, Fn&& fn) {
       return fn(std::type_identity<double>{});
     case DType::kUInt8:
       return fn(std::type_identity<uint8_t>{});
+    case DType::kString:
+      break;
   }
-  assert(false && "VisitDType: invalid dtype");
+  assert(false && "VisitDType: needs a numeric dtype");
   return fn(std::type_identity<uint8_t>{});
 }
 
@@ -102,7 +132,8 @@ class Tensor {
   // int64 tensor of shape [0] (no elements); exists so containers can default-construct.
   Tensor();
 
-  // A zero-filled tensor; InvalidArgument for negative dims or overflowing sizes.
+  // A zero-filled tensor (all empty strings for kString); InvalidArgument for negative dims
+  // or overflowing sizes.
   [[nodiscard]] static absl::StatusOr<Tensor> Create(DType dtype, std::vector<int64_t> shape);
 
   template <TensorValue T>
@@ -126,6 +157,17 @@ class Tensor {
     return FromVector<T>(std::move(shape), std::span<const T>(values));
   }
 
+  // A kString tensor. Precondition (aborts otherwise): values.size() == product(shape).
+  static Tensor FromStrings(std::vector<int64_t> shape, std::span<const std::string_view> values);
+  static Tensor FromStrings(std::vector<int64_t> shape, const std::vector<std::string>& values);
+  static Tensor StringScalar(std::string_view value);
+
+  // A copy of `bytes` in the tensor's buffer form (see above). InvalidArgument when the size
+  // does not match product(shape) * dtype size, or a string buffer is malformed
+  // (CheckStringBuffer; `bytes` must then be 8-byte aligned).
+  [[nodiscard]] static absl::StatusOr<Tensor> FromBuffer(DType dtype, std::vector<int64_t> shape,
+                                                         std::span<const std::byte> bytes);
+
   Tensor(const Tensor& other);
   Tensor& operator=(const Tensor& other);
   // A moved-from tensor holds no bytes; only assign to or destroy it.
@@ -136,7 +178,9 @@ class Tensor {
   DType dtype() const { return dtype_; }
   const std::vector<int64_t>& shape() const { return shape_; }
   int64_t num_elements() const { return num_elements_; }
-  size_t byte_size() const { return static_cast<size_t>(num_elements_) * DTypeSize(dtype_); }
+  // Buffer size: num_elements() * DTypeSize(dtype()) for numeric tensors, offsets table plus
+  // string bytes for kString.
+  size_t byte_size() const { return byte_size_; }
   // Null when byte_size() == 0.
   const std::byte* data() const { return data_.get(); }
   std::byte* mutable_data() { return data_.get(); }
@@ -152,7 +196,16 @@ class Tensor {
     return {reinterpret_cast<T*>(data_.get()), static_cast<size_t>(num_elements_)};
   }
 
-  // "int64[2, 3]{0, 1, 2, 3, 4, 5}", values elided after the first 16.
+  // String i (0 <= i < num_elements()) of a kString tensor; valid while the tensor lives.
+  std::string_view string_value(int64_t i) const {
+    assert(dtype_ == DType::kString && "Tensor::string_value: not a string tensor");
+    assert(i >= 0 && i < num_elements_ && "Tensor::string_value: index out of range");
+    return StringAt(data_.get(), num_elements_, i);
+  }
+  std::vector<std::string_view> string_values() const;
+
+  // "int64[2, 3]{0, 1, 2, 3, 4, 5}", values elided after the first 16; strings are quoted
+  // and C-escaped: string[2]{"a", "b\n"}.
   std::string DebugString() const;
 
   // Same dtype, shape and bytes.
@@ -163,12 +216,16 @@ class Tensor {
     void operator()(std::byte* p) const;
   };
 
+  // Zero-filled buffer of the size the dtype needs for `num_elements` (empty strings).
   Tensor(DType dtype, std::vector<int64_t> shape, int64_t num_elements);
+  // Zero-filled buffer of exactly `byte_size` bytes.
+  Tensor(DType dtype, std::vector<int64_t> shape, int64_t num_elements, size_t byte_size);
   static int64_t CheckedNumElements(std::span<const int64_t> shape, size_t value_count);
 
   DType dtype_;
   std::vector<int64_t> shape_;
   int64_t num_elements_;
+  size_t byte_size_;
   std::unique_ptr<std::byte[], AlignedFree> data_;
 };
 

@@ -1,6 +1,8 @@
 #include "engine/tensor.h"
 
 #include <cstdint>
+#include <cstring>
+#include <string>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -20,7 +22,7 @@ TEST(DTypeTest, NamesSizesAndParseRoundTrip) {
   };
   for (const Case& c : {Case{DType::kInt32, "int32", 4}, Case{DType::kInt64, "int64", 8},
                         Case{DType::kFloat32, "float32", 4}, Case{DType::kFloat64, "float64", 8},
-                        Case{DType::kUInt8, "uint8", 1}}) {
+                        Case{DType::kUInt8, "uint8", 1}, Case{DType::kString, "string", 0}}) {
     EXPECT_EQ(DTypeName(c.dtype), c.name);
     EXPECT_EQ(DTypeSize(c.dtype), c.size);
     absl::StatusOr<DType> parsed = ParseDType(c.name);
@@ -29,7 +31,10 @@ TEST(DTypeTest, NamesSizesAndParseRoundTrip) {
     EXPECT_TRUE(IsValidDType(static_cast<uint8_t>(c.dtype)));
   }
   EXPECT_FALSE(IsValidDType(0));
-  EXPECT_FALSE(IsValidDType(6));
+  EXPECT_FALSE(IsValidDType(7));
+  EXPECT_TRUE(IsNumericDType(DType::kUInt8));
+  EXPECT_FALSE(IsNumericDType(DType::kString));
+  EXPECT_FALSE(IsNumericDType(static_cast<DType>(9)));
   EXPECT_EQ(DTypeName(static_cast<DType>(9)), "invalid");
   EXPECT_EQ(DTypeSize(static_cast<DType>(9)), 0u);
 }
@@ -38,7 +43,7 @@ TEST(DTypeTest, ParseRejectsUnknownNamesListingValidOnes) {
   absl::StatusOr<DType> parsed = ParseDType("int16");
   EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(parsed.status().message(),
-            "expected a dtype (int32, int64, float32, float64, uint8), got 'int16'");
+            "expected a dtype (int32, int64, float32, float64, uint8, string), got 'int16'");
 }
 
 TEST(DTypeTest, DTypeOfMatchesCppTypes) {
@@ -129,6 +134,72 @@ TEST(TensorTest, DebugStringShowsDtypeShapeAndLeadingValues) {
             "int32[20]{7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, ...}");
   EXPECT_EQ(ElementDebugString({Tensor::Scalar<int32_t>(1), Tensor::Scalar<float>(0.5f)}),
             "(int32[]{1}, float32[]{0.5})");
+}
+
+TEST(StringTensorTest, HoldsArbitraryBytesInTheDocumentedLayout) {
+  const std::string binary("a\0\xff", 3);
+  Tensor t = Tensor::FromStrings({2, 2}, std::vector<std::string>{"ada", "", binary, "bob"});
+  EXPECT_EQ(t.dtype(), DType::kString);
+  EXPECT_EQ(t.num_elements(), 4);
+  EXPECT_EQ(t.string_value(0), "ada");
+  EXPECT_EQ(t.string_value(1), "");
+  EXPECT_EQ(t.string_value(2), binary);
+  EXPECT_THAT(t.string_values(), ElementsAre("ada", "", binary, "bob"));
+  // 5 offsets (0, 3, 3, 6, 9) then the 9 string bytes.
+  EXPECT_EQ(t.byte_size(), 5u * 8 + 9);
+  std::vector<uint64_t> offsets(5);
+  std::memcpy(offsets.data(), t.data(), 40);
+  EXPECT_THAT(offsets, ElementsAre(0, 3, 3, 6, 9));
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(t.data()) + 40, 9),
+            std::string("ada") + binary + "bob");
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(t.data()) % Tensor::kAlignment, 0u);
+  EXPECT_TRUE(CheckStringBuffer({t.data(), t.byte_size()}, 4).ok());
+}
+
+TEST(StringTensorTest, CreateGivesEmptyStringsAndCopiesCompareByValue) {
+  absl::StatusOr<Tensor> empty = Tensor::Create(DType::kString, {3});
+  ASSERT_TRUE(empty.ok()) << empty.status();
+  EXPECT_THAT(empty->string_values(), ElementsAre("", "", ""));
+  EXPECT_EQ(empty->byte_size(), 32u);
+  EXPECT_EQ(*empty, Tensor::FromStrings({3}, std::vector<std::string>{"", "", ""}));
+
+  Tensor a = Tensor::StringScalar("hello");
+  EXPECT_TRUE(a.shape().empty());
+  Tensor b = a;
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a.data(), b.data());
+  EXPECT_EQ(b.string_value(0), "hello");
+  EXPECT_FALSE(a == Tensor::StringScalar("hellp"));
+  EXPECT_FALSE(a == Tensor::FromStrings({1}, std::vector<std::string>{"hello"}));
+  Tensor moved = std::move(b);
+  EXPECT_EQ(moved.string_value(0), "hello");
+  EXPECT_EQ(b.byte_size(), 0u);  // NOLINT(bugprone-use-after-move): documented state.
+}
+
+TEST(StringTensorTest, DebugStringQuotesAndEscapes) {
+  EXPECT_EQ(Tensor::FromStrings({2}, std::vector<std::string>{"a", "b\n\"c"}).DebugString(),
+            "string[2]{\"a\", \"b\\n\\\"c\"}");
+}
+
+TEST(StringTensorTest, CheckStringBufferRejectsBadOffsets) {
+  Tensor t = Tensor::FromStrings({2}, std::vector<std::string>{"ab", "cde"});
+  std::vector<std::byte> buf(t.data(), t.data() + t.byte_size());
+  auto set = [&](int i, uint64_t v) { std::memcpy(buf.data() + 8 * i, &v, 8); };
+  auto check = [&](int64_t n) { return CheckStringBuffer(buf, n); };
+  EXPECT_TRUE(check(2).ok());
+  EXPECT_EQ(check(5).message(),
+            "expected a string offsets table of 5 + 1 entries, but the tensor holds only 29 bytes");
+  set(1, 4);
+  set(2, 3);
+  EXPECT_EQ(check(2).message(), "expected string offset 2 in [4, 5], got 3");
+  set(1, 2);
+  set(2, 4);
+  EXPECT_EQ(check(2).message(),
+            "expected the last string offset to be 5 (the byte region size), got 4");
+  set(0, 1);
+  EXPECT_EQ(check(2).message(), "expected string offset 0 in [0, 0], got 1");
+  EXPECT_FALSE(CheckStringBuffer(buf, -1).ok());
+  EXPECT_FALSE(CheckStringBuffer(buf, INT64_MAX).ok());
 }
 
 TEST(TensorDeathTest, FromVectorWithWrongValueCountAborts) {

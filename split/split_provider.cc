@@ -4,8 +4,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "engine/io/data_roots.h"
+#include "engine/ops/from_tensor_slices_op.h"
+#include "engine/ops/list_files_op.h"
 #include "engine/ops/range_op.h"
 #include "engine/pipeline_validate.h"
+#include "engine/random.h"
 
 namespace sluice::split {
 namespace {
@@ -38,13 +42,35 @@ class IndexSplitProvider : public SplitProvider {
   int64_t next_ = 0;
 };
 
+// Index splits over a file list that also carry the files' names.
+class FileNameSplitProvider : public SplitProvider {
+ public:
+  FileNameSplitProvider(std::vector<std::string> files, int64_t files_per_split)
+      : files_(std::move(files)), indices_(static_cast<int64_t>(files_.size()), files_per_split) {}
+
+  absl::Status GetNext(proto::Split* split, bool* end_of_splits) override {
+    SLUICE_RETURN_IF_ERROR(indices_.GetNext(split, end_of_splits));
+    if (*end_of_splits) return absl::OkStatus();
+    split->clear_files();
+    for (int64_t i = split->begin(); i < split->end(); ++i) split->add_files(files_[i]);
+    return absl::OkStatus();
+  }
+
+  void Reset() override { indices_.Reset(); }
+
+ private:
+  const std::vector<std::string> files_;
+  IndexSplitProvider indices_;
+};
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<SplitProvider>> CreateSplitProvider(const proto::PipelineDef& def,
                                                                    const SplitOptions& options) {
-  if (options.elements_per_split <= 0) {
+  if (options.elements_per_split <= 0 || options.files_per_split <= 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat("elements_per_split must be > 0, got ", options.elements_per_split));
+        absl::StrCat("elements_per_split and files_per_split must be > 0, got ",
+                     options.elements_per_split, " and ", options.files_per_split));
   }
   SLUICE_RETURN_IF_ERROR(engine::ValidateSplittable(def));
   const proto::Stage& source = def.stages(0);
@@ -54,7 +80,47 @@ absl::StatusOr<std::unique_ptr<SplitProvider>> CreateSplitProvider(const proto::
       SLUICE_ASSIGN_OR_RETURN(int64_t length, engine::RangeLength(source.range()));
       return std::make_unique<IndexSplitProvider>(length, options.elements_per_split);
     }
-    default:
+    case proto::Stage::kFromTensorSlices: {
+      SLUICE_ASSIGN_OR_RETURN(int64_t length,
+                              engine::FromTensorSlicesLength(source.from_tensor_slices()));
+      return std::make_unique<IndexSplitProvider>(length, options.elements_per_split);
+    }
+    case proto::Stage::kTfrecord:
+      return std::make_unique<IndexSplitProvider>(source.tfrecord().files_size(),
+                                                  options.files_per_split);
+    case proto::Stage::kTextLine:
+      return std::make_unique<IndexSplitProvider>(source.text_line().files_size(),
+                                                  options.files_per_split);
+    case proto::Stage::kFixedLengthRecord:
+      return std::make_unique<IndexSplitProvider>(source.fixed_length_record().files_size(),
+                                                  options.files_per_split);
+    case proto::Stage::kListFiles: {
+      const proto::ListFilesOp& op = source.list_files();
+      SLUICE_ASSIGN_OR_RETURN(std::vector<std::string> sorted,
+                              engine::GlobDataFiles(op.pattern(), options.data_roots));
+      // Unseeded shuffles are random per provider, like a worker's unseeded list_files.
+      SLUICE_ASSIGN_OR_RETURN(
+          std::vector<std::string> files,
+          engine::ListFilesPass(op, std::move(sorted), options.repetition, engine::RandomSeed()));
+      return std::make_unique<FileNameSplitProvider>(std::move(files), options.files_per_split);
+    }
+    // Not sources, or not splittable: ValidateSplittable has refused them already.
+    case proto::Stage::kMap:
+    case proto::Stage::kBatch:
+    case proto::Stage::kRepeat:
+    case proto::Stage::kTake:
+    case proto::Stage::kShuffle:
+    case proto::Stage::kFilter:
+    case proto::Stage::kPrefetch:
+    case proto::Stage::kInterleave:
+    case proto::Stage::kParseExample:
+    case proto::Stage::kPaddedBatch:
+    case proto::Stage::kBucketBySequenceLength:
+    case proto::Stage::kCache:
+    case proto::Stage::kSkip:
+    case proto::Stage::kShard:
+    case proto::Stage::kUnbatch:
+    case proto::Stage::OP_NOT_SET:
       break;
   }
   return absl::UnimplementedError(absl::StrCat("source op field ",

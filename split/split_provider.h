@@ -13,12 +13,27 @@
 //
 // Splits are chunks of many elements, not one element each: one request per
 // element (tf.data's original scheme) makes the dispatcher the bottleneck.
+//
+// What a split holds, per source op:
+//   range, from_tensor_slices      element indices [begin, end)
+//   tfrecord / text_line / fixed_length_record with files=[...]
+//                                  file indices [begin, end) into that list
+//   list_files                     file indices [begin, end) into the pass's file list,
+//                                  plus the names of those files (Split.files)
+// list_files splits carry the names because the list comes from globbing a file
+// system: the dispatcher globs (under SplitOptions::data_roots, so it must see the same
+// files as the workers, e.g. a shared mount) and orders the files once, and workers read
+// exactly the names they are handed. Had workers globbed too, a file added or a mount
+// differing between dispatcher and worker would silently shift every index. Workers
+// still check each name against the pattern and their own data roots.
 // Thread-compatible: the dispatcher serialises calls.
 #ifndef SLUICE_SPLIT_SPLIT_PROVIDER_H_
 #define SLUICE_SPLIT_SPLIT_PROVIDER_H_
 
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -37,12 +52,22 @@ class SplitProvider {
 };
 
 struct SplitOptions {
-  // Elements per split; the last split of a pass may be shorter. Must be > 0.
+  // Elements per split (range, from_tensor_slices); the last split of a pass may be
+  // shorter. Must be > 0.
   int64_t elements_per_split = 256;
+  // Files per split for file sources (list_files, readers with files=[...]). Must be > 0.
+  int64_t files_per_split = 1;
+  // Where list_files may glob (engine/io/data_roots.h); empty refuses list_files.
+  std::vector<std::string> data_roots;
+  // The pass this provider serves; reshuffles list_files(shuffle=true) per pass as a
+  // worker-side list_files would (Reset() replays the same pass).
+  int64_t repetition = 0;
 };
 
 // A provider for the pipeline's source. InvalidArgument when the pipeline is invalid, the
-// source has no split provider (see engine::ValidateSplittable), or elements_per_split <= 0.
+// source has no split provider or a stage cannot run under DYNAMIC sharding (see
+// engine::ValidateSplittable), or a per-split count is <= 0. For list_files, the glob's
+// errors (PermissionDenied outside the data roots, NotFound when nothing matches).
 [[nodiscard]] absl::StatusOr<std::unique_ptr<SplitProvider>> CreateSplitProvider(
     const proto::PipelineDef& def, const SplitOptions& options);
 

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/ops/range_op.h"
 #include "engine/pipeline_text.h"
+#include "engine/test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -115,7 +116,8 @@ TEST(SplitProviderTest, RejectsBadOptionsAndPipelines) {
   absl::StatusOr<std::unique_ptr<SplitProvider>> zero =
       CreateSplitProvider(MustParse("range(5)"), SplitOptions{.elements_per_split = 0});
   EXPECT_EQ(zero.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(zero.status().message(), "elements_per_split must be > 0, got 0");
+  EXPECT_EQ(zero.status().message(),
+            "elements_per_split and files_per_split must be > 0, got 0 and 1");
 
   absl::StatusOr<std::unique_ptr<SplitProvider>> no_source =
       CreateSplitProvider(MustParse("map(square)"), SplitOptions{});
@@ -125,6 +127,59 @@ TEST(SplitProviderTest, RejectsBadOptionsAndPipelines) {
   absl::StatusOr<std::unique_ptr<SplitProvider>> bad_step =
       CreateSplitProvider(MustParse("range(0, 5, 0)"), SplitOptions{});
   EXPECT_EQ(bad_step.status().message(), "stage 0 (range): step must be != 0, got 0");
+}
+
+TEST(SplitProviderTest, FromTensorSlicesSplitsByElementAndReadersByFile) {
+  absl::StatusOr<std::unique_ptr<SplitProvider>> slices = CreateSplitProvider(
+      MustParse("from_tensor_slices([1, 2, 3, 4, 5])"), SplitOptions{.elements_per_split = 2});
+  ASSERT_TRUE(slices.ok()) << slices.status();
+  std::vector<int64_t> ends;
+  for (const proto::Split& s : AllSplits(**slices)) ends.push_back(s.end());
+  EXPECT_THAT(ends, ElementsAre(2, 4, 5));
+
+  absl::StatusOr<std::unique_ptr<SplitProvider>> files =
+      CreateSplitProvider(MustParse("tfrecord(files=['a', 'b', 'c']) | batch(2)"),
+                          SplitOptions{.elements_per_split = 100, .files_per_split = 2});
+  ASSERT_TRUE(files.ok()) << files.status();
+  std::vector<proto::Split> splits = AllSplits(**files);
+  ASSERT_EQ(splits.size(), 2u);
+  EXPECT_EQ(splits[0].end(), 2);
+  EXPECT_EQ(splits[1].begin(), 2);
+  EXPECT_EQ(splits[1].end(), 3);
+  EXPECT_EQ(splits[0].files_size(), 0);
+}
+
+TEST(SplitProviderTest, ListFilesSplitsCarryTheFileNames) {
+  engine::testing::TempDir dir;
+  for (const char* f : {"b.gz", "a.gz", "c.gz", "skip.txt"}) {
+    engine::testing::WriteFile(dir.path() + "/" + f, "x");
+  }
+  SplitOptions options{.files_per_split = 2, .data_roots = {dir.path()}};
+  absl::StatusOr<std::unique_ptr<SplitProvider>> provider =
+      CreateSplitProvider(MustParse("list_files('*.gz')"), options);
+  ASSERT_TRUE(provider.ok()) << provider.status();
+  std::vector<proto::Split> splits = AllSplits(**provider);
+  ASSERT_EQ(splits.size(), 2u);
+  EXPECT_THAT(splits[0].files(), ElementsAre("a.gz", "b.gz"));
+  EXPECT_EQ(splits[0].begin(), 0);
+  EXPECT_EQ(splits[0].end(), 2);
+  EXPECT_THAT(splits[1].files(), ElementsAre("c.gz"));
+
+  // Seeded shuffles depend on the repetition, like a worker's list_files.
+  auto order = [&](int64_t repetition) {
+    SplitOptions o{.files_per_split = 3, .data_roots = {dir.path()}, .repetition = repetition};
+    absl::StatusOr<std::unique_ptr<SplitProvider>> p =
+        CreateSplitProvider(MustParse("list_files('*.gz', shuffle=true, seed=11)"), o);
+    EXPECT_TRUE(p.ok()) << p.status();
+    std::vector<proto::Split> s = AllSplits(**p);
+    return std::vector<std::string>(s[0].files().begin(), s[0].files().end());
+  };
+  EXPECT_EQ(order(0), order(0));
+  EXPECT_THAT(order(1), ::testing::UnorderedElementsAre("a.gz", "b.gz", "c.gz"));
+
+  absl::StatusOr<std::unique_ptr<SplitProvider>> no_roots =
+      CreateSplitProvider(MustParse("list_files('*.gz')"), SplitOptions{});
+  EXPECT_EQ(no_roots.status().code(), absl::StatusCode::kPermissionDenied);
 }
 
 }  // namespace

@@ -14,6 +14,19 @@ nlohmann::json Values(const engine::TensorView& t) {
   return values;
 }
 
+// JSON strings must be UTF-8: invalid sequences become U+FFFD (the dump's replace handler),
+// and parsing the dump back gives a json string that later dumps without throwing.
+nlohmann::json StringValues(const engine::TensorView& t) {
+  nlohmann::json values = nlohmann::json::array();
+  for (int64_t i = 0; i < t.num_elements(); ++i) {
+    const std::string_view s = t.string_value(i);
+    values.push_back(
+        nlohmann::json::parse(nlohmann::json(std::string(s))
+                                  .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
+  }
+  return values;
+}
+
 nlohmann::json TensorValues(const engine::TensorView& t) {
   switch (t.dtype) {
     case engine::DType::kInt32:
@@ -26,6 +39,8 @@ nlohmann::json TensorValues(const engine::TensorView& t) {
       return Values<double>(t);
     case engine::DType::kUInt8:
       return Values<uint8_t>(t);
+    case engine::DType::kString:
+      return StringValues(t);
   }
   return nlohmann::json::array();
 }

@@ -23,6 +23,7 @@
 #include "engine/functions.h"
 #include "engine/pipeline_text.h"
 #include "engine/pipeline_validate.h"
+#include "engine/plugin.h"
 #include "tools/batch_output.h"
 #include "tools/status_output.h"
 
@@ -67,7 +68,8 @@ absl::StatusOr<proto::ProcessingMode> ParseMode(const std::string& text) {
 absl::StatusOr<proto::PipelineDef> ParseAndValidate(const std::string& text,
                                                     proto::ProcessingMode mode) {
   SLUICE_ASSIGN_OR_RETURN(proto::PipelineDef def, engine::ParsePipeline(text));
-  SLUICE_RETURN_IF_ERROR(engine::ValidatePipeline(def, engine::FunctionRegistry::Builtins()));
+  // Function names are checked by the dispatcher, which knows the plugins' functions.
+  SLUICE_RETURN_IF_ERROR(engine::ValidatePipelineStructure(def));
   if (mode == proto::DYNAMIC) SLUICE_RETURN_IF_ERROR(engine::ValidateSplittable(def));
   return def;
 }
@@ -124,6 +126,13 @@ int ReadAll(const transport::Address& dispatcher, const ReadFlags& flags, absl::
   return 0;
 }
 
+absl::Status LoadPlugins(const std::vector<std::string>& paths) {
+  for (const std::string& path : paths) {
+    SLUICE_RETURN_IF_ERROR(engine::LoadPlugin(path, &engine::GlobalFunctions()));
+  }
+  return absl::OkStatus();
+}
+
 // Blocks until SIGINT or SIGTERM.
 void WaitForTerminationSignal() {
   sigset_t set;
@@ -169,6 +178,13 @@ int Main(int argc, char** argv) {
                    "DYNAMIC split size in source elements")
       ->capture_default_str();
 
+  std::vector<std::string> dispatcher_plugins;
+  std::vector<std::string> dispatcher_data_roots;
+  dispatcher_cmd->add_option("--plugin", dispatcher_plugins,
+                             "Shared library of custom functions to load (repeatable)");
+  dispatcher_cmd->add_option("--data-root", dispatcher_data_roots,
+                             "Directory DYNAMIC list_files may glob (repeatable)");
+
   CLI::App* worker_cmd = app.add_subcommand("worker", "Run a data worker");
   std::string worker_dispatcher;
   int worker_port = 0;
@@ -190,6 +206,11 @@ int Main(int argc, char** argv) {
       ->add_option("--buffer-batches", worker_options.task.buffer_batches,
                    "Finished batches buffered per task")
       ->capture_default_str();
+  std::vector<std::string> worker_plugins;
+  worker_cmd->add_option("--plugin", worker_plugins,
+                         "Shared library of custom functions to load (repeatable)");
+  worker_cmd->add_option("--data-root", worker_options.task.data_roots,
+                         "Directory pipelines may read files from (repeatable; none: no files)");
 
   CLI::App* read_cmd = app.add_subcommand("read", "Read a pipeline through a running service");
   std::string read_dispatcher;
@@ -211,6 +232,12 @@ int Main(int argc, char** argv) {
   int local_workers = 2;
   ReadFlags local_flags;
   local_cmd->add_option("--workers", local_workers, "Number of workers")->capture_default_str();
+  std::vector<std::string> local_plugins;
+  std::vector<std::string> local_data_roots;
+  local_cmd->add_option("--plugin", local_plugins,
+                        "Shared library of custom functions to load (repeatable)");
+  local_cmd->add_option("--data-root", local_data_roots,
+                        "Directory pipelines may read files from (repeatable)");
   AddReadFlags(local_cmd, local_flags);
 
   try {
@@ -222,8 +249,13 @@ int Main(int argc, char** argv) {
   absl::StatusOr<absl::Duration> timeout = ParseDurationFlag("timeout", timeout_text);
   if (!timeout.ok()) return Fail(timeout.status(), "");
 
+  const std::vector<std::string>& plugins = dispatcher_cmd->parsed() ? dispatcher_plugins
+                                            : worker_cmd->parsed()   ? worker_plugins
+                                                                     : local_plugins;
+  if (absl::Status loaded = LoadPlugins(plugins); !loaded.ok()) return Fail(loaded, "");
   if (dispatcher_cmd->parsed()) {
     control::DispatcherOptions options;
+    options.config.data_roots = dispatcher_data_roots;
     options.bind =
         transport::Address{scheme, dispatcher_host, static_cast<uint16_t>(dispatcher_port)};
     options.config.elements_per_split = elements_per_split;
@@ -275,6 +307,8 @@ int Main(int argc, char** argv) {
   control::LocalClusterOptions options;
   options.num_workers = local_workers;
   options.scheme = scheme;
+  options.worker.task.data_roots = local_data_roots;
+  options.dispatcher.config.data_roots = local_data_roots;
   auto cluster = control::LocalCluster::Start(options);
   if (!cluster.ok()) return Fail(cluster.status(), "local");
   if (local_flags.format == "summary") {

@@ -36,6 +36,17 @@ absl::StatusOr<Element> StackElements(std::span<const Element> rows) {
   for (size_t c = 0; c < first.size(); ++c) {
     std::vector<int64_t> shape = {static_cast<int64_t>(rows.size())};
     shape.insert(shape.end(), first[c].shape().begin(), first[c].shape().end());
+    if (first[c].dtype() == DType::kString) {
+      std::vector<std::string_view> strings;
+      strings.reserve(rows.size() * static_cast<size_t>(first[c].num_elements()));
+      for (const Element& row : rows) {
+        for (int64_t i = 0; i < row[c].num_elements(); ++i) {
+          strings.push_back(row[c].string_value(i));
+        }
+      }
+      out.push_back(Tensor::FromStrings(std::move(shape), strings));
+      continue;
+    }
     SLUICE_ASSIGN_OR_RETURN(Tensor stacked, Tensor::Create(first[c].dtype(), std::move(shape)));
     const size_t row_bytes = first[c].byte_size();
     if (row_bytes > 0) {

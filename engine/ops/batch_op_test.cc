@@ -1,5 +1,6 @@
 #include "engine/ops/batch_op.h"
 
+#include <string>
 #include <vector>
 
 #include "engine/test_util.h"
@@ -27,6 +28,18 @@ TEST(StackElementsTest, StacksEachComponentAlongANewLeadingDim) {
   EXPECT_THAT((*out)[0].values<float>(), ElementsAre(1, 2, 3, 4, 5, 6));
   EXPECT_THAT((*out)[1].shape(), ElementsAre(3));
   EXPECT_THAT((*out)[1].values<int32_t>(), ElementsAre(7, 8, 9));
+}
+
+TEST(StackElementsTest, StacksStringComponents) {
+  std::vector<Element> rows = {
+      {Tensor::FromStrings({2}, std::vector<std::string>{"a", "bc"})},
+      {Tensor::FromStrings({2}, std::vector<std::string>{"", "def"})},
+  };
+  absl::StatusOr<Element> out = StackElements(rows);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].dtype(), DType::kString);
+  EXPECT_THAT((*out)[0].shape(), ElementsAre(2, 2));
+  EXPECT_THAT((*out)[0].string_values(), ElementsAre("a", "bc", "", "def"));
 }
 
 TEST(StackElementsTest, RejectsMismatchedRows) {

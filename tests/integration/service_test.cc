@@ -4,6 +4,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -32,18 +34,25 @@ std::string Binary() {
 // A dispatcher and N workers, each its own process.
 class Cluster {
  public:
-  explicit Cluster(int workers) {
-    dispatcher_ = std::make_unique<Subprocess>(
-        std::vector<std::string>{Binary(), "--transport", Scheme(), "dispatcher", "--port", "0",
-                                 "--host", "127.0.0.1", "--elements-per-split", "100"});
+  // `data_root`: given to the dispatcher and every worker as --data-root.
+  explicit Cluster(int workers, const std::string& data_root = "") {
+    std::vector<std::string> roots;
+    if (!data_root.empty()) roots = {"--data-root", data_root};
+    std::vector<std::string> argv = {
+        Binary(), "--transport", Scheme(),    "dispatcher",           "--port",
+        "0",      "--host",      "127.0.0.1", "--elements-per-split", "100"};
+    argv.insert(argv.end(), roots.begin(), roots.end());
+    dispatcher_ = std::make_unique<Subprocess>(argv);
     std::string line = dispatcher_->WaitForOutput("listening on", absl::Seconds(20));
     EXPECT_FALSE(line.empty()) << dispatcher_->stderr_text();
     size_t start = line.find(Scheme() + "://");
     address_ = line.substr(start, line.find(' ', start) - start);
     for (int i = 0; i < workers; ++i) {
-      auto worker = std::make_unique<Subprocess>(std::vector<std::string>{
-          Binary(), "worker", "--dispatcher", address_, "--host", "127.0.0.1", "--advertise-host",
-          "127.0.0.1", "--slab-bytes", "1048576", "--slabs", "8"});
+      std::vector<std::string> worker_argv = {
+          Binary(),           "worker",    "--dispatcher", address_,  "--host",  "127.0.0.1",
+          "--advertise-host", "127.0.0.1", "--slab-bytes", "1048576", "--slabs", "8"};
+      worker_argv.insert(worker_argv.end(), roots.begin(), roots.end());
+      auto worker = std::make_unique<Subprocess>(worker_argv);
       EXPECT_FALSE(worker->WaitForOutput("serving at", absl::Seconds(20)).empty())
           << worker->stderr_text();
       workers_.push_back(std::move(worker));
@@ -148,6 +157,66 @@ TEST(ServiceTest, MapFunctionsAndShuffleKeepTheMultiset) {
   std::map<int64_t, int> counts = Values(*read);
   ASSERT_EQ(counts.size(), 1000u);
   for (int64_t i = 0; i < 1000; ++i) ASSERT_EQ(counts[i * i], 1) << i;
+}
+
+// String values (TFRecord records) read by a finished `sluice read --format jsonl`.
+std::map<std::string, int> Records(Subprocess& read) {
+  EXPECT_EQ(read.Wait(absl::Seconds(120)), 0) << read.stderr_text();
+  std::map<std::string, int> counts;
+  std::istringstream lines(read.stdout_text());
+  for (std::string line; std::getline(lines, line);) {
+    nlohmann::json batch = nlohmann::json::parse(line);
+    EXPECT_EQ(batch["tensors"][0]["dtype"], "string");
+    for (const auto& v : batch["tensors"][0]["values"]) ++counts[v.get<std::string>()];
+  }
+  return counts;
+}
+
+int64_t Total(const std::map<std::string, int>& counts) {
+  int64_t n = 0;
+  for (const auto& [v, c] : counts) n += c;
+  return n;
+}
+
+// The 12 GZIP TFRecord shards written by TFX (../shared/testdata, PROVENANCE.md: 5,091
+// records in all), read by 3 worker processes.
+class TaxiShardsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const char* root = std::getenv("SLUICE_TESTDATA");
+    if (root == nullptr || access(root, R_OK) != 0) {
+      GTEST_SKIP() << "SLUICE_TESTDATA (../shared/testdata) is not available";
+    }
+    root_ = root;
+  }
+  static constexpr const char* kPipeline =
+      "list_files('tfrecord/tfx/tfx/components/testdata/csv_example_gen/Split-eval/*.gz') "
+      "| interleave(tfrecord(compression='gzip'), cycle_length=2) | batch(64)";
+  std::string root_;
+};
+
+TEST_F(TaxiShardsTest, DynamicReadsEveryRecordOnceAndOffReadsThemPerWorker) {
+  std::map<std::string, int> reference;
+  {
+    Cluster one(1, root_);
+    auto read = StartRead(one.address(), kPipeline, "off");
+    reference = Records(*read);
+  }
+  ASSERT_EQ(Total(reference), 5091);
+  Cluster three(3, root_);
+  auto dynamic = StartRead(three.address(), kPipeline, "dynamic");
+  EXPECT_EQ(Records(*dynamic), reference) << "DYNAMIC: each record exactly once";
+  auto off = StartRead(three.address(), kPipeline, "off");
+  std::map<std::string, int> tripled = reference;
+  for (auto& [record, count] : tripled) count *= 3;
+  EXPECT_EQ(Records(*off), tripled) << "OFF: every worker reads everything";
+}
+
+TEST_F(TaxiShardsTest, WorkersRefuseFilesOutsideTheirDataRoots) {
+  Cluster cluster(1, root_ + "/tfrecord/pytorch-data");
+  auto read = StartRead(cluster.address(), "tfrecord(files=['/etc/passwd']) | batch(1)", "off");
+  EXPECT_NE(read->Wait(absl::Seconds(60)), 0);
+  EXPECT_THAT(read->stderr_text(), HasSubstr("/etc/passwd"));
 }
 
 struct BadInput {

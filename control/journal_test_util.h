@@ -1,0 +1,129 @@
+// Helpers shared by the journal tests (journal_test.cc, journal_crash_test.cc): a temporary
+// directory, sample updates, whole-session writes and byte-level file access.
+//
+//   TempDir tmp;
+//   std::string file = WriteSession(tmp.dir(), SomeUpdates(1, 10));
+//   ExpectUpdates(Recover(tmp.dir())->updates, SomeUpdates(1, 10));
+#ifndef SLUICE_CONTROL_JOURNAL_TEST_UTIL_H_
+#define SLUICE_CONTROL_JOURNAL_TEST_UTIL_H_
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "control/journal.h"
+#include "engine/pipeline_text.h"
+
+namespace sluice::control::journal_test {
+
+// A fresh directory under $TMPDIR (or /tmp), removed with everything in it.
+class TempDir {
+ public:
+  TempDir() {
+    const char* base = getenv("TMPDIR");
+    std::string pattern = absl::StrCat(base != nullptr && *base ? base : "/tmp", "/journal_XXXXXX");
+    path_ = mkdtemp(pattern.data()) ? pattern : "";
+    EXPECT_FALSE(path_.empty());
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  const std::string& path() const { return path_; }
+  std::string dir() const { return path_ + "/journal"; }
+
+ private:
+  std::string path_;
+};
+
+inline proto::Update Cursor(int64_t job, int64_t next) {
+  proto::Update update;
+  proto::Update::SplitCursor* cursor = update.mutable_split_cursor();
+  cursor->set_job_id(job);
+  cursor->set_repetition(job % 3);
+  cursor->set_next_split_index(next);
+  cursor->set_first_split_index(next - 1);
+  cursor->set_leased_by_task(job + 1000);
+  return update;
+}
+
+inline proto::Update Dataset(const std::string& id) {
+  proto::Update update;
+  update.mutable_register_dataset()->set_dataset_id(id);
+  auto pipeline = engine::ParsePipeline("range(1000) | map(square) | batch(8)");
+  EXPECT_TRUE(pipeline.ok()) << pipeline.status();
+  *update.mutable_register_dataset()->mutable_pipeline() = *pipeline;
+  return update;
+}
+
+// One of each kind, then cursors.
+inline std::vector<proto::Update> SomeUpdates(int64_t first_cursor, int cursors) {
+  std::vector<proto::Update> updates = {Dataset("ds1")};
+  proto::Update job;
+  job.mutable_create_job()->set_job_id(2);
+  job.mutable_create_job()->set_job_name("train");
+  job.mutable_create_job()->set_dataset_id("ds1");
+  job.mutable_create_job()->set_mode(proto::DYNAMIC);
+  job.mutable_create_job()->set_elements_per_split(256);
+  updates.push_back(job);
+  proto::Update worker;
+  worker.mutable_register_worker()->set_address("ucx://10.0.0.1:7000");
+  updates.push_back(worker);
+  proto::Update task;
+  task.mutable_create_task()->set_task_id(3);
+  task.mutable_create_task()->set_job_id(2);
+  task.mutable_create_task()->set_worker_address("ucx://10.0.0.1:7000");
+  updates.push_back(task);
+  proto::Update client;
+  client.mutable_add_client()->set_job_id(2);
+  client.mutable_add_client()->set_client_id(4);
+  updates.push_back(client);
+  for (int i = 0; i < cursors; ++i) updates.push_back(Cursor(2, first_cursor + i));
+  proto::Update finish;
+  finish.mutable_finish_task()->set_task_id(3);
+  updates.push_back(finish);
+  return updates;
+}
+
+// Writes `updates` in one writer session (one journal file); returns that file.
+inline std::string WriteSession(const std::string& dir, const std::vector<proto::Update>& updates) {
+  auto writer = JournalWriter::Open(dir, {});
+  EXPECT_TRUE(writer.ok()) << writer.status();
+  for (const proto::Update& update : updates) EXPECT_TRUE((*writer)->Write(update).ok());
+  return (*writer)->current_path();
+}
+
+inline std::string ReadBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+inline void WriteBytes(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+inline uint64_t FramedSize(const proto::Update& update) {
+  return journal_internal::kRecordHeaderBytes + update.ByteSizeLong();
+}
+
+inline void ExpectUpdates(const std::vector<proto::Update>& got,
+                          const std::vector<proto::Update>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].SerializeAsString(), want[i].SerializeAsString()) << "update " << i;
+  }
+}
+
+inline std::vector<proto::Update> Concat(std::vector<proto::Update> a,
+                                         const std::vector<proto::Update>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+}  // namespace sluice::control::journal_test
+
+#endif  // SLUICE_CONTROL_JOURNAL_TEST_UTIL_H_

@@ -1,0 +1,166 @@
+#include "engine/example_parser.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "engine/example.pb.h"
+
+namespace sluice::engine {
+namespace {
+
+absl::string_view KindName(example::Feature::KindCase kind) {
+  switch (kind) {
+    case example::Feature::kBytesList:
+      return "bytes_list";
+    case example::Feature::kFloatList:
+      return "float_list";
+    case example::Feature::kInt64List:
+      return "int64_list";
+    case example::Feature::KIND_NOT_SET:
+      break;
+  }
+  return "empty";
+}
+
+example::Feature::KindCase ExpectedKind(proto::FeatureSpec::Type type) {
+  switch (type) {
+    case proto::FeatureSpec::INT64:
+      return example::Feature::kInt64List;
+    case proto::FeatureSpec::FLOAT:
+      return example::Feature::kFloatList;
+    case proto::FeatureSpec::BYTES:
+      return example::Feature::kBytesList;
+    case proto::FeatureSpec::TYPE_UNSPECIFIED:
+    case proto::FeatureSpec_Type_FeatureSpec_Type_INT_MIN_SENTINEL_DO_NOT_USE_:
+    case proto::FeatureSpec_Type_FeatureSpec_Type_INT_MAX_SENTINEL_DO_NOT_USE_:
+      break;
+  }
+  return example::Feature::KIND_NOT_SET;
+}
+
+int ValueCount(const example::Feature& f) {
+  switch (f.kind_case()) {
+    case example::Feature::kBytesList:
+      return f.bytes_list().value_size();
+    case example::Feature::kFloatList:
+      return f.float_list().value_size();
+    case example::Feature::kInt64List:
+      return f.int64_list().value_size();
+    case example::Feature::KIND_NOT_SET:
+      break;
+  }
+  return 0;
+}
+
+// A tensor of `shape` from `n` values at `index(i)` of the list (or of the defaults).
+template <typename T, typename Get>
+Tensor Fill(std::vector<int64_t> shape, int64_t n, Get get) {
+  Tensor t = *Tensor::Create(DTypeOf<T>::value, std::move(shape));
+  auto out = t.mutable_values<T>();
+  for (int64_t i = 0; i < n; ++i) out[i] = get(i);
+  return t;
+}
+
+Tensor FromFeature(const proto::FeatureSpec& spec, const example::Feature& f,
+                   std::vector<int64_t> shape, int64_t n) {
+  switch (spec.type()) {
+    case proto::FeatureSpec::INT64:
+      return Fill<int64_t>(std::move(shape), n,
+                           [&](int64_t i) { return f.int64_list().value(static_cast<int>(i)); });
+    case proto::FeatureSpec::FLOAT:
+      return Fill<float>(std::move(shape), n,
+                         [&](int64_t i) { return f.float_list().value(static_cast<int>(i)); });
+    case proto::FeatureSpec::BYTES:
+    case proto::FeatureSpec::TYPE_UNSPECIFIED:
+    case proto::FeatureSpec_Type_FeatureSpec_Type_INT_MIN_SENTINEL_DO_NOT_USE_:
+    case proto::FeatureSpec_Type_FeatureSpec_Type_INT_MAX_SENTINEL_DO_NOT_USE_:
+      break;
+  }
+  std::vector<std::string_view> values;
+  for (const std::string& s : f.bytes_list().value()) values.push_back(s);
+  return Tensor::FromStrings(std::move(shape), values);
+}
+
+// The default filled to `n` values (one value repeats).
+Tensor FromDefault(const proto::FeatureSpec& spec, std::vector<int64_t> shape, int64_t n) {
+  switch (spec.type()) {
+    case proto::FeatureSpec::INT64:
+      return Fill<int64_t>(std::move(shape), n, [&](int64_t i) {
+        return spec.int64_default(spec.int64_default_size() == 1 ? 0 : static_cast<int>(i));
+      });
+    case proto::FeatureSpec::FLOAT:
+      return Fill<float>(std::move(shape), n, [&](int64_t i) {
+        return spec.float_default(spec.float_default_size() == 1 ? 0 : static_cast<int>(i));
+      });
+    case proto::FeatureSpec::BYTES:
+    case proto::FeatureSpec::TYPE_UNSPECIFIED:
+    case proto::FeatureSpec_Type_FeatureSpec_Type_INT_MIN_SENTINEL_DO_NOT_USE_:
+    case proto::FeatureSpec_Type_FeatureSpec_Type_INT_MAX_SENTINEL_DO_NOT_USE_:
+      break;
+  }
+  std::vector<std::string_view> values;
+  for (int64_t i = 0; i < n; ++i) {
+    values.push_back(spec.bytes_default(spec.bytes_default_size() == 1 ? 0 : static_cast<int>(i)));
+  }
+  return Tensor::FromStrings(std::move(shape), values);
+}
+
+}  // namespace
+
+ExampleParser::ExampleParser(std::vector<proto::FeatureSpec> features)
+    : features_(std::move(features)) {}
+
+absl::Status ExampleParser::Parse(std::string_view record, int64_t record_index,
+                                  Element* out) const {
+  example::Example ex;
+  if (!ex.ParseFromArray(record.data(), static_cast<int>(record.size()))) {
+    return absl::InvalidArgumentError(absl::StrCat("record ", record_index, ": expected a ",
+                                                   "serialized tf.train.Example, got ",
+                                                   record.size(), " bytes that do not parse"));
+  }
+  const auto& map = ex.features().feature();
+  out->clear();
+  out->reserve(features_.size());
+  for (const proto::FeatureSpec& spec : features_) {
+    const std::string where =
+        absl::StrCat("record ", record_index, ": feature '", spec.name(), "'");
+    auto it = map.find(spec.name());
+    const int count = it == map.end() ? 0 : ValueCount(it->second);
+    if (count > 0 && it->second.kind_case() != ExpectedKind(spec.type())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, " is ", KindName(it->second.kind_case()), ", but the spec expects ",
+                       KindName(ExpectedKind(spec.type()))));
+    }
+    const bool var = spec.kind() == proto::FeatureSpec::VAR;
+    const int64_t want = spec.kind() == proto::FeatureSpec::FIXED ? spec.length() : 1;
+    std::vector<int64_t> shape;
+    if (var) {
+      shape = {count};
+    } else if (spec.kind() == proto::FeatureSpec::FIXED) {
+      shape = {spec.length()};
+    }
+    if (count == 0 && !var) {
+      if (spec.int64_default_size() + spec.float_default_size() + spec.bytes_default_size() == 0) {
+        return absl::InvalidArgumentError(absl::StrCat(where, " is ",
+                                                       it == map.end() ? "missing" : "empty",
+                                                       " and the spec gives no default"));
+      }
+      out->push_back(FromDefault(spec, std::move(shape), want));
+      continue;
+    }
+    if (!var && count != want) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, " has ", count, " values, but the spec expects ", want));
+    }
+    out->push_back(
+        count == 0 ? *Tensor::Create(spec.type() == proto::FeatureSpec::BYTES   ? DType::kString
+                                     : spec.type() == proto::FeatureSpec::FLOAT ? DType::kFloat32
+                                                                                : DType::kInt64,
+                                     {0})
+                   : FromFeature(spec, it->second, std::move(shape), count));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace sluice::engine

@@ -1,0 +1,105 @@
+#include "engine/io/buffered_reader.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+
+namespace sluice::engine {
+
+BufferedReader::BufferedReader(std::unique_ptr<InputStream> stream, size_t buffer_bytes,
+                               size_t max_line_bytes)
+    : stream_(std::move(stream)),
+      buffer_bytes_(std::max<size_t>(buffer_bytes, 16)),
+      max_line_bytes_(max_line_bytes),
+      buffer_(new char[buffer_bytes_]),
+      capacity_(buffer_bytes_) {}
+
+absl::Status BufferedReader::Fill(size_t n) {
+  // A very large record grew the buffer; release it once that record is consumed.
+  if (begin_ == end_ && capacity_ > kKeepGrownBytes && n <= buffer_bytes_) {
+    buffer_.reset(new char[buffer_bytes_]);
+    capacity_ = buffer_bytes_;
+    begin_ = end_ = 0;
+  }
+  while (end_ - begin_ < n && !stream_done_) {
+    if (capacity_ - begin_ < n) {
+      // Move what is left to the front, growing only when one request exceeds the buffer.
+      const size_t have = end_ - begin_;
+      if (capacity_ < n) {
+        // Room for the request plus a normal buffer's worth of what follows it.
+        const size_t grown = n + buffer_bytes_;
+        std::unique_ptr<char[]> bigger(new char[grown]);
+        if (have > 0) std::memcpy(bigger.get(), buffer_.get() + begin_, have);
+        buffer_ = std::move(bigger);
+        capacity_ = grown;
+      } else if (have > 0) {
+        std::memmove(buffer_.get(), buffer_.get() + begin_, have);
+      }
+      begin_ = 0;
+      end_ = have;
+    }
+    SLUICE_ASSIGN_OR_RETURN(size_t got, stream_->Read(buffer_.get() + end_, capacity_ - end_));
+    if (got == 0) stream_done_ = true;
+    end_ += got;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string_view> BufferedReader::Peek(size_t n) {
+  SLUICE_RETURN_IF_ERROR(Fill(n));
+  return std::string_view(buffer_.get() + begin_, std::min(n, end_ - begin_));
+}
+
+void BufferedReader::Consume(size_t n) {
+  assert(n <= end_ - begin_ && "BufferedReader::Consume: more than was peeked");
+  begin_ += n;
+  offset_ += n;
+}
+
+absl::StatusOr<uint64_t> BufferedReader::Skip(uint64_t n) {
+  uint64_t skipped = 0;
+  while (skipped < n) {
+    const size_t chunk = static_cast<size_t>(std::min<uint64_t>(n - skipped, buffer_bytes_));
+    SLUICE_ASSIGN_OR_RETURN(std::string_view got, Peek(chunk));
+    if (got.empty()) break;
+    Consume(got.size());
+    skipped += got.size();
+  }
+  return skipped;
+}
+
+absl::Status BufferedReader::ReadLine(std::string_view* line, bool* eof) {
+  size_t scanned = 0;  // Bytes already searched for '\n'.
+  while (true) {
+    const char* start = buffer_.get() + begin_;
+    const size_t have = end_ - begin_;
+    if (const void* nl = std::memchr(start + scanned, '\n', have - scanned); nl != nullptr) {
+      const size_t len = static_cast<size_t>(static_cast<const char*>(nl) - start);
+      *line = std::string_view(start, len > 0 && start[len - 1] == '\r' ? len - 1 : len);
+      Consume(len + 1);
+      *eof = false;
+      return absl::OkStatus();
+    }
+    scanned = have;
+    if (stream_done_) {
+      if (have == 0) {
+        *eof = true;
+        return absl::OkStatus();
+      }
+      *line = std::string_view(start, have > 0 && start[have - 1] == '\r' ? have - 1 : have);
+      Consume(have);
+      *eof = false;
+      return absl::OkStatus();
+    }
+    if (have >= max_line_bytes_) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "line at offset ", offset_, " is longer than the ", max_line_bytes_, "-byte limit"));
+    }
+    SLUICE_RETURN_IF_ERROR(Fill(std::min(max_line_bytes_, std::max(2 * have, buffer_bytes_))));
+  }
+}
+
+}  // namespace sluice::engine

@@ -1,0 +1,72 @@
+#include "engine/io/buffered_reader.h"
+
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace sluice::engine {
+namespace {
+
+using ::testing::ElementsAre;
+
+class StringStream : public InputStream {
+ public:
+  StringStream(std::string data, size_t chunk) : data_(std::move(data)), chunk_(chunk) {}
+  absl::StatusOr<size_t> Read(char* dest, size_t n) override {
+    const size_t take = std::min({n, chunk_, data_.size() - pos_});
+    data_.copy(dest, take, pos_);
+    pos_ += take;
+    return take;
+  }
+
+ private:
+  std::string data_;
+  size_t chunk_;
+  size_t pos_ = 0;
+};
+
+std::unique_ptr<InputStream> Stream(std::string data, size_t chunk = 3) {
+  return std::make_unique<StringStream>(std::move(data), chunk);
+}
+
+TEST(BufferedReaderTest, PeekConsumeAndSkipTrackTheOffset) {
+  BufferedReader in(Stream("0123456789abcdefghij"), /*buffer_bytes=*/16);
+  EXPECT_EQ(*in.Peek(4), "0123");
+  in.Consume(2);
+  EXPECT_EQ(in.offset(), 2u);
+  // Larger than the buffer: it grows for this request.
+  EXPECT_EQ(*in.Peek(17), "23456789abcdefghi");
+  in.Consume(17);
+  EXPECT_EQ(*in.Skip(100), 1u);  // Only "j" was left.
+  EXPECT_EQ(in.offset(), 20u);
+  EXPECT_EQ(*in.Peek(5), "");
+}
+
+TEST(BufferedReaderTest, ReadLineHandlesCrLfAndAFinalLineWithoutNewline) {
+  BufferedReader in(Stream("alpha\r\n\nbeta gamma\nlast"), /*buffer_bytes=*/16);
+  std::vector<std::string> lines;
+  while (true) {
+    std::string_view line;
+    bool eof = false;
+    ASSERT_TRUE(in.ReadLine(&line, &eof).ok());
+    if (eof) break;
+    lines.emplace_back(line);
+  }
+  EXPECT_THAT(lines, ElementsAre("alpha", "", "beta gamma", "last"));
+}
+
+TEST(BufferedReaderTest, LinesLongerThanTheLimitFailWithTheirOffset) {
+  BufferedReader in(Stream("ok\n" + std::string(100, 'x') + "\n"), 16, /*max_line_bytes=*/32);
+  std::string_view line;
+  bool eof = false;
+  ASSERT_TRUE(in.ReadLine(&line, &eof).ok());
+  EXPECT_EQ(line, "ok");
+  absl::Status s = in.ReadLine(&line, &eof);
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(s.message(), "line at offset 3 is longer than the 32-byte limit");
+}
+
+}  // namespace
+}  // namespace sluice::engine

@@ -1,0 +1,129 @@
+#include "engine/io/tfrecord_reader.h"
+
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace sluice::engine {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+class StringStream : public InputStream {
+ public:
+  explicit StringStream(std::string data) : data_(std::move(data)) {}
+  absl::StatusOr<size_t> Read(char* dest, size_t n) override {
+    const size_t take = std::min(n, data_.size() - pos_);
+    data_.copy(dest, take, pos_);
+    pos_ += take;
+    return take;
+  }
+
+ private:
+  std::string data_;
+  size_t pos_ = 0;
+};
+
+// TFRecordWriter's bytes for the records "first" and "second" (see PROVENANCE.md).
+const std::string kGolden(
+    "\x05\x00\x00\x00\x00\x00\x00\x00\xea\xb2\x04>firstU\xff#\xe5"
+    "\x06\x00\x00\x00\x00\x00\x00\x00si\xd5"
+    "7second\xd3\xe0\xd3\xca",
+    43);
+
+struct Result {
+  std::vector<std::string> records;
+  absl::Status status;
+  std::vector<std::string> bad;
+};
+
+Result ReadAll(std::string bytes, bool skip = false, size_t buffer_bytes = 64) {
+  Result r;
+  TfRecordReaderOptions options;
+  options.skip_bad_records = skip;
+  options.buffer_bytes = buffer_bytes;
+  options.on_bad_record = [&r](const absl::Status& s) { r.bad.emplace_back(s.message()); };
+  TfRecordReader reader(std::make_unique<StringStream>(std::move(bytes)), "file 't.tfrecord'",
+                        options);
+  while (true) {
+    std::string_view record;
+    bool eof = false;
+    r.status = reader.ReadRecord(&record, &eof);
+    if (!r.status.ok() || eof) break;
+    r.records.emplace_back(record);
+  }
+  return r;
+}
+
+TEST(TfRecordReaderTest, WriterMatchesTensorFlowsGoldenBytes) {
+  std::string out;
+  AppendTfRecord("first", &out);
+  AppendTfRecord("second", &out);
+  EXPECT_EQ(out, kGolden);
+  EXPECT_TRUE(LooksLikeTfRecord(kGolden));
+  EXPECT_FALSE(LooksLikeTfRecord("\x1f\x8b\x08 not a record"));
+}
+
+TEST(TfRecordReaderTest, ReadsRecordsOfAllSizesAcrossBufferRefills) {
+  std::vector<std::string> want = {"", "a", std::string(1000, 'b'), "tail"};
+  std::string bytes;
+  for (const std::string& r : want) AppendTfRecord(r, &bytes);
+  Result r = ReadAll(bytes, false, /*buffer_bytes=*/16);
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  EXPECT_EQ(r.records, want);
+  EXPECT_THAT(ReadAll(kGolden).records, ElementsAre("first", "second"));
+  EXPECT_TRUE(ReadAll("").records.empty());
+}
+
+TEST(TfRecordReaderTest, CorruptionAndTruncationNameTheFileAndOffset) {
+  std::string data_flip = kGolden;
+  data_flip[14] ^= 1;  // Inside "first".
+  Result r = ReadAll(data_flip);
+  EXPECT_EQ(r.status.code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(r.status.message(),
+              HasSubstr("corrupt record in file 't.tfrecord' at offset 0: expected data CRC32C"));
+
+  std::string length_flip = kGolden;
+  length_flip[21] ^= 1;  // The second record's length.
+  r = ReadAll(length_flip);
+  EXPECT_THAT(r.status.message(),
+              HasSubstr("corrupt record in file 't.tfrecord' at offset 21: expected length "
+                        "CRC32C"));
+  EXPECT_THAT(r.records, ElementsAre("first"));
+
+  r = ReadAll(kGolden.substr(0, 36));
+  EXPECT_EQ(r.status.code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(r.status.message(),
+            "truncated record in file 't.tfrecord' at offset 21: expected 22 bytes (6 of data), "
+            "the file ends after 15");
+  r = ReadAll(kGolden.substr(0, 25));
+  EXPECT_EQ(r.status.message(),
+            "truncated record in file 't.tfrecord' at offset 21: expected a 12-byte header, the "
+            "file ends after 4 bytes");
+}
+
+TEST(TfRecordReaderTest, SkipModeCountsBadRecordsAndKeepsTheGoodOnes) {
+  std::string bytes;
+  for (const char* rec : {"one", "two", "three"}) AppendTfRecord(rec, &bytes);
+  std::string bad = bytes;
+  bad[12] ^= 0x20;  // "one" -> "One": data CRC mismatch, record skipped.
+  Result r = ReadAll(bad, /*skip=*/true);
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  EXPECT_THAT(r.records, ElementsAre("two", "three"));
+  ASSERT_EQ(r.bad.size(), 1u);
+  EXPECT_THAT(r.bad[0], HasSubstr("at offset 0: expected data CRC32C"));
+
+  // A truncated tail loses the rest of the file: counted once.
+  r = ReadAll(bytes.substr(0, bytes.size() - 3), /*skip=*/true);
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  EXPECT_THAT(r.records, ElementsAre("one", "two"));
+  ASSERT_EQ(r.bad.size(), 1u);
+  EXPECT_THAT(r.bad[0], HasSubstr("truncated record"));
+  EXPECT_THAT(r.bad[0], HasSubstr("skipped the rest of the file"));
+}
+
+}  // namespace
+}  // namespace sluice::engine

@@ -1,0 +1,120 @@
+#include "engine/ops/file_records.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "engine/absl_compat.h"
+#include "engine/split_cursor.h"
+
+namespace sluice::engine {
+namespace {
+
+class FileRecordsIterator : public ElementIterator {
+ public:
+  FileRecordsIterator(FileRecordsOptions options, std::vector<std::string> roots, SplitFeed* feed,
+                      int64_t repetition)
+      : options_(std::move(options)),
+        roots_(std::move(roots)),
+        cursor_(feed, repetition, static_cast<int64_t>(options_.files.size()), options_.op) {}
+
+  absl::Status GetNext(Element* out, bool* end_of_sequence) override {
+    while (true) {
+      if (reader_ != nullptr) {
+        std::string_view record;
+        bool eof = false;
+        SLUICE_RETURN_IF_ERROR(PrefixStatus(options_.op, reader_->Next(&record, &eof)));
+        if (!eof) {
+          out->clear();
+          out->push_back(Tensor::StringScalar(record));
+          *end_of_sequence = false;
+          return absl::OkStatus();
+        }
+        reader_.reset();
+      }
+      int64_t index;
+      SLUICE_RETURN_IF_ERROR(cursor_.Next(&index, end_of_sequence));
+      if (*end_of_sequence) return absl::OkStatus();
+      absl::StatusOr<OpenedDataFile> file =
+          OpenDataFile(options_.files[index], options_.compression, options_.sniff, roots_);
+      if (!file.ok()) return PrefixStatus(options_.op, file.status());
+      SLUICE_ASSIGN_OR_RETURN(reader_, options_.make_reader(*std::move(file)));
+    }
+  }
+
+ private:
+  const FileRecordsOptions options_;
+  const std::vector<std::string> roots_;
+  SplitCursor cursor_;
+  std::unique_ptr<RecordReader> reader_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ElementIterator>> MakeFileRecordsIterator(
+    const OpBuildArgs& args, FileRecordsOptions options) {
+  SplitFeed* feed = args.context.split_feed;
+  if (options.files.empty()) {
+    const Element* element = args.source_element;
+    if (element == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(options.op,
+                       ": expected files=[...], or an input element naming the file inside "
+                       "interleave; got neither"));
+    }
+    if (element->empty() || element->at(0).dtype() != DType::kString ||
+        !element->at(0).shape().empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          options.op,
+          ": expected the input element's component 0 to be a file name (a string scalar), got ",
+          ElementDebugString(*element)));
+    }
+    options.files.emplace_back(element->at(0).string_value(0));
+    feed = nullptr;
+  }
+  return std::make_unique<FileRecordsIterator>(std::move(options), args.context.data_roots, feed,
+                                               args.instance);
+}
+
+absl::Status FilesFromArgs(const OpArgs& args,
+                           google::protobuf::RepeatedPtrField<std::string>* files) {
+  SLUICE_ASSIGN_OR_RETURN(std::vector<std::string> names, args.GetStringList("files"));
+  for (std::string& name : names) files->Add(std::move(name));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<proto::Compression> CompressionFromArgs(const OpArgs& args) {
+  SLUICE_ASSIGN_OR_RETURN(std::string name, args.GetIdentifier("compression", "auto"));
+  absl::StatusOr<proto::Compression> c = ParseCompression(name);
+  if (!c.ok()) return PrefixStatus("compression", c.status());
+  return c;
+}
+
+void AppendFilesAndCompression(const google::protobuf::RepeatedPtrField<std::string>& files,
+                               proto::Compression compression, std::vector<FormattedArg>* args) {
+  if (!files.empty()) {
+    std::vector<ArgValue> names;
+    for (const std::string& f : files) names.push_back(ArgValue::String(f));
+    args->push_back({"files", ArgValue::List(std::move(names)), false});
+  }
+  if (compression != proto::COMPRESSION_AUTO) {
+    args->push_back(
+        {"compression", ArgValue::String(std::string(CompressionName(compression))), false});
+  }
+}
+
+absl::Status ValidateFilesAndCompression(
+    const google::protobuf::RepeatedPtrField<std::string>& files, proto::Compression compression) {
+  for (int i = 0; i < files.size(); ++i) {
+    if (files[i].empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("files[", i, "] is empty; expected a path"));
+    }
+  }
+  if (!proto::Compression_IsValid(compression)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("expected compression auto, none, gzip or zlib, got ", compression));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace sluice::engine

@@ -1,0 +1,63 @@
+#include "engine/prefetch_iterator.h"
+
+#include <utility>
+
+namespace sluice::engine {
+
+PrefetchIterator::PrefetchIterator(std::unique_ptr<ElementIterator> input, int64_t buffer_size)
+    : input_(std::move(input)),
+      buffer_size_(static_cast<size_t>(buffer_size < 1 ? 1 : buffer_size)),
+      thread_([this] { Produce(); }) {}
+
+PrefetchIterator::~PrefetchIterator() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    cancelled_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void PrefetchIterator::Produce() {
+  while (true) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [this] { return cancelled_ || buffer_.size() < buffer_size_; });
+      if (cancelled_) return;
+    }
+    Element e;
+    bool end = false;
+    absl::Status s = input_->GetNext(&e, &end);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!s.ok() || end) {
+        error_ = s;
+        input_done_ = true;
+      } else {
+        buffer_.push_back(std::move(e));
+      }
+    }
+    cv_.notify_all();
+    if (!s.ok() || end) {
+      input_.reset();  // Release files (and splits) as soon as the input is done.
+      return;
+    }
+  }
+}
+
+absl::Status PrefetchIterator::GetNext(Element* out, bool* end_of_sequence) {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [this] { return !buffer_.empty() || input_done_; });
+  if (!buffer_.empty()) {
+    *out = std::move(buffer_.front());
+    buffer_.pop_front();
+    cv_.notify_all();
+    *end_of_sequence = false;
+    return absl::OkStatus();
+  }
+  if (!error_.ok()) return error_;
+  *end_of_sequence = true;
+  return absl::OkStatus();
+}
+
+}  // namespace sluice::engine

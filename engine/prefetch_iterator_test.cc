@@ -1,0 +1,66 @@
+#include "engine/prefetch_iterator.h"
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "engine/test_util.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace sluice::engine {
+namespace {
+
+// Yields 0, 1, ... up to `n`, then `error` (or the end); counts pulls.
+class CountingIterator : public ElementIterator {
+ public:
+  CountingIterator(int64_t n, absl::Status error, std::atomic<int64_t>* pulls)
+      : n_(n), error_(std::move(error)), pulls_(pulls) {}
+  absl::Status GetNext(Element* out, bool* end) override {
+    ++*pulls_;
+    if (next_ == n_) {
+      *end = true;
+      return error_;
+    }
+    *out = {Tensor::Scalar<int64_t>(next_++)};
+    *end = false;
+    return absl::OkStatus();
+  }
+
+ private:
+  int64_t next_ = 0;
+  const int64_t n_;
+  absl::Status error_;
+  std::atomic<int64_t>* pulls_;
+};
+
+TEST(PrefetchIteratorTest, ReadsAheadUpToTheBufferThenDeliversInOrder) {
+  std::atomic<int64_t> pulls{0};
+  PrefetchIterator it(std::make_unique<CountingIterator>(100, absl::OkStatus(), &pulls), 5);
+  for (int i = 0; i < 200 && pulls.load() < 5; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  // Five buffered plus at most the one the producer waits to store.
+  EXPECT_GE(pulls.load(), 5);
+  EXPECT_LE(pulls.load(), 6);
+  absl::StatusOr<std::vector<Element>> all = testing::Drain(it);
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), 100u);
+  EXPECT_EQ(testing::ScalarInt64s(*all)[99], 99);
+}
+
+TEST(PrefetchIteratorTest, ErrorsArriveAfterTheElementsBeforeThem) {
+  std::atomic<int64_t> pulls{0};
+  PrefetchIterator it(std::make_unique<CountingIterator>(3, absl::DataLossError("bad"), &pulls), 8);
+  absl::StatusOr<std::vector<Element>> all = testing::Drain(it, 3);
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(all->size(), 3u);
+  Element e;
+  bool end = false;
+  EXPECT_EQ(it.GetNext(&e, &end).code(), absl::StatusCode::kDataLoss);
+}
+
+}  // namespace
+}  // namespace sluice::engine

@@ -1,0 +1,130 @@
+#include "engine/tensor_ops.h"
+
+#include <cassert>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "engine/absl_compat.h"
+
+namespace sluice::engine {
+namespace {
+
+// Calls copy(src_index, dst_index, count) for every innermost run of `from` placed in the
+// leading corner of `to` (both row-major, same rank).
+template <typename Copy>
+void ForEachRun(std::span<const int64_t> from, std::span<const int64_t> to, Copy copy) {
+  const size_t rank = from.size();
+  if (rank == 0) {
+    copy(0, 0, 1);
+    return;
+  }
+  int64_t runs = 1;
+  for (size_t d = 0; d + 1 < rank; ++d) runs *= from[d];
+  if (runs == 0 || from[rank - 1] == 0) return;
+  std::vector<int64_t> index(rank - 1, 0);
+  for (int64_t r = 0; r < runs; ++r) {
+    int64_t src = 0, dst = 0;
+    for (size_t d = 0; d + 1 < rank; ++d) {
+      src = src * from[d] + index[d];
+      dst = dst * to[d] + index[d];
+    }
+    copy(src * from[rank - 1], dst * to[rank - 1], from[rank - 1]);
+    for (size_t d = rank - 1; d-- > 0;) {
+      if (++index[d] < from[d]) break;
+      index[d] = 0;
+    }
+  }
+}
+
+}  // namespace
+
+Tensor SliceRow(const Tensor& t, int64_t index) {
+  assert(!t.shape().empty() && index >= 0 && index < t.shape()[0]);
+  std::vector<int64_t> shape(t.shape().begin() + 1, t.shape().end());
+  const int64_t per_row = t.shape()[0] == 0 ? 0 : t.num_elements() / t.shape()[0];
+  if (t.dtype() == DType::kString) {
+    std::vector<std::string_view> values;
+    values.reserve(static_cast<size_t>(per_row));
+    for (int64_t i = 0; i < per_row; ++i) values.push_back(t.string_value(index * per_row + i));
+    return Tensor::FromStrings(std::move(shape), values);
+  }
+  const size_t row_bytes = static_cast<size_t>(per_row) * DTypeSize(t.dtype());
+  Tensor out = *Tensor::FromBuffer(t.dtype(), std::move(shape),
+                                   {t.data() + static_cast<size_t>(index) * row_bytes, row_bytes});
+  return out;
+}
+
+absl::StatusOr<Tensor> PadTo(const Tensor& t, std::span<const int64_t> shape,
+                             const proto::ScalarValue& padding) {
+  if (shape.size() != t.shape().size()) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot pad ", ShapeString(t.shape()), " to ",
+                                                   ShapeString(shape), ": ranks differ"));
+  }
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] < t.shape()[d]) {
+      return absl::InvalidArgumentError(absl::StrCat("cannot pad ", ShapeString(t.shape()), " to ",
+                                                     ShapeString(shape), ": dim ", d,
+                                                     " would shrink"));
+    }
+  }
+  const bool is_string = t.dtype() == DType::kString;
+  const bool padding_is_string = padding.value_case() == proto::ScalarValue::kStringValue;
+  if (padding.value_case() != proto::ScalarValue::VALUE_NOT_SET && is_string != padding_is_string) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "padding value ", padding_is_string ? "'" + padding.string_value() + "'" : "number",
+        " does not match the component's dtype ", AbslView(DTypeName(t.dtype()))));
+  }
+  std::vector<int64_t> out_shape(shape.begin(), shape.end());
+  if (is_string) {
+    SLUICE_ASSIGN_OR_RETURN(int64_t n, NumElementsOf(out_shape));
+    std::vector<std::string_view> values(static_cast<size_t>(n), padding.string_value());
+    ForEachRun(t.shape(), out_shape, [&](int64_t src, int64_t dst, int64_t count) {
+      for (int64_t i = 0; i < count; ++i) values[dst + i] = t.string_value(src + i);
+    });
+    return Tensor::FromStrings(std::move(out_shape), values);
+  }
+  SLUICE_ASSIGN_OR_RETURN(Tensor out, Tensor::Create(t.dtype(), out_shape));
+  VisitDType(t.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T fill{};
+    switch (padding.value_case()) {
+      case proto::ScalarValue::kIntValue:
+        fill = static_cast<T>(padding.int_value());
+        break;
+      case proto::ScalarValue::kFloatValue:
+        fill = static_cast<T>(padding.float_value());
+        break;
+      case proto::ScalarValue::kStringValue:
+      case proto::ScalarValue::VALUE_NOT_SET:
+        break;
+    }
+    auto dst = out.mutable_values<T>();
+    if (fill != T{}) std::fill(dst.begin(), dst.end(), fill);
+    auto src = t.values<T>();
+    ForEachRun(t.shape(), out_shape, [&](int64_t s, int64_t d, int64_t count) {
+      std::memcpy(&dst[d], &src[s], static_cast<size_t>(count) * sizeof(T));
+    });
+  });
+  return out;
+}
+
+proto::ScalarValue IntScalarValue(int64_t v) {
+  proto::ScalarValue s;
+  s.set_int_value(v);
+  return s;
+}
+
+proto::ScalarValue FloatScalarValue(double v) {
+  proto::ScalarValue s;
+  s.set_float_value(v);
+  return s;
+}
+
+proto::ScalarValue StringScalarValue(std::string v) {
+  proto::ScalarValue s;
+  s.set_string_value(std::move(v));
+  return s;
+}
+
+}  // namespace sluice::engine
