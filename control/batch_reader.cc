@@ -46,8 +46,10 @@ BatchReader::~BatchReader() {
   if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
   // Calls in flight hold `this` in their callbacks; each ends by reply, failure or deadline.
   absl::MutexLock lock(&mu_);
-  mu_.Await(absl::Condition(
-      +[](int* outstanding) { return *outstanding == 0; }, &outstanding_));
+  auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return outstanding_ == 0 && callbacks_running_ == 0;
+  };
+  mu_.Await(absl::Condition(&idle));
 }
 
 absl::Status BatchReader::HeartbeatOnce() {
@@ -149,9 +151,23 @@ void BatchReader::Pump() {
 
 void BatchReader::OnFetched(size_t task_index, transport::Slab slab, absl::Time sent,
                             absl::StatusOr<transport::CallResult> result) {
+  // Runs whatever the body below leaves to do, then marks this callback finished: the last
+  // touch of `this`.
+  struct Finish {
+    BatchReader* reader;
+    ~Finish() {
+      absl::MutexLock lock(&reader->mu_);
+      --reader->callbacks_running_;
+    }
+  };
   {
     absl::MutexLock lock(&mu_);
     --outstanding_;
+    ++callbacks_running_;
+  }
+  Finish finish{this};
+  {
+    absl::MutexLock lock(&mu_);
     Task& task = tasks_[task_index];
     --task.outstanding;
     proto::GetElementResponse response;
@@ -179,8 +195,8 @@ void BatchReader::OnFetched(size_t task_index, transport::Slab slab, absl::Time 
           " bytes but ", result->payload.size, " bytes arrived"));
       return;
     } else {
-      ready_.push_back(
-          Ready{task.worker_text, response.batch_index(), std::move(slab), result->payload.size});
+      ready_.push_back(Ready{task.worker_text, response.batch_index(), std::move(slab),
+                             result->payload.size, absl::Now() - sent});
     }
     if (response.retry_later()) return;
   }

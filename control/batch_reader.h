@@ -128,6 +128,9 @@ class BatchReader {
   std::deque<Task> tasks_ ABSL_GUARDED_BY(mu_);  // only grows; indices stay valid
   size_t next_task_ ABSL_GUARDED_BY(mu_) = 0;
   int outstanding_ ABSL_GUARDED_BY(mu_) = 0;
+  // OnFetched calls past their bookkeeping but still running (they may call Pump): the
+  // destructor waits for these too, so no callback touches a destroyed reader.
+  int callbacks_running_ ABSL_GUARDED_BY(mu_) = 0;
   std::deque<Ready> ready_ ABSL_GUARDED_BY(mu_);
   bool job_finished_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status error_ ABSL_GUARDED_BY(mu_);

@@ -106,59 +106,70 @@ absl::StatusOr<TransportPerfResult> RunTransportPerfClient(const transport::Addr
     SLUICE_RETURN_IF_ERROR(rpc->Call(connection, kBlob, request, call).status());
   }
 
-  absl::Mutex mu;
-  int64_t issued = 0;
-  int64_t completed = 0;
-  absl::Status failure;
-  std::function<void()> issue;
-  issue = [&] {
+  // Shared with the completion callbacks, which may run after this function has seen the
+  // last completion and returned.
+  struct Window {
+    absl::Mutex mu;
+    int64_t issued ABSL_GUARDED_BY(mu) = 0;
+    int64_t completed ABSL_GUARDED_BY(mu) = 0;
+    absl::Status failure ABSL_GUARDED_BY(mu);
+  };
+  auto window = std::make_shared<Window>();
+  transport::RpcEndpoint* endpoint = rpc.get();
+  // `issue` is captured by the callbacks through this pointer, alive while any call is.
+  auto issue_ref = std::make_shared<std::function<void()>>();
+  *issue_ref = [window, landing, endpoint, connection, request, options,
+                weak = std::weak_ptr<std::function<void()>>(issue_ref)] {
     std::optional<transport::Slab> slab;
     {
-      absl::MutexLock lock(&mu);
-      if (issued >= options.iterations || !failure.ok()) return;
+      absl::MutexLock lock(&window->mu);
+      if (window->issued >= options.iterations || !window->failure.ok()) return;
       slab = landing->TryAcquire();
       if (!slab) return;
-      ++issued;
+      ++window->issued;
     }
     auto held = std::make_shared<transport::Slab>(std::move(*slab));
     transport::CallOptions call;
     call.landing = {held->data(), held->capacity()};
-    rpc->CallAsync(connection, kBlob, request, call,
-                   [&, held](absl::StatusOr<transport::CallResult> result) mutable {
-                     {
-                       absl::MutexLock lock(&mu);
-                       ++completed;
-                       if (!result.ok() && failure.ok()) failure = result.status();
-                       if (result.ok() && result->payload.size != options.size && failure.ok()) {
-                         failure = absl::DataLossError("short payload");
-                       }
-                     }
-                     held.reset();  // the slab is free for the next request
-                     issue();
-                   });
+    endpoint->CallAsync(
+        connection, kBlob, request, call,
+        [window, held, weak, size = options.size](absl::StatusOr<transport::CallResult> r) mutable {
+          held.reset();  // the slab is free for the next request
+          if (r.ok() && r->payload.size != size) r = absl::DataLossError("short payload");
+          if (!r.ok()) {
+            absl::MutexLock lock(&window->mu);
+            if (window->failure.ok()) window->failure = r.status();
+          }
+          if (auto next = weak.lock()) (*next)();
+          absl::MutexLock lock(&window->mu);
+          ++window->completed;
+        });
   };
   uint64_t copied_before = rpc->transport().stats().payload_bytes_copied;
   auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < options.window; ++i) issue();
+  for (int i = 0; i < options.window; ++i) (*issue_ref)();
   auto last_report = start;
   while (true) {
-    absl::MutexLock lock(&mu);
-    auto done = [&]() { return completed >= options.iterations || !failure.ok(); };
-    mu.AwaitWithTimeout(absl::Condition(&done), absl::Seconds(1));
+    absl::MutexLock lock(&window->mu);
+    auto done = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(window->mu) {
+      return window->completed >= options.iterations || !window->failure.ok();
+    };
+    window->mu.AwaitWithTimeout(absl::Condition(&done), absl::Seconds(1));
     if (done()) break;
     auto now = std::chrono::steady_clock::now();
     if (options.progress && now - last_report > std::chrono::seconds(1)) {
       last_report = now;
-      options.progress(static_cast<double>(completed) / options.iterations);
+      options.progress(static_cast<double>(window->completed) / options.iterations);
     }
   }
   auto end = std::chrono::steady_clock::now();
   {
-    absl::MutexLock lock(&mu);
-    // Calls still in flight after a failure reference this frame: wait them out.
-    auto drained = [&]() { return completed == issued; };
-    mu.Await(absl::Condition(&drained));
-    SLUICE_RETURN_IF_ERROR(failure);
+    absl::MutexLock lock(&window->mu);
+    auto drained = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(window->mu) {
+      return window->completed == window->issued;
+    };
+    window->mu.Await(absl::Condition(&drained));
+    SLUICE_RETURN_IF_ERROR(window->failure);
   }
   TransportPerfResult result;
   result.transport = server.scheme;

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Measures Sluice against ucx_perftest in one script, on the same machine and UCX_TLS, and
+# prints the ratios that perf/RESULTS.md records. Usage: perf/run_ratios.sh [build-dir]
+set -euo pipefail
+build=${1:-build}
+perf="$build/tools/sluice-perf"
+port=$((20000 + RANDOM % 10000))
+
+perftest() {  # TLS TEST SIZE ITERS -> column 7 (overall bandwidth, MiB/s) or 6 (avg latency us)
+  local tls=$1 test=$2 size=$3 iters=$4
+  UCX_TLS=$tls ucx_perftest -p $port >/dev/null 2>&1 &
+  local server=$!
+  sleep 0.5
+  local line
+  line=$(UCX_TLS=$tls ucx_perftest 127.0.0.1 -p $port -t "$test" -s "$size" -n "$iters" -w 100 2>/dev/null | grep '^Final:' || true)
+  wait $server 2>/dev/null || true
+  port=$((port + 1))
+  echo "$line"
+}
+
+echo "# $(date -u +%FT%TZ) $(uname -m), $(nproc) cpus, UCX $(ucx_info -v | sed -n 's/# Version //p')"
+for tls in "posix,sysv,cma,self" "tcp,self"; do
+  for size in 1048576 16777216; do
+    iters=$(( size >= 16777216 ? 300 : 3000 ))
+    ref=$(perftest "$tls" ucp_am_bw $size $iters | awk '{printf "%.1f", $7 * 1.048576}')
+    ours=$(UCX_TLS=$tls "$perf" transport --size $size --iterations $iters --latency-iterations 0 --json \
+      | python3 -c 'import json,sys; print("%.1f" % json.load(sys.stdin)["bandwidth_mb_s"])')
+    echo "bandwidth tls=$tls size=$size sluice=${ours}MB/s ucx_perftest_am_bw=${ref}MB/s ratio=$(python3 -c "print('%.2f' % ($ours/$ref))")"
+  done
+  ref=$(perftest "$tls" ucp_am_lat 8 50000 | awk '{printf "%.2f", $4}')
+  ours=$(UCX_TLS=$tls "$perf" transport --size 65536 --iterations 10 --latency-iterations 50000 --json \
+    | python3 -c 'import json,sys; print("%.2f" % json.load(sys.stdin)["latency_us"])')
+  echo "latency tls=$tls sluice=${ours}us ucx_perftest_am_lat=${ref}us ratio=$(python3 -c "print('%.2f' % ($ours/$ref))")"
+  svc=$(UCX_TLS=$tls "$perf" service --workers 1 --clients 1 --batch-bytes 1MiB --seconds 8 --mode off --json)
+  tr=$(UCX_TLS=$tls "$perf" transport --size 1MiB --iterations 3000 --latency-iterations 0 --json \
+    | python3 -c 'import json,sys; print("%.1f" % json.load(sys.stdin)["bandwidth_mb_s"])')
+  echo "service tls=$tls $svc transport_1MiB=${tr}MB/s ratio=$(echo "$svc" | python3 -c "import json,sys; print('%.2f' % (json.load(sys.stdin)['bandwidth_mb_s']/$tr))")"
+done
