@@ -170,4 +170,25 @@ absl::StatusOr<Hello> ReceiveHello(int fd, absl::Time deadline) {
   return hello;
 }
 
+bool AcceptPeer(int listen_fd, absl::Time deadline, absl::StatusOr<AcceptedPeer>* accepted) {
+  sockaddr_storage from{};
+  socklen_t length = sizeof(from);
+  ScopedFd socket(accept4(listen_fd, reinterpret_cast<sockaddr*>(&from), &length,
+                          SOCK_NONBLOCK | SOCK_CLOEXEC));
+  if (socket.get() < 0) return false;
+  char host[NI_MAXHOST] = "?";
+  char port[NI_MAXSERV] = "?";
+  getnameinfo(reinterpret_cast<sockaddr*>(&from), length, host, sizeof(host), port, sizeof(port),
+              NI_NUMERICHOST | NI_NUMERICSERV);
+  // The hello is small and sent right after connecting; a peer that does not send it in
+  // time is dropped.
+  absl::StatusOr<Hello> hello = ReceiveHello(socket.get(), deadline);
+  if (!hello.ok()) {
+    *accepted = hello.status();
+    return true;
+  }
+  *accepted = AcceptedPeer{std::move(socket), *std::move(hello), absl::StrCat(host, ":", port)};
+  return true;
+}
+
 }  // namespace sluice::transport

@@ -57,6 +57,19 @@ struct Hello {
 [[nodiscard]] absl::Status SendHello(int fd, const Hello& hello, absl::Time deadline);
 [[nodiscard]] absl::StatusOr<Hello> ReceiveHello(int fd, absl::Time deadline);
 
+// A connection taken from a listening socket, with the hello its peer sent.
+struct AcceptedPeer {
+  ScopedFd socket;
+  Hello hello;
+  std::string peer;  // "host:port", for messages
+};
+
+// Accepts one pending connection on the non-blocking `listen_fd` and reads its hello by
+// `deadline`. Returns false when no connection is pending; otherwise `*accepted` holds the
+// peer, or the error that dropped it (the peer sees its connection closed).
+[[nodiscard]] bool AcceptPeer(int listen_fd, absl::Time deadline,
+                              absl::StatusOr<AcceptedPeer>* accepted);
+
 }  // namespace sluice::transport
 
 #endif  // SLUICE_TRANSPORT_BOOTSTRAP_H_

@@ -2,7 +2,6 @@
 // ofi_data_path.cc.
 #include "transport/ofi/ofi_transport.h"
 
-#include <netdb.h>
 #include <sys/socket.h>
 
 #include <chrono>
@@ -176,23 +175,14 @@ void OfiTransport::OnSocketReady(int fd) {
 
 void OfiTransport::AcceptConnections() {
   while (true) {
-    sockaddr_storage from{};
-    socklen_t length = sizeof(from);
-    ScopedFd socket(accept4(listen_socket_.get(), reinterpret_cast<sockaddr*>(&from), &length,
-                            SOCK_NONBLOCK | SOCK_CLOEXEC));
-    if (socket.get() < 0) return;
-    char host[NI_MAXHOST] = "?";
-    char port[NI_MAXSERV] = "?";
-    getnameinfo(reinterpret_cast<sockaddr*>(&from), length, host, sizeof(host), port, sizeof(port),
-                NI_NUMERICHOST | NI_NUMERICSERV);
-    // The hello is small and sent right after connecting; a peer that does not send it in
-    // time is dropped (it sees its connection closed).
     absl::Time deadline = absl::Now() + kAcceptHelloTimeout;
-    absl::StatusOr<Hello> remote = ReceiveHello(socket.get(), deadline);
-    if (!remote.ok()) continue;
+    absl::StatusOr<AcceptedPeer> accepted;
+    if (!AcceptPeer(listen_socket_.get(), deadline, &accepted)) return;
+    if (!accepted.ok()) continue;
     ConnectionId id = next_connection_id_.fetch_add(1);
-    int fd = socket.get();
-    if (!AddConnection(id, *remote, absl::StrCat(host, ":", port), std::move(socket)).ok()) {
+    int fd = accepted->socket.get();
+    if (!AddConnection(id, accepted->hello, std::move(accepted->peer), std::move(accepted->socket))
+             .ok()) {
       continue;
     }
     // The handler has not seen this connection yet: drop it without an OnDisconnect.

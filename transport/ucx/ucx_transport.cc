@@ -1,6 +1,5 @@
 #include "transport/ucx/ucx_transport.h"
 
-#include <netdb.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -247,25 +246,17 @@ absl::StatusOr<Address> UcxTransport::Listen(const Address& bind) {
 
 void UcxTransport::AcceptConnections() {
   while (true) {
-    sockaddr_storage from{};
-    socklen_t length = sizeof(from);
-    ScopedFd socket(accept4(listen_socket_.get(), reinterpret_cast<sockaddr*>(&from), &length,
-                            SOCK_NONBLOCK | SOCK_CLOEXEC));
-    if (socket.get() < 0) return;
-    char host[NI_MAXHOST] = "?";
-    char port[NI_MAXSERV] = "?";
-    getnameinfo(reinterpret_cast<sockaddr*>(&from), length, host, sizeof(host), port, sizeof(port),
-                NI_NUMERICHOST | NI_NUMERICSERV);
-    // The hello is a few hundred bytes on an established connection; a peer that does not
-    // send it in time is dropped (it sees its connection closed).
     absl::Time deadline = absl::Now() + kAcceptHelloTimeout;
-    absl::StatusOr<Hello> remote = ReceiveHello(socket.get(), deadline);
-    if (!remote.ok()) continue;
+    absl::StatusOr<AcceptedPeer> accepted;
+    if (!AcceptPeer(listen_socket_.get(), deadline, &accepted)) return;
+    if (!accepted.ok()) continue;
     ConnectionId id = next_connection_id_.fetch_add(1);
-    int fd = socket.get();
-    if (!CreateEndpoint(id, *remote, absl::StrCat(host, ":", port), std::move(socket)).ok()) {
+    int fd = accepted->socket.get();
+    if (!CreateEndpoint(id, accepted->hello, std::move(accepted->peer), std::move(accepted->socket))
+             .ok()) {
       continue;
     }
+    // The handler has not seen this connection yet: drop it without an OnDisconnect.
     if (!SendHello(fd, Hello{id, worker_address_}, deadline).ok()) CloseEndpoint(id, true);
   }
 }
