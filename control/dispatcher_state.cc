@@ -5,6 +5,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "control/processing_mode.h"
 #include "engine/functions.h"
 #include "engine/pipeline_text.h"
 #include "engine/pipeline_validate.h"
@@ -13,18 +14,6 @@
 
 namespace sluice::control {
 namespace {
-
-absl::string_view ModeName(proto::ProcessingMode mode) {
-  switch (mode) {
-    case proto::OFF:
-      return "off";
-    case proto::DYNAMIC:
-      return "dynamic";
-    case proto::PROCESSING_MODE_UNSPECIFIED:
-    default:
-      return "unspecified";
-  }
-}
 
 // Bounds one lease so a single worker cannot drain a job's splits in one call.
 constexpr int kMaxSplitsPerLease = 64;
@@ -54,9 +43,16 @@ absl::StatusOr<std::string> DispatcherState::RegisterDataset(const proto::Pipeli
 
 absl::StatusOr<proto::GetOrCreateJobResponse> DispatcherState::GetOrCreateJob(
     const proto::GetOrCreateJobRequest& request) {
-  if (request.mode() != proto::OFF && request.mode() != proto::DYNAMIC) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("processing mode must be OFF or DYNAMIC, got ", request.mode()));
+  if (request.mode() != proto::OFF && request.mode() != proto::DYNAMIC &&
+      !IsStaticSharding(request.mode())) {
+    return absl::InvalidArgumentError(absl::StrCat("processing mode must be one of ",
+                                                   ProcessingModeChoices(), ", got ",
+                                                   static_cast<int>(request.mode())));
+  }
+  if (IsStaticSharding(request.mode()) && worker_list_.empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("static sharding (", ProcessingModeName(request.mode()),
+                     ") needs a fixed worker list: start the dispatcher with --worker-addresses"));
   }
   absl::MutexLock lock(&mu_);
   auto dataset = datasets_.find(request.dataset_id());
@@ -67,16 +63,28 @@ absl::StatusOr<proto::GetOrCreateJobResponse> DispatcherState::GetOrCreateJob(
   if (request.mode() == proto::DYNAMIC) {
     SLUICE_RETURN_IF_ERROR(engine::ValidateSplittable(dataset->second));
   }
+  if (IsStaticSharding(request.mode())) {
+    // Every worker's share is checked now, so a bad policy fails the client, not a task.
+    for (int64_t i = 0; i < worker_list_.size(); ++i) {
+      absl::Status sharded =
+          ShardPipelineForWorker(dataset->second, request.mode(), worker_list_.size(), i).status();
+      if (!sharded.ok()) {
+        return absl::Status(sharded.code(),
+                            absl::StrCat(ProcessingModeName(request.mode()), " sharding over ",
+                                         worker_list_.size(), " workers: ", sharded.message()));
+      }
+    }
+  }
   proto::GetOrCreateJobResponse response;
   response.set_client_id(next_id_++);
   if (!request.job_name().empty()) {
     if (auto it = job_by_name_.find(request.job_name()); it != job_by_name_.end()) {
       const Job& job = jobs_.at(it->second);
       if (job.dataset_id != request.dataset_id() || job.mode != request.mode()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("job '", request.job_name(), "' exists for dataset ", job.dataset_id,
-                         " in mode ", ModeName(job.mode), "; this request asks for dataset ",
-                         request.dataset_id(), " in mode ", ModeName(request.mode())));
+        return absl::InvalidArgumentError(absl::StrCat(
+            "job '", request.job_name(), "' exists for dataset ", job.dataset_id, " in mode ",
+            ProcessingModeName(job.mode), "; this request asks for dataset ", request.dataset_id(),
+            " in mode ", ProcessingModeName(request.mode())));
       }
       jobs_.at(it->second).num_clients += 1;
       response.set_job_id(job.id);
@@ -93,6 +101,13 @@ absl::StatusOr<proto::GetOrCreateJobResponse> DispatcherState::GetOrCreateJob(
 
 void DispatcherState::CreateTask(Job& job, const std::string& worker_address) {
   Task task{next_id_++, job.id, worker_address};
+  if (IsStaticSharding(job.mode)) {
+    // Registration refused unlisted workers, and GetOrCreateJob checked every share.
+    task.worker_index = worker_list_.IndexOf(worker_address).value_or(0);
+    absl::StatusOr<proto::PipelineDef> mine = ShardPipelineForWorker(
+        datasets_.at(job.dataset_id), job.mode, worker_list_.size(), task.worker_index);
+    if (mine.ok()) task.sharded_pipeline = *std::move(mine);
+  }
   job.task_ids.push_back(task.id);
   workers_[worker_address].task_ids.push_back(task.id);
   tasks_.emplace(task.id, std::move(task));
@@ -100,6 +115,11 @@ void DispatcherState::CreateTask(Job& job, const std::string& worker_address) {
 
 bool DispatcherState::JobFinished(const Job& job) const {
   if (job.task_ids.empty()) return false;
+  // A static share is read only by its listed worker: the job waits for all of them.
+  if (IsStaticSharding(job.mode) &&
+      static_cast<int64_t>(job.task_ids.size()) < worker_list_.size()) {
+    return false;
+  }
   for (int64_t id : job.task_ids) {
     if (!tasks_.at(id).finished) return false;
   }
@@ -132,6 +152,13 @@ absl::StatusOr<proto::WorkerHeartbeatResponse> DispatcherState::WorkerHeartbeat(
     return absl::InvalidArgumentError("worker heartbeat without a worker address");
   }
   absl::MutexLock lock(&mu_);
+  if (!workers_.contains(request.worker_address()) && !worker_list_.empty() &&
+      !worker_list_.IndexOf(request.worker_address()).has_value()) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "worker ", request.worker_address(),
+        " is not in the dispatcher's --worker-addresses list (", worker_list_.ToString(),
+        "); start it with a listed --port and --advertise-host"));
+  }
   if (!workers_.contains(request.worker_address())) {
     workers_[request.worker_address()];
     // A new worker joins every job that has not finished, as in tf.data service.
@@ -159,8 +186,12 @@ absl::StatusOr<proto::WorkerHeartbeatResponse> DispatcherState::WorkerHeartbeat(
     def->set_task_id(task.id);
     def->set_job_id(job.id);
     def->set_dataset_id(job.dataset_id);
-    *def->mutable_pipeline() = datasets_.at(job.dataset_id);
+    *def->mutable_pipeline() = task.sharded_pipeline.value_or(datasets_.at(job.dataset_id));
     def->set_mode(job.mode);
+    if (IsStaticSharding(job.mode)) {
+      def->set_worker_index(task.worker_index);
+      def->set_num_workers(worker_list_.size());
+    }
   }
   for (int64_t id : request.current_tasks()) {
     if (!tasks_.contains(id)) response.add_tasks_to_delete(id);

@@ -11,6 +11,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "control/service.pb.h"
+#include "control/static_sharding.h"
 #include "split/split_provider.h"
 
 namespace sluice::control {
@@ -29,11 +31,15 @@ struct DispatcherConfig {
   // Where DYNAMIC `list_files` may glob (the dispatcher's --data-root); the dispatcher hands
   // out file names, so it must see the files workers read.
   std::vector<std::string> data_roots;
+  // The fixed worker list static sharding needs (--worker-addresses): a worker's index is
+  // its position; when non-empty, workers not in it are refused.
+  std::vector<std::string> worker_addresses;
 };
 
 class DispatcherState {
  public:
-  explicit DispatcherState(const DispatcherConfig& config) : config_(config) {}
+  explicit DispatcherState(const DispatcherConfig& config)
+      : config_(config), worker_list_(config.worker_addresses) {}
 
   // Validates the pipeline; the same definition registered twice gets the same id.
   [[nodiscard]] absl::StatusOr<std::string> RegisterDataset(const proto::PipelineDef& pipeline);
@@ -67,12 +73,16 @@ class DispatcherState {
     int64_t job_id;
     std::string worker_address;
     bool finished = false;
+    // Static sharding: the worker's index and the pipeline rewritten for it.
+    int64_t worker_index = 0;
+    std::optional<proto::PipelineDef> sharded_pipeline;
   };
 
   bool JobFinished(const Job& job) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void CreateTask(Job& job, const std::string& worker_address) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const DispatcherConfig config_;
+  const WorkerList worker_list_;
   mutable absl::Mutex mu_;
   int64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
   absl::flat_hash_map<std::string, proto::PipelineDef> datasets_ ABSL_GUARDED_BY(mu_);

@@ -125,4 +125,35 @@ absl::StatusOr<proto::PipelineDef> ApplyFileSharding(const proto::PipelineDef& d
       "pipeline"));
 }
 
+absl::StatusOr<proto::PipelineDef> ApplyDataSharding(const proto::PipelineDef& def,
+                                                     int64_t num_workers, int64_t worker_index) {
+  SLUICE_RETURN_IF_ERROR(CheckWorkers(num_workers, worker_index));
+  if (def.stages_size() == 0) {
+    return absl::FailedPreconditionError("DATA sharding needs a pipeline, got an empty one");
+  }
+  int position = def.stages_size();
+  for (int s = 0; s < def.stages_size(); ++s) {
+    const proto::Stage& stage = def.stages(s);
+    if (stage.has_batch() || stage.has_padded_batch() || stage.has_bucket_by_sequence_length()) {
+      position = s;
+      break;
+    }
+  }
+  proto::PipelineDef out;
+  for (int s = 0; s < def.stages_size(); ++s) {
+    if (s == position) {
+      proto::ShardOp* shard = out.add_stages()->mutable_shard();
+      shard->set_num_shards(num_workers);
+      shard->set_index(worker_index);
+    }
+    *out.add_stages() = def.stages(s);
+  }
+  if (position == def.stages_size()) {
+    proto::ShardOp* shard = out.add_stages()->mutable_shard();
+    shard->set_num_shards(num_workers);
+    shard->set_index(worker_index);
+  }
+  return out;
+}
+
 }  // namespace sluice::engine

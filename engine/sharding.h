@@ -37,6 +37,15 @@ namespace sluice::engine {
                                                                    int64_t num_workers,
                                                                    int64_t worker_index);
 
+// Makes the pipeline keep elements j with j % num_workers == worker_index: a shard stage is
+// inserted before the first top-level batching stage (batch, padded_batch,
+// bucket_by_sequence_length), or appended when there is none, so each worker batches only
+// its own elements. Every worker still reads all the data, so the order before the shard
+// must be deterministic (no unseeded shuffle) for the shares to be disjoint.
+[[nodiscard]] absl::StatusOr<proto::PipelineDef> ApplyDataSharding(const proto::PipelineDef& def,
+                                                                   int64_t num_workers,
+                                                                   int64_t worker_index);
+
 }  // namespace sluice::engine
 
 #endif  // SLUICE_ENGINE_SHARDING_H_

@@ -87,5 +87,25 @@ TEST(ApplyFileShardingTest, FewerFilesThanWorkersAndNonFileSourcesAreFailedPreco
   EXPECT_THAT(range.message(), HasSubstr("stage 0 (range): FILE sharding needs a file source"));
 }
 
+TEST(ApplyDataShardingTest, ShardsElementsBeforeTheFirstBatchSoSharesAreDisjoint) {
+  const proto::PipelineDef def = Parse("range(23) | map(identity) | batch(4) | prefetch(2)");
+  absl::StatusOr<proto::PipelineDef> w2 = ApplyDataSharding(def, 3, 2);
+  ASSERT_TRUE(w2.ok()) << w2.status();
+  EXPECT_EQ(FormatPipeline(*w2),
+            "range(0, 23, 1) | map(identity) | shard(3, 2) | batch(4) | prefetch(2)");
+  std::vector<int64_t> all;
+  for (int w = 0; w < 3; ++w) {
+    absl::StatusOr<proto::PipelineDef> share = ApplyDataSharding(Parse("range(23)"), 3, w);
+    ASSERT_TRUE(share.ok()) << share.status();
+    absl::StatusOr<std::unique_ptr<ElementIterator>> it = BuildPipeline(*share, {});
+    ASSERT_TRUE(it.ok()) << it.status();
+    for (int64_t v : ScalarInt64s(*Drain(**it))) all.push_back(v);
+  }
+  std::sort(all.begin(), all.end());
+  ASSERT_EQ(all.size(), 23u);
+  for (int64_t v = 0; v < 23; ++v) EXPECT_EQ(all[v], v);
+  EXPECT_EQ(ApplyDataSharding(def, 0, 0).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace sluice::engine

@@ -19,6 +19,7 @@
 #include "control/client.h"
 #include "control/dispatcher.h"
 #include "control/local_cluster.h"
+#include "control/processing_mode.h"
 #include "control/worker.h"
 #include "engine/functions.h"
 #include "engine/pipeline_text.h"
@@ -58,10 +59,10 @@ absl::StatusOr<absl::Duration> ParseDurationFlag(const std::string& name, const 
 }
 
 absl::StatusOr<proto::ProcessingMode> ParseMode(const std::string& text) {
-  if (text == "off") return proto::OFF;
-  if (text == "dynamic") return proto::DYNAMIC;
-  return absl::InvalidArgumentError(
-      absl::StrCat("--mode must be off or dynamic, got '", text, "'"));
+  absl::StatusOr<proto::ProcessingMode> mode = control::ParseProcessingMode(text);
+  if (!mode.ok())
+    return absl::InvalidArgumentError(absl::StrCat("--mode: ", mode.status().message()));
+  return mode;
 }
 
 // Parses and validates locally so that a typo is reported before any connection is made.
@@ -78,7 +79,11 @@ void AddReadFlags(CLI::App* app, ReadFlags& flags) {
   app->add_option("--pipeline", flags.pipeline,
                   "Pipeline text, e.g. 'range(10000) | map(square) | batch(32)'")
       ->capture_default_str();
-  app->add_option("--mode", flags.mode, "Processing mode: off or dynamic")->capture_default_str();
+  app->add_option(
+         "--mode", flags.mode,
+         absl::StrCat("Processing mode (sharding policy): ", control::ProcessingModeChoices(),
+                      "; the static ones need the dispatcher's --worker-addresses"))
+      ->capture_default_str();
   app->add_option("--job-name", flags.job_name,
                   "Share a job with other clients that name it (default: a job of one's own)");
   app->add_option("--format", flags.format, "Output: jsonl (one line per batch) or summary")
@@ -184,6 +189,13 @@ int Main(int argc, char** argv) {
                              "Shared library of custom functions to load (repeatable)");
   dispatcher_cmd->add_option("--data-root", dispatcher_data_roots,
                              "Directory DYNAMIC list_files may glob (repeatable)");
+  std::vector<std::string> worker_addresses;
+  dispatcher_cmd
+      ->add_option("--worker-addresses", worker_addresses,
+                   "Fixed worker list for static sharding (file, data, file_or_data, hint): "
+                   "HOST:PORT or HOST entries, comma-separated; a worker's index is its "
+                   "position, unlisted workers are refused")
+      ->delimiter(',');
 
   CLI::App* worker_cmd = app.add_subcommand("worker", "Run a data worker");
   std::string worker_dispatcher;
@@ -256,6 +268,7 @@ int Main(int argc, char** argv) {
   if (dispatcher_cmd->parsed()) {
     control::DispatcherOptions options;
     options.config.data_roots = dispatcher_data_roots;
+    options.config.worker_addresses = worker_addresses;
     options.bind =
         transport::Address{scheme, dispatcher_host, static_cast<uint16_t>(dispatcher_port)};
     options.config.elements_per_split = elements_per_split;

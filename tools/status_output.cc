@@ -2,21 +2,10 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
+#include "control/processing_mode.h"
 
 namespace sluice::tools {
 namespace {
-
-const char* ModeName(proto::ProcessingMode mode) {
-  switch (mode) {
-    case proto::OFF:
-      return "off";
-    case proto::DYNAMIC:
-      return "dynamic";
-    case proto::PROCESSING_MODE_UNSPECIFIED:
-    default:
-      return "unspecified";
-  }
-}
 
 double SecondsSince(int64_t unix_ms) {
   return static_cast<double>(absl::ToUnixMillis(absl::Now()) - unix_ms) / 1000.0;
@@ -43,7 +32,7 @@ nlohmann::json StatusToJson(const proto::GetStatusResponse& status) {
     jobs.push_back({{"job_id", j.job_id()},
                     {"job_name", j.job_name()},
                     {"dataset_id", j.dataset_id()},
-                    {"mode", ModeName(j.mode())},
+                    {"mode", control::ProcessingModeName(j.mode())},
                     {"clients", j.num_clients()},
                     {"tasks", j.num_tasks()},
                     {"finished_tasks", j.finished_tasks()},
@@ -75,8 +64,8 @@ void PrintStatus(const proto::GetStatusResponse& status, bool json, std::ostream
   for (const proto::JobStatus& j : status.jobs()) {
     out << absl::StrFormat("  job %d %-16s dataset %s  mode %s  %d client(s)  tasks %d/%d done%s\n",
                            j.job_id(), j.job_name().empty() ? "(anonymous)" : j.job_name(),
-                           j.dataset_id(), ModeName(j.mode()), j.num_clients(), j.finished_tasks(),
-                           j.num_tasks(), j.finished() ? "  finished" : "");
+                           j.dataset_id(), control::ProcessingModeName(j.mode()), j.num_clients(),
+                           j.finished_tasks(), j.num_tasks(), j.finished() ? "  finished" : "");
   }
 }
 

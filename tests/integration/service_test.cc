@@ -14,89 +14,12 @@
 
 #include "common/subprocess.h"
 #include "nlohmann/json.hpp"
+#include "tests/integration/cluster.h"
 
 namespace sluice::testing {
 namespace {
 
 using ::testing::HasSubstr;
-
-// The transport under test: SLUICE_TEST_TRANSPORT=ofi runs everything over libfabric.
-std::string Scheme() {
-  const char* scheme = std::getenv("SLUICE_TEST_TRANSPORT");
-  return scheme ? scheme : "ucx";
-}
-
-std::string Binary() {
-  const char* path = std::getenv("SLUICE_BINARY");
-  return path ? path : "sluice";
-}
-
-// A dispatcher and N workers, each its own process.
-class Cluster {
- public:
-  // `data_root`: given to the dispatcher and every worker as --data-root.
-  explicit Cluster(int workers, const std::string& data_root = "") {
-    std::vector<std::string> roots;
-    if (!data_root.empty()) roots = {"--data-root", data_root};
-    std::vector<std::string> argv = {
-        Binary(), "--transport", Scheme(),    "dispatcher",           "--port",
-        "0",      "--host",      "127.0.0.1", "--elements-per-split", "100"};
-    argv.insert(argv.end(), roots.begin(), roots.end());
-    dispatcher_ = std::make_unique<Subprocess>(argv);
-    std::string line = dispatcher_->WaitForOutput("listening on", absl::Seconds(20));
-    EXPECT_FALSE(line.empty()) << dispatcher_->stderr_text();
-    size_t start = line.find(Scheme() + "://");
-    address_ = line.substr(start, line.find(' ', start) - start);
-    for (int i = 0; i < workers; ++i) {
-      std::vector<std::string> worker_argv = {
-          Binary(),           "worker",    "--dispatcher", address_,  "--host",  "127.0.0.1",
-          "--advertise-host", "127.0.0.1", "--slab-bytes", "1048576", "--slabs", "8"};
-      worker_argv.insert(worker_argv.end(), roots.begin(), roots.end());
-      auto worker = std::make_unique<Subprocess>(worker_argv);
-      EXPECT_FALSE(worker->WaitForOutput("serving at", absl::Seconds(20)).empty())
-          << worker->stderr_text();
-      workers_.push_back(std::move(worker));
-    }
-  }
-  const std::string& address() const { return address_; }
-
- private:
-  std::unique_ptr<Subprocess> dispatcher_;
-  std::vector<std::unique_ptr<Subprocess>> workers_;
-  std::string address_;
-};
-
-std::unique_ptr<Subprocess> StartRead(const std::string& address, const std::string& pipeline,
-                                      const std::string& mode, const std::string& job = "") {
-  std::vector<std::string> argv = {Binary(), "read",   "--dispatcher", address,    "--pipeline",
-                                   pipeline, "--mode", mode,           "--format", "jsonl"};
-  if (!job.empty()) {
-    argv.push_back("--job-name");
-    argv.push_back(job);
-  }
-  return std::make_unique<Subprocess>(argv);
-}
-
-// value -> how many times it was read, from a finished `sluice read --format jsonl`.
-std::map<int64_t, int> Values(Subprocess& read) {
-  EXPECT_EQ(read.Wait(absl::Seconds(120)), 0) << read.stderr_text();
-  std::map<int64_t, int> counts;
-  std::istringstream lines(read.stdout_text());
-  for (std::string line; std::getline(lines, line);) {
-    nlohmann::json batch = nlohmann::json::parse(line);
-    EXPECT_EQ(batch["tensors"].size(), 1u);
-    EXPECT_EQ(batch["tensors"][0]["dtype"], "int64");
-    for (int64_t v : batch["tensors"][0]["values"]) ++counts[v];
-  }
-  return counts;
-}
-
-void ExpectEachValueTimes(const std::map<int64_t, int>& counts, int64_t n, int times) {
-  ASSERT_EQ(counts.size(), static_cast<size_t>(n)) << "distinct values read";
-  ASSERT_EQ(counts.begin()->first, 0);
-  ASSERT_EQ(counts.rbegin()->first, n - 1);
-  for (const auto& [value, count] : counts) ASSERT_EQ(count, times) << "value " << value;
-}
 
 TEST(ServiceTest, DynamicTwoClientsOfOneJobReadEachElementOnce) {
   Cluster cluster(2);
@@ -159,35 +82,13 @@ TEST(ServiceTest, MapFunctionsAndShuffleKeepTheMultiset) {
   for (int64_t i = 0; i < 1000; ++i) ASSERT_EQ(counts[i * i], 1) << i;
 }
 
-// String values (TFRecord records) read by a finished `sluice read --format jsonl`.
-std::map<std::string, int> Records(Subprocess& read) {
-  EXPECT_EQ(read.Wait(absl::Seconds(120)), 0) << read.stderr_text();
-  std::map<std::string, int> counts;
-  std::istringstream lines(read.stdout_text());
-  for (std::string line; std::getline(lines, line);) {
-    nlohmann::json batch = nlohmann::json::parse(line);
-    EXPECT_EQ(batch["tensors"][0]["dtype"], "string");
-    for (const auto& v : batch["tensors"][0]["values"]) ++counts[v.get<std::string>()];
-  }
-  return counts;
-}
-
-int64_t Total(const std::map<std::string, int>& counts) {
-  int64_t n = 0;
-  for (const auto& [v, c] : counts) n += c;
-  return n;
-}
-
 // The 12 GZIP TFRecord shards written by TFX (../shared/testdata, PROVENANCE.md: 5,091
 // records in all), read by 3 worker processes.
 class TaxiShardsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const char* root = std::getenv("SLUICE_TESTDATA");
-    if (root == nullptr || access(root, R_OK) != 0) {
-      GTEST_SKIP() << "SLUICE_TESTDATA (../shared/testdata) is not available";
-    }
-    root_ = root;
+    root_ = TestDataRoot();
+    if (root_.empty()) GTEST_SKIP() << "SLUICE_TESTDATA (../shared/testdata) is not available";
   }
   static constexpr const char* kPipeline =
       "list_files('tfrecord/tfx/tfx/components/testdata/csv_example_gen/Split-eval/*.gz') "

@@ -1,0 +1,81 @@
+#include "control/static_sharding.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "control/processing_mode.h"
+#include "engine/sharding.h"
+
+namespace sluice::control {
+namespace {
+
+std::string StripScheme(const std::string& address) {
+  const size_t at = address.find("://");
+  return at == std::string::npos ? address : address.substr(at + 3);
+}
+
+// "host:port" -> "host"; "[v6]:port" -> "[v6]".
+std::string HostOf(const std::string& host_port) {
+  const size_t colon = host_port.rfind(':');
+  if (colon == std::string::npos || host_port.back() == ']') return host_port;
+  return host_port.substr(0, colon);
+}
+
+bool HasPort(const std::string& entry) {
+  const size_t colon = entry.rfind(':');
+  return colon != std::string::npos && entry.back() != ']';
+}
+
+bool ReadsFiles(const proto::PipelineDef& def) {
+  if (def.stages_size() == 0) return false;
+  const proto::Stage& source = def.stages(0);
+  return source.has_list_files() || (source.has_tfrecord() && !source.tfrecord().files().empty()) ||
+         (source.has_text_line() && !source.text_line().files().empty()) ||
+         (source.has_fixed_length_record() && !source.fixed_length_record().files().empty());
+}
+
+}  // namespace
+
+WorkerList::WorkerList(std::vector<std::string> entries) {
+  entries_.reserve(entries.size());
+  for (const std::string& entry : entries) entries_.push_back(StripScheme(entry));
+}
+
+std::optional<int64_t> WorkerList::IndexOf(const std::string& worker_address) const {
+  const std::string host_port = StripScheme(worker_address);
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    const std::string& entry = entries_[i];
+    if (HasPort(entry) ? entry == host_port : entry == HostOf(host_port)) {
+      return static_cast<int64_t>(i);
+    }
+  }
+  return std::nullopt;
+}
+
+std::string WorkerList::ToString() const { return absl::StrJoin(entries_, ", "); }
+
+absl::StatusOr<proto::PipelineDef> ShardPipelineForWorker(const proto::PipelineDef& def,
+                                                          proto::ProcessingMode mode,
+                                                          int64_t num_workers,
+                                                          int64_t worker_index) {
+  switch (mode) {
+    case proto::FILE:
+      return engine::ApplyFileSharding(def, num_workers, worker_index);
+    case proto::DATA:
+      return engine::ApplyDataSharding(def, num_workers, worker_index);
+    case proto::FILE_OR_DATA:
+      return ReadsFiles(def) ? engine::ApplyFileSharding(def, num_workers, worker_index)
+                             : engine::ApplyDataSharding(def, num_workers, worker_index);
+    case proto::HINT:
+      return engine::RewriteShardHints(def, num_workers, worker_index);
+    case proto::OFF:
+    case proto::DYNAMIC:
+    case proto::PROCESSING_MODE_UNSPECIFIED:
+    case proto::ProcessingMode_INT_MIN_SENTINEL_DO_NOT_USE_:
+    case proto::ProcessingMode_INT_MAX_SENTINEL_DO_NOT_USE_:
+      break;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("mode ", ProcessingModeName(mode), " is not a static sharding policy"));
+}
+
+}  // namespace sluice::control
