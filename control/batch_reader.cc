@@ -90,13 +90,21 @@ void BatchReader::HeartbeatLoop() {
     absl::Status status = HeartbeatOnce();
     if (status.ok()) {
       last_success = absl::Now();
-    } else if (status.code() == absl::StatusCode::kNotFound ||
-               absl::Now() - last_success > options_.request_timeout) {
+    } else if (status.code() == absl::StatusCode::kNotFound) {
       absl::MutexLock lock(&mu_);
       if (error_.ok()) {
-        error_ = absl::Status(status.code(),
-                              absl::StrCat("lost the dispatcher at ", dispatcher_.ToString(), ": ",
-                                           status.message()));
+        error_ = absl::FailedPreconditionError(
+            absl::StrCat("the dispatcher at ", dispatcher_.ToString(),
+                         " restarted without its state (", status.message(),
+                         "); run it with --work-dir and --fault-tolerant to survive restarts"));
+      }
+    } else if (absl::Now() - last_success > options_.request_timeout) {
+      absl::MutexLock lock(&mu_);
+      if (error_.ok()) {
+        error_ = absl::Status(
+            status.code(),
+            absl::StrCat("lost the dispatcher at ", dispatcher_.ToString(), " for ",
+                         absl::FormatDuration(options_.request_timeout), ": ", status.message()));
       }
     }
     Pump();

@@ -1,62 +1,183 @@
 #include "control/dispatcher.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
 #include "absl/random/random.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/strip.h"
 #include "common/status_macros.h"
-#include "control/proto_handler.h"
 
 namespace sluice::control {
+namespace {
 
-Dispatcher::Dispatcher(const DispatcherOptions& options) : state_(options.config) {
+std::string RandomId() {
   absl::BitGen gen;
-  id_ = absl::StrFormat("%016x", absl::Uniform<uint64_t>(gen));
+  return absl::StrFormat("%016x", absl::Uniform<uint64_t>(gen));
+}
+
+// The id a fault-tolerant dispatcher keeps across restarts, so peers can tell a restart
+// that kept its state (same id) from one that lost it (new id).
+absl::StatusOr<std::string> LoadOrCreateId(const std::string& dir) {
+  const std::string path = dir + "/dispatcher_id";
+  if (std::ifstream in(path); in) {
+    std::string id;
+    std::getline(in, id);
+    if (!id.empty()) return id;
+  }
+  const std::string id = RandomId();
+  const std::string tmp = path + ".tmp";
+  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return absl::InternalError(absl::StrCat("cannot create ", tmp, ": ", strerror(errno)));
+  const std::string line = id + "\n";
+  const bool written =
+      write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()) && fsync(fd) == 0;
+  close(fd);
+  if (!written || rename(tmp.c_str(), path.c_str()) != 0) {
+    return absl::InternalError(absl::StrCat("cannot write ", path, ": ", strerror(errno)));
+  }
+  return id;
+}
+
+template <typename Response>
+void ReplyWith(transport::ServerCall& call, const absl::StatusOr<Response>& response) {
+  if (response.ok()) {
+    call.Reply(*response);
+  } else {
+    call.Reply(response.status());
+  }
+}
+
+// Binds a state method to an RPC. A call that changed journaled state is answered only
+// once the journal holds the change durably (group commit: many calls share one fdatasync).
+template <typename Request, typename Response>
+void HandleDurable(transport::RpcEndpoint& rpc, uint32_t method, DispatcherState& state,
+                   JournalWriter* journal,
+                   std::function<absl::StatusOr<Response>(const Request&)> handler) {
+  rpc.Handle(method, [&state, journal,
+                      handler = std::move(handler)](std::shared_ptr<transport::ServerCall> call) {
+    Request request;
+    if (!request.ParseFromString(call->request())) {
+      call->Reply(absl::InvalidArgumentError(
+          absl::StrCat("malformed ", Request::descriptor()->name(), " message")));
+      return;
+    }
+    const int64_t journaled_before = journal ? state.journaled_updates() : 0;
+    absl::StatusOr<Response> response = handler(request);
+    if (journal == nullptr || state.journaled_updates() == journaled_before) {
+      ReplyWith(*call, response);
+      return;
+    }
+    journal->Sync([call, response = std::move(response)](absl::Status durable) {
+      if (!durable.ok()) {
+        call->Reply(absl::UnavailableError(
+            absl::StrCat("the dispatcher could not journal this change: ", durable.message())));
+        return;
+      }
+      ReplyWith(*call, response);
+    });
+  });
+}
+
+}  // namespace
+
+Dispatcher::Dispatcher(const DispatcherOptions& options) : state_(options.config) {}
+
+absl::Status Dispatcher::OpenWorkDir(const DispatcherOptions& options) {
+  if (options.work_dir.empty()) {
+    return absl::InvalidArgumentError("a fault-tolerant dispatcher needs a --work-dir");
+  }
+  if (mkdir(options.work_dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    return absl::InternalError(
+        absl::StrCat("cannot create work dir ", options.work_dir, ": ", strerror(errno)));
+  }
+  SLUICE_ASSIGN_OR_RETURN(id_, LoadOrCreateId(options.work_dir));
+  absl::StatusOr<Recovered> recovered = Recover(options.work_dir);
+  if (recovered.ok()) {
+    SLUICE_RETURN_IF_ERROR(state_.Restore(*recovered));
+    recovery_summary_ =
+        absl::StrCat("recovered ", recovered->snapshot.has_value() ? "a snapshot and " : "",
+                     recovered->updates.size(), " journaled update(s) from ", options.work_dir,
+                     recovered->dropped.has_value() ? " (a torn last record was dropped)" : "");
+  } else if (!absl::IsNotFound(recovered.status())) {
+    return absl::Status(recovered.status().code(),
+                        absl::StrCat("cannot recover the dispatcher's state from ",
+                                     options.work_dir, ": ", recovered.status().message()));
+  }
+  SLUICE_ASSIGN_OR_RETURN(journal_, JournalWriter::Open(options.work_dir, JournalOptions{}));
+  state_.AttachJournal(journal_.get(), options.compact_every_updates);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::unique_ptr<Dispatcher>> Dispatcher::Start(const DispatcherOptions& options) {
   std::unique_ptr<Dispatcher> d(new Dispatcher(options));
+  if (options.fault_tolerant) {
+    SLUICE_RETURN_IF_ERROR(d->OpenWorkDir(options));
+  } else {
+    d->id_ = RandomId();
+  }
   transport::RpcOptions rpc_options;
   rpc_options.scheme = options.bind.scheme;
   rpc_options.transport = options.transport;
   SLUICE_ASSIGN_OR_RETURN(d->rpc_, transport::RpcEndpoint::Create(rpc_options));
-  DispatcherState& state = d->state_;
-  transport::RpcEndpoint& rpc = *d->rpc_;
-  HandleProto<proto::GetDispatcherInfoRequest, proto::GetDispatcherInfoResponse>(
-      rpc, proto::GET_DISPATCHER_INFO, [id = d->id_](const auto&) {
+  d->RegisterHandlers();
+  SLUICE_ASSIGN_OR_RETURN(d->address_, d->rpc_->Listen(options.bind));
+  return d;
+}
+
+void Dispatcher::RegisterHandlers() {
+  DispatcherState& state = state_;
+  transport::RpcEndpoint& rpc = *rpc_;
+  JournalWriter* journal = journal_.get();
+  const std::string id = id_;
+  HandleDurable<proto::GetDispatcherInfoRequest, proto::GetDispatcherInfoResponse>(
+      rpc, proto::GET_DISPATCHER_INFO, state, nullptr, [id](const auto&) {
         proto::GetDispatcherInfoResponse response;
         response.set_dispatcher_id(id);
         response.set_version("0.1.0");
         return absl::StatusOr<proto::GetDispatcherInfoResponse>(response);
       });
-  HandleProto<proto::RegisterDatasetRequest, proto::RegisterDatasetResponse>(
-      rpc, proto::REGISTER_DATASET,
+  HandleDurable<proto::RegisterDatasetRequest, proto::RegisterDatasetResponse>(
+      rpc, proto::REGISTER_DATASET, state, journal,
       [&state](const auto& request) -> absl::StatusOr<proto::RegisterDatasetResponse> {
         SLUICE_ASSIGN_OR_RETURN(std::string id, state.RegisterDataset(request.pipeline()));
         proto::RegisterDatasetResponse response;
         response.set_dataset_id(id);
         return response;
       });
-  HandleProto<proto::GetOrCreateJobRequest, proto::GetOrCreateJobResponse>(
-      rpc, proto::GET_OR_CREATE_JOB, [&state](const auto& r) { return state.GetOrCreateJob(r); });
-  HandleProto<proto::ClientHeartbeatRequest, proto::ClientHeartbeatResponse>(
-      rpc, proto::CLIENT_HEARTBEAT, [&state](const auto& r) { return state.ClientHeartbeat(r); });
-  HandleProto<proto::WorkerHeartbeatRequest, proto::WorkerHeartbeatResponse>(
-      rpc, proto::WORKER_HEARTBEAT,
-      [&state, id = d->id_](const auto& r) -> absl::StatusOr<proto::WorkerHeartbeatResponse> {
+  HandleDurable<proto::GetOrCreateJobRequest, proto::GetOrCreateJobResponse>(
+      rpc, proto::GET_OR_CREATE_JOB, state, journal,
+      [&state](const auto& r) { return state.GetOrCreateJob(r); });
+  HandleDurable<proto::ClientHeartbeatRequest, proto::ClientHeartbeatResponse>(
+      rpc, proto::CLIENT_HEARTBEAT, state, journal,
+      [&state, id](const auto& r) -> absl::StatusOr<proto::ClientHeartbeatResponse> {
+        SLUICE_ASSIGN_OR_RETURN(proto::ClientHeartbeatResponse response, state.ClientHeartbeat(r));
+        response.set_dispatcher_id(id);
+        return response;
+      });
+  HandleDurable<proto::WorkerHeartbeatRequest, proto::WorkerHeartbeatResponse>(
+      rpc, proto::WORKER_HEARTBEAT, state, journal,
+      [&state, id](const auto& r) -> absl::StatusOr<proto::WorkerHeartbeatResponse> {
         SLUICE_ASSIGN_OR_RETURN(proto::WorkerHeartbeatResponse response, state.WorkerHeartbeat(r));
         response.set_dispatcher_id(id);
         return response;
       });
-  HandleProto<proto::GetStatusRequest, proto::GetStatusResponse>(
-      rpc, proto::GET_STATUS,
-      [&state, id = d->id_](const auto&) -> absl::StatusOr<proto::GetStatusResponse> {
+  HandleDurable<proto::GetStatusRequest, proto::GetStatusResponse>(
+      rpc, proto::GET_STATUS, state, nullptr,
+      [&state, id](const auto&) -> absl::StatusOr<proto::GetStatusResponse> {
         proto::GetStatusResponse status = state.Status();
         status.set_dispatcher_id(id);
         return status;
       });
-  HandleProto<proto::GetSplitRequest, proto::GetSplitResponse>(
-      rpc, proto::GET_SPLIT, [&state](const auto& r) { return state.GetSplit(r); });
-  SLUICE_ASSIGN_OR_RETURN(d->address_, rpc.Listen(options.bind));
-  return d;
+  HandleDurable<proto::GetSplitRequest, proto::GetSplitResponse>(
+      rpc, proto::GET_SPLIT, state, journal, [&state](const auto& r) { return state.GetSplit(r); });
 }
 
 }  // namespace sluice::control

@@ -1,7 +1,14 @@
 // The dispatcher service: DispatcherState behind the control channel.
 //
+// With `fault_tolerant`, every state change is journaled in `work_dir` and made durable
+// before the call that caused it is answered; a dispatcher restarted on the same work dir
+// recovers its datasets, jobs, tasks and split cursors and keeps its id, so workers and
+// clients carry on.
+//
 //   DispatcherOptions options;
 //   options.bind = {"ucx", "0.0.0.0", 5050};
+//   options.work_dir = "/var/lib/sluice";
+//   options.fault_tolerant = true;
 //   absl::StatusOr<std::unique_ptr<Dispatcher>> d = Dispatcher::Start(options);
 //   (*d)->address();  // the bound address, port resolved
 #ifndef SLUICE_CONTROL_DISPATCHER_H_
@@ -11,6 +18,7 @@
 #include <string>
 
 #include "control/dispatcher_state.h"
+#include "control/journal.h"
 #include "transport/rpc.h"
 
 namespace sluice::control {
@@ -19,6 +27,11 @@ struct DispatcherOptions {
   transport::Address bind{"ucx", "0.0.0.0", 0};
   DispatcherConfig config;
   transport::TransportOptions transport;
+  // Where the journal and the dispatcher id live; needed by fault_tolerant.
+  std::string work_dir;
+  bool fault_tolerant = false;
+  // Journal updates between snapshots (compaction keeps recovery short).
+  int64_t compact_every_updates = 100000;
 };
 
 class Dispatcher {
@@ -29,13 +42,19 @@ class Dispatcher {
   [[nodiscard]] const transport::Address& address() const { return address_; }
   [[nodiscard]] const std::string& id() const { return id_; }
   [[nodiscard]] DispatcherState& state() { return state_; }
+  // What recovery found in the work dir ("" for a fresh or non-fault-tolerant dispatcher).
+  [[nodiscard]] const std::string& recovery_summary() const { return recovery_summary_; }
 
  private:
   explicit Dispatcher(const DispatcherOptions& options);
+  absl::Status OpenWorkDir(const DispatcherOptions& options);
+  void RegisterHandlers();
 
   DispatcherState state_;
   std::string id_;
+  std::string recovery_summary_;
   transport::Address address_;
+  std::unique_ptr<JournalWriter> journal_;       // outlives nothing that appends: rpc_ stops first
   std::unique_ptr<transport::RpcEndpoint> rpc_;  // last: stops first, while state_ lives
 };
 

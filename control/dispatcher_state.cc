@@ -36,9 +36,24 @@ absl::StatusOr<std::string> DispatcherState::RegisterDataset(const proto::Pipeli
     return it->second;
   }
   std::string id = absl::StrCat("ds", next_id_++);
+  AddDataset(id, pipeline);
+  proto::Update update;
+  update.mutable_register_dataset()->set_dataset_id(id);
+  *update.mutable_register_dataset()->mutable_pipeline() = pipeline;
+  Journal(update);
+  return id;
+}
+
+void DispatcherState::AddDataset(const std::string& id, const proto::PipelineDef& pipeline) {
+  std::string key;
+  google::protobuf::io::StringOutputStream stream(&key);
+  {
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    pipeline.SerializeToCodedStream(&coded);
+  }
   datasets_[id] = pipeline;
   dataset_by_definition_[key] = id;
-  return id;
 }
 
 absl::StatusOr<proto::GetOrCreateJobResponse> DispatcherState::GetOrCreateJob(
@@ -88,10 +103,24 @@ absl::StatusOr<proto::GetOrCreateJobResponse> DispatcherState::GetOrCreateJob(
       }
       jobs_.at(it->second).num_clients += 1;
       response.set_job_id(job.id);
+      proto::Update update;
+      update.mutable_add_client()->set_job_id(job.id);
+      update.mutable_add_client()->set_client_id(response.client_id());
+      Journal(update);
       return response;
     }
   }
   Job job{next_id_++, request.job_name(), request.dataset_id(), request.mode(), {}, 1, {}};
+  job.elements_per_split = config_.elements_per_split;
+  proto::Update update;
+  proto::Update::CreateJob* create = update.mutable_create_job();
+  create->set_job_id(job.id);
+  create->set_job_name(job.name);
+  create->set_dataset_id(job.dataset_id);
+  create->set_mode(job.mode);
+  create->set_elements_per_split(job.elements_per_split);
+  create->set_client_id(response.client_id());
+  Journal(update);
   for (const auto& [address, unused] : workers_) CreateTask(job, address);
   if (!job.name.empty()) job_by_name_[job.name] = job.id;
   response.set_job_id(job.id);
@@ -100,7 +129,17 @@ absl::StatusOr<proto::GetOrCreateJobResponse> DispatcherState::GetOrCreateJob(
 }
 
 void DispatcherState::CreateTask(Job& job, const std::string& worker_address) {
-  Task task{next_id_++, job.id, worker_address};
+  const int64_t id = next_id_++;
+  AddTask(job, id, worker_address);
+  proto::Update update;
+  update.mutable_create_task()->set_task_id(id);
+  update.mutable_create_task()->set_job_id(job.id);
+  update.mutable_create_task()->set_worker_address(worker_address);
+  Journal(update);
+}
+
+void DispatcherState::AddTask(Job& job, int64_t task_id, const std::string& worker_address) {
+  Task task{task_id, job.id, worker_address};
   if (IsStaticSharding(job.mode)) {
     // Registration refused unlisted workers, and GetOrCreateJob checked every share.
     task.worker_index = worker_list_.IndexOf(worker_address).value_or(0);
@@ -161,6 +200,9 @@ absl::StatusOr<proto::WorkerHeartbeatResponse> DispatcherState::WorkerHeartbeat(
   }
   if (!workers_.contains(request.worker_address())) {
     workers_[request.worker_address()];
+    proto::Update update;
+    update.mutable_register_worker()->set_address(request.worker_address());
+    Journal(update);
     // A new worker joins every job that has not finished, as in tf.data service.
     for (auto& [id, job] : jobs_) {
       if (!JobFinished(job)) CreateTask(job, request.worker_address());
@@ -171,8 +213,12 @@ absl::StatusOr<proto::WorkerHeartbeatResponse> DispatcherState::WorkerHeartbeat(
   worker.stats = request.stats();
   for (int64_t id : request.finished_tasks()) {
     auto it = tasks_.find(id);
-    if (it != tasks_.end() && it->second.worker_address == request.worker_address()) {
+    if (it != tasks_.end() && it->second.worker_address == request.worker_address() &&
+        !it->second.finished) {
       it->second.finished = true;
+      proto::Update update;
+      update.mutable_finish_task()->set_task_id(id);
+      Journal(update);
     }
   }
   absl::flat_hash_set<int64_t> current(request.current_tasks().begin(),
@@ -215,16 +261,18 @@ absl::StatusOr<proto::GetSplitResponse> DispatcherState::GetSplit(
     return absl::InvalidArgumentError(
         absl::StrCat("GetSplit with negative repetition ", request.repetition()));
   }
-  auto& provider = job.providers[request.repetition()];
-  if (provider == nullptr) {
-    split::SplitOptions options;
-    options.elements_per_split = config_.elements_per_split;
-    options.data_roots = config_.data_roots;
-    options.repetition = request.repetition();
-    SLUICE_ASSIGN_OR_RETURN(provider,
-                            split::CreateSplitProvider(datasets_.at(job.dataset_id), options));
-  }
+  const std::pair<int64_t, int64_t> lease_key{request.task_id(), request.repetition()};
   proto::GetSplitResponse response;
+  if (request.lease_seq() > 0) {
+    auto last = job.last_leases.find(lease_key);
+    if (last != job.last_leases.end() && last->second.seq == request.lease_seq()) {
+      // The worker did not get our reply (e.g. we restarted): the same splits again.
+      SLUICE_RETURN_IF_ERROR(ReplayLease(job, request.repetition(), last->second, &response));
+      return response;
+    }
+  }
+  SLUICE_ASSIGN_OR_RETURN(split::SplitProvider * provider, Provider(job, request.repetition()));
+  const int64_t first_split_index = provider->next_split_index();
   const int wanted = std::clamp(request.max_splits(), 1, kMaxSplitsPerLease);
   while (response.splits_size() < wanted) {
     proto::Split split;
@@ -237,7 +285,65 @@ absl::StatusOr<proto::GetSplitResponse> DispatcherState::GetSplit(
     *response.add_splits() = std::move(split);
   }
   if (response.splits_size() > 0) *response.mutable_split() = response.splits(0);
+  if (request.lease_seq() > 0) {
+    job.last_leases[lease_key] = Job::Lease{request.lease_seq(), first_split_index,
+                                            provider->next_split_index(), response.end_of_splits()};
+  }
+  if (response.splits_size() > 0 || response.end_of_splits()) {
+    proto::Update update;
+    proto::Update::SplitCursor* cursor = update.mutable_split_cursor();
+    cursor->set_job_id(job.id);
+    cursor->set_repetition(request.repetition());
+    cursor->set_next_split_index(provider->next_split_index());
+    cursor->set_end_of_splits(response.end_of_splits());
+    cursor->set_leased_by_task(request.task_id());
+    cursor->set_first_split_index(first_split_index);
+    cursor->set_lease_seq(request.lease_seq());
+    Journal(update);
+  }
   return response;
+}
+
+absl::StatusOr<split::SplitProvider*> DispatcherState::Provider(Job& job, int64_t repetition) {
+  auto& provider = job.providers[repetition];
+  if (provider != nullptr) return provider.get();
+  split::SplitOptions options;
+  options.elements_per_split = job.elements_per_split;
+  options.data_roots = config_.data_roots;
+  options.repetition = repetition;
+  absl::StatusOr<std::unique_ptr<split::SplitProvider>> made =
+      split::CreateSplitProvider(datasets_.at(job.dataset_id), options);
+  if (!made.ok()) {
+    job.providers.erase(repetition);
+    return made.status();
+  }
+  if (auto cursor = job.restored_cursors.find(repetition); cursor != job.restored_cursors.end()) {
+    SLUICE_RETURN_IF_ERROR((*made)->Seek(cursor->second));
+  }
+  provider = *std::move(made);
+  return provider.get();
+}
+
+absl::Status DispatcherState::ReplayLease(const Job& job, int64_t repetition,
+                                          const Job::Lease& lease,
+                                          proto::GetSplitResponse* response) {
+  split::SplitOptions options;
+  options.elements_per_split = job.elements_per_split;
+  options.data_roots = config_.data_roots;
+  options.repetition = repetition;
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<split::SplitProvider> replay,
+                          split::CreateSplitProvider(datasets_.at(job.dataset_id), options));
+  SLUICE_RETURN_IF_ERROR(replay->Seek(lease.first));
+  for (int64_t i = lease.first; i < lease.next; ++i) {
+    proto::Split split;
+    bool end = false;
+    SLUICE_RETURN_IF_ERROR(replay->GetNext(&split, &end));
+    if (end) break;
+    *response->add_splits() = std::move(split);
+  }
+  response->set_end_of_splits(lease.end);
+  if (response->splits_size() > 0) *response->mutable_split() = response->splits(0);
+  return absl::OkStatus();
 }
 
 proto::GetStatusResponse DispatcherState::Status() const {

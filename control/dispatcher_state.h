@@ -19,6 +19,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "control/journal.h"
 #include "control/service.pb.h"
 #include "control/static_sharding.h"
 #include "split/split_provider.h"
@@ -53,6 +54,17 @@ class DispatcherState {
   [[nodiscard]] absl::StatusOr<proto::GetSplitResponse> GetSplit(
       const proto::GetSplitRequest& request);
 
+  // Fault tolerance. Every state change is appended to `journal` under the state lock (so
+  // journal order is state order), and a snapshot compacts the journal every
+  // `compact_every` updates. Call before serving; `journal` must outlive the state.
+  void AttachJournal(JournalWriter* journal, int64_t compact_every);
+  // Rebuilds the state a journal recorded; call on a fresh state, before AttachJournal.
+  // DYNAMIC providers resume at their journaled cursors (Seek, no replay of splits).
+  [[nodiscard]] absl::Status Restore(const Recovered& recovered);
+  // Updates journaled so far. A handler whose call moved this must not reply before the
+  // journal is durable (JournalWriter::Sync).
+  [[nodiscard]] int64_t journaled_updates() const;
+
   [[nodiscard]] int num_workers() const;
   // Workers, datasets and jobs, for `sluice status`.
   [[nodiscard]] proto::GetStatusResponse Status() const;
@@ -67,6 +79,18 @@ class DispatcherState {
     int num_clients = 0;
     // DYNAMIC: one provider per repetition (pass) of the source, made on first use.
     std::map<int64_t, std::unique_ptr<split::SplitProvider>> providers;
+    // The split size the job's providers use (journaled, so a restart keeps it).
+    int64_t elements_per_split = 0;
+    // Cursors restored from a journal, applied when a repetition's provider is made.
+    std::map<int64_t, int64_t> restored_cursors;
+    // The last lease of each (task, repetition), to answer a retried GetSplit alike.
+    struct Lease {
+      int64_t seq = 0;
+      int64_t first = 0;
+      int64_t next = 0;
+      bool end = false;
+    };
+    std::map<std::pair<int64_t, int64_t>, Lease> last_leases;
   };
   struct Task {
     int64_t id;
@@ -80,6 +104,22 @@ class DispatcherState {
 
   bool JobFinished(const Job& job) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void CreateTask(Job& job, const std::string& worker_address) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void AddTask(Job& job, int64_t task_id, const std::string& worker_address)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void AddDataset(const std::string& id, const proto::PipelineDef& pipeline)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status Apply(const proto::Update& update) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The provider of (job, repetition), made (and sought to a restored cursor) on first use.
+  absl::StatusOr<split::SplitProvider*> Provider(Job& job, int64_t repetition)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Splits [first, next) of a pass again, for a retried lease.
+  absl::Status ReplayLease(const Job& job, int64_t repetition, const Job::Lease& lease,
+                           proto::GetSplitResponse* response) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Journal(const proto::Update& update) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  proto::Snapshot SnapshotLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void SeeId(int64_t id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    next_id_ = std::max(next_id_, id + 1);
+  }
 
   const DispatcherConfig config_;
   const WorkerList worker_list_;
@@ -96,6 +136,10 @@ class DispatcherState {
     proto::WorkerStats stats;
   };
   std::map<std::string, WorkerInfo> workers_ ABSL_GUARDED_BY(mu_);
+  JournalWriter* journal_ ABSL_GUARDED_BY(mu_) = nullptr;
+  int64_t compact_every_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t since_compaction_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t journaled_updates_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace sluice::control

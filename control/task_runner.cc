@@ -27,6 +27,7 @@ TaskRunner::~TaskRunner() {
     absl::MutexLock lock(&mu_);
     stopping_ = true;
   }
+  if (feed_ != nullptr) feed_->Cancel();
   producer_.join();
   std::deque<Waiter> waiters;
   {
@@ -41,6 +42,7 @@ void TaskRunner::Produce() {
   context.split_feed = feed_.get();
   context.seed_salt = static_cast<uint64_t>(task_.task_id());
   context.data_roots = options_.data_roots;
+  context.stats = &pipeline_stats_;
   absl::StatusOr<std::unique_ptr<engine::ElementIterator>> iterator =
       engine::BuildPipeline(task_.pipeline(), context);
   absl::Status status = iterator.ok() ? ProduceAll(**iterator) : iterator.status();
@@ -155,7 +157,9 @@ bool TaskRunner::produced_all() const {
 
 TaskRunnerStats TaskRunner::stats() const {
   absl::MutexLock lock(&mu_);
-  return stats_;
+  TaskRunnerStats stats = stats_;
+  stats.bad_records_skipped = pipeline_stats_.bad_records_skipped();
+  return stats;
 }
 
 }  // namespace sluice::control

@@ -20,6 +20,7 @@
 #include "absl/synchronization/mutex.h"
 #include "control/service.pb.h"
 #include "engine/iterator.h"
+#include "engine/pipeline_stats.h"
 #include "transport/rpc.h"
 #include "transport/slab_pool.h"
 
@@ -36,6 +37,7 @@ struct TaskRunnerStats {
   int64_t batches_served = 0;
   int64_t bytes_served = 0;
   int64_t bytes_assembled = 0;
+  int64_t bad_records_skipped = 0;
 };
 
 class TaskRunner {
@@ -76,6 +78,7 @@ class TaskRunner {
   const std::shared_ptr<transport::SlabPool> pool_;
   const std::unique_ptr<engine::SplitFeed> feed_;
   const TaskRunnerOptions options_;
+  engine::PipelineStats pipeline_stats_;
 
   mutable absl::Mutex mu_;
   std::deque<ReadyBatch> ready_ ABSL_GUARDED_BY(mu_);

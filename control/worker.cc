@@ -15,18 +15,21 @@ namespace {
 class RemoteSplitFeed final : public engine::SplitFeed {
  public:
   RemoteSplitFeed(transport::RpcEndpoint* rpc, transport::Address dispatcher,
-                  const proto::TaskDef& task, absl::Duration timeout, int lease_size)
+                  const proto::TaskDef& task, absl::Duration timeout, int lease_size,
+                  absl::Duration outage_timeout)
       : rpc_(rpc),
         dispatcher_(std::move(dispatcher)),
         task_(task),
         timeout_(timeout),
-        lease_size_(lease_size) {}
+        lease_size_(lease_size),
+        outage_timeout_(outage_timeout) {}
 
   absl::Status GetNext(int64_t repetition, proto::Split* split, bool* end_of_splits) override {
     if (repetition != repetition_) {  // a new pass over the source: leases are per pass
       repetition_ = repetition;
       leased_.clear();
       exhausted_ = false;
+      lease_seq_ = 0;
     }
     if (leased_.empty() && !exhausted_) {
       proto::GetSplitRequest request;
@@ -34,9 +37,9 @@ class RemoteSplitFeed final : public engine::SplitFeed {
       request.set_task_id(task_.task_id());
       request.set_repetition(repetition);
       request.set_max_splits(lease_size_);
+      request.set_lease_seq(++lease_seq_);
       proto::GetSplitResponse response;
-      SLUICE_RETURN_IF_ERROR(
-          rpc_->CallProto(dispatcher_, proto::GET_SPLIT, request, &response, timeout_));
+      SLUICE_RETURN_IF_ERROR(CallWithRetry(request, &response));
       leased_.assign(response.splits().begin(), response.splits().end());
       exhausted_ = response.end_of_splits();
     }
@@ -48,7 +51,38 @@ class RemoteSplitFeed final : public engine::SplitFeed {
     return absl::OkStatus();
   }
 
+  void Cancel() override { cancelled_.Notify(); }
+
  private:
+  // Rides through a dispatcher restart: transient failures are retried with backoff (the
+  // same lease_seq, so a lease whose reply was lost comes back, not a new one) until
+  // `outage_timeout`. Errors that a retry cannot fix end the task.
+  absl::Status CallWithRetry(const proto::GetSplitRequest& request,
+                             proto::GetSplitResponse* response) {
+    const absl::Time give_up = absl::Now() + outage_timeout_;
+    absl::Duration backoff = absl::Milliseconds(20);
+    while (true) {
+      absl::Status status =
+          rpc_->CallProto(dispatcher_, proto::GET_SPLIT, request, response, timeout_);
+      if (status.ok()) return status;
+      if (absl::IsNotFound(status)) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "the dispatcher at ", dispatcher_.ToString(), " no longer knows job ", task_.job_id(),
+            " (", status.message(),
+            "); it restarted without its state: run it with --work-dir and --fault-tolerant"));
+      }
+      if (absl::IsInvalidArgument(status) || absl::IsFailedPrecondition(status) ||
+          absl::IsPermissionDenied(status) || absl::IsDataLoss(status) ||
+          absl::Now() + backoff > give_up) {
+        return status;
+      }
+      if (cancelled_.WaitForNotificationWithTimeout(backoff)) {
+        return absl::CancelledError("worker is shutting down");
+      }
+      backoff = std::min(backoff * 2, absl::Seconds(1));
+    }
+  }
+
   transport::RpcEndpoint* rpc_;
   transport::Address dispatcher_;
   proto::TaskDef task_;
@@ -57,6 +91,9 @@ class RemoteSplitFeed final : public engine::SplitFeed {
   int64_t repetition_ = -1;
   std::deque<proto::Split> leased_;
   bool exhausted_ = false;
+  int64_t lease_seq_ = 0;
+  absl::Duration outage_timeout_;
+  absl::Notification cancelled_;
 };
 
 }  // namespace
@@ -114,6 +151,7 @@ proto::WorkerStats Worker::stats() {
     stats.set_batches_served(stats.batches_served() + s.batches_served);
     stats.set_bytes_served(stats.bytes_served() + s.bytes_served);
     stats.set_bytes_assembled(stats.bytes_assembled() + s.bytes_assembled);
+    stats.set_bad_records_skipped(stats.bad_records_skipped() + s.bad_records_skipped);
   }
   stats.set_transport_bytes_copied(
       static_cast<int64_t>(rpc_->transport().stats().payload_bytes_copied.load()));
@@ -134,12 +172,21 @@ absl::Status Worker::Heartbeat() {
   proto::WorkerHeartbeatResponse response;
   SLUICE_RETURN_IF_ERROR(rpc_->CallProto(options_.dispatcher, proto::WORKER_HEARTBEAT, request,
                                          &response, options_.dispatcher_timeout));
+  {
+    absl::MutexLock lock(&mu_);
+    if (!dispatcher_id_.empty() && response.dispatcher_id() != dispatcher_id_) {
+      std::cerr << "sluice worker " << address_ << ": the dispatcher restarted without its state "
+                << "(id " << dispatcher_id_ << ", now " << response.dispatcher_id()
+                << "); its tasks here end and the worker registers again\n";
+    }
+    dispatcher_id_ = response.dispatcher_id();
+  }
   for (const proto::TaskDef& task : response.new_tasks()) {
     std::unique_ptr<engine::SplitFeed> feed;
     if (task.mode() == proto::DYNAMIC) {
-      feed =
-          std::make_unique<RemoteSplitFeed>(rpc_.get(), options_.dispatcher, task,
-                                            options_.dispatcher_timeout, options_.splits_per_lease);
+      feed = std::make_unique<RemoteSplitFeed>(rpc_.get(), options_.dispatcher, task,
+                                               options_.dispatcher_timeout,
+                                               options_.splits_per_lease, options_.outage_timeout);
     }
     SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<TaskRunner> runner,
                             TaskRunner::Start(task, pool_, std::move(feed), options_.task));
@@ -155,6 +202,8 @@ absl::Status Worker::Heartbeat() {
         retired_stats_.set_batches_served(retired_stats_.batches_served() + s.batches_served);
         retired_stats_.set_bytes_served(retired_stats_.bytes_served() + s.bytes_served);
         retired_stats_.set_bytes_assembled(retired_stats_.bytes_assembled() + s.bytes_assembled);
+        retired_stats_.set_bad_records_skipped(retired_stats_.bad_records_skipped() +
+                                               s.bad_records_skipped);
         removed.push_back(std::move(it->second));
         runners_.erase(it);
       }

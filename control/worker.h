@@ -35,6 +35,9 @@ struct WorkerOptions {
   int splits_per_lease = 4;
   absl::Duration heartbeat_interval = absl::Milliseconds(100);
   absl::Duration dispatcher_timeout = absl::Seconds(10);
+  // How long a task waits for an unreachable dispatcher (e.g. one restarting) before it
+  // fails; heartbeats retry for as long as the worker runs.
+  absl::Duration outage_timeout = absl::Minutes(5);
   transport::TransportOptions transport;
 };
 
@@ -63,6 +66,7 @@ class Worker {
   absl::Mutex mu_;
   std::map<int64_t, std::shared_ptr<TaskRunner>> runners_ ABSL_GUARDED_BY(mu_);
   std::string last_heartbeat_error_ ABSL_GUARDED_BY(mu_);
+  std::string dispatcher_id_ ABSL_GUARDED_BY(mu_);
   proto::WorkerStats retired_stats_ ABSL_GUARDED_BY(mu_);  // of tasks already deleted
   absl::Notification stop_;
   std::thread heartbeat_thread_;

@@ -61,6 +61,9 @@ class SplitFeed {
   // splits also carry the file names).
   [[nodiscard]] virtual absl::Status GetNext(int64_t repetition, proto::Split* split,
                                              bool* end_of_splits) = 0;
+  // Asks a GetNext that is waiting (e.g. retrying a remote call) to give up soon; called
+  // from another thread when the pipeline's owner shuts down.
+  virtual void Cancel() {}
 };
 
 class PipelineStats;

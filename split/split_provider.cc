@@ -36,6 +36,22 @@ class IndexSplitProvider : public SplitProvider {
 
   void Reset() override { next_ = 0; }
 
+  int64_t next_split_index() const override {
+    // The last split may be short; it still counts as one.
+    return next_ / elements_per_split_ + (next_ % elements_per_split_ != 0 ? 1 : 0);
+  }
+
+  absl::Status Seek(int64_t split_index) override {
+    if (split_index < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("cannot seek to split ", split_index));
+    }
+    // Division first: split_index * k may overflow.
+    const int64_t splits =
+        num_elements_ / elements_per_split_ + (num_elements_ % elements_per_split_ != 0 ? 1 : 0);
+    next_ = split_index >= splits ? num_elements_ : split_index * elements_per_split_;
+    return absl::OkStatus();
+  }
+
  private:
   const int64_t num_elements_;
   const int64_t elements_per_split_;
@@ -57,6 +73,8 @@ class FileNameSplitProvider : public SplitProvider {
   }
 
   void Reset() override { indices_.Reset(); }
+  int64_t next_split_index() const override { return indices_.next_split_index(); }
+  absl::Status Seek(int64_t split_index) override { return indices_.Seek(split_index); }
 
  private:
   const std::vector<std::string> files_;

@@ -49,6 +49,12 @@ class SplitProvider {
   [[nodiscard]] virtual absl::Status GetNext(proto::Split* split, bool* end_of_splits) = 0;
   // Starts a new pass from the first split.
   virtual void Reset() = 0;
+  // How many splits of this pass have been handed out (the index of the next one).
+  [[nodiscard]] virtual int64_t next_split_index() const = 0;
+  // Continues the pass at split `split_index` as if that many had been handed out: O(1), so
+  // a restarted dispatcher restores a journaled cursor without replaying the splits. An
+  // index past the end leaves the provider at the end. InvalidArgument when negative.
+  [[nodiscard]] virtual absl::Status Seek(int64_t split_index) = 0;
 };
 
 struct SplitOptions {

@@ -35,6 +35,29 @@ std::vector<proto::Split> AllSplits(SplitProvider& provider) {
   return out;
 }
 
+// A restarted dispatcher seeks to a journaled cursor: the rest of the pass is what an
+// uninterrupted provider would have handed out, for index and file sources alike.
+TEST(SplitProviderTest, SeekContinuesThePassWhereTheCursorSays) {
+  for (const char* text : {"range(1003) | batch(2)", "tfrecord(files=['a', 'b', 'c', 'd', 'e'])"}) {
+    proto::PipelineDef def = MustParse(text);
+    SplitOptions options{.elements_per_split = 100, .files_per_split = 2};
+    std::unique_ptr<SplitProvider> whole = *CreateSplitProvider(def, options);
+    std::vector<proto::Split> all = AllSplits(*whole);
+    EXPECT_EQ(whole->next_split_index(), static_cast<int64_t>(all.size())) << text;
+    for (size_t cut = 0; cut <= all.size() + 1; ++cut) {
+      std::unique_ptr<SplitProvider> resumed = *CreateSplitProvider(def, options);
+      ASSERT_TRUE(resumed->Seek(static_cast<int64_t>(cut)).ok());
+      EXPECT_EQ(resumed->next_split_index(), static_cast<int64_t>(std::min(cut, all.size())));
+      std::vector<proto::Split> rest = AllSplits(*resumed);
+      ASSERT_EQ(rest.size(), all.size() - std::min(cut, all.size())) << text << " cut " << cut;
+      for (size_t i = 0; i < rest.size(); ++i) {
+        EXPECT_EQ(rest[i].SerializeAsString(), all[cut + i].SerializeAsString());
+      }
+    }
+    EXPECT_EQ(whole->Seek(-1).code(), absl::StatusCode::kInvalidArgument);
+  }
+}
+
 TEST(SplitProviderTest, SplitsCoverEveryIndexExactlyOnce) {
   struct Case {
     int64_t start, stop, step, k;

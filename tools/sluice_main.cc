@@ -189,6 +189,13 @@ int Main(int argc, char** argv) {
                              "Shared library of custom functions to load (repeatable)");
   dispatcher_cmd->add_option("--data-root", dispatcher_data_roots,
                              "Directory DYNAMIC list_files may glob (repeatable)");
+  std::string work_dir;
+  bool fault_tolerant = false;
+  dispatcher_cmd->add_option("--work-dir", work_dir,
+                             "Directory for the journal and the dispatcher id (fault tolerance)");
+  dispatcher_cmd->add_flag("--fault-tolerant", fault_tolerant,
+                           "Journal every state change in --work-dir before acknowledging it; a "
+                           "restart on the same --work-dir recovers jobs and split cursors");
   std::vector<std::string> worker_addresses;
   dispatcher_cmd
       ->add_option("--worker-addresses", worker_addresses,
@@ -269,11 +276,19 @@ int Main(int argc, char** argv) {
     control::DispatcherOptions options;
     options.config.data_roots = dispatcher_data_roots;
     options.config.worker_addresses = worker_addresses;
+    options.work_dir = work_dir;
+    options.fault_tolerant = fault_tolerant;
+    if (fault_tolerant && work_dir.empty()) {
+      return Fail(absl::InvalidArgumentError("--fault-tolerant needs --work-dir"), "dispatcher");
+    }
     options.bind =
         transport::Address{scheme, dispatcher_host, static_cast<uint16_t>(dispatcher_port)};
     options.config.elements_per_split = elements_per_split;
     auto dispatcher = control::Dispatcher::Start(options);
     if (!dispatcher.ok()) return Fail(dispatcher.status(), "dispatcher");
+    if (!(*dispatcher)->recovery_summary().empty()) {
+      std::cout << "sluice dispatcher " << (*dispatcher)->recovery_summary() << std::endl;
+    }
     std::cout << "sluice dispatcher listening on " << (*dispatcher)->address().ToString() << " (id "
               << (*dispatcher)->id() << ")" << std::endl;
     WaitForTerminationSignal();

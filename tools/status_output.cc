@@ -21,7 +21,8 @@ nlohmann::json StatusToJson(const proto::GetStatusResponse& status) {
                        {"tasks", std::vector<int64_t>(w.task_ids().begin(), w.task_ids().end())},
                        {"batches_served", w.stats().batches_served()},
                        {"bytes_served", w.stats().bytes_served()},
-                       {"bytes_assembled", w.stats().bytes_assembled()}});
+                       {"bytes_assembled", w.stats().bytes_assembled()},
+                       {"bad_records_skipped", w.stats().bad_records_skipped()}});
   }
   nlohmann::json datasets = nlohmann::json::array();
   for (const proto::DatasetStatus& d : status.datasets()) {
@@ -52,9 +53,13 @@ void PrintStatus(const proto::GetStatusResponse& status, bool json, std::ostream
   out << "dispatcher " << status.dispatcher_id() << "\n";
   out << absl::StrFormat("%d worker(s)\n", status.workers_size());
   for (const proto::WorkerStatus& w : status.workers()) {
-    out << absl::StrFormat("  %-28s heartbeat %5.1fs ago  %d task(s)  %d batches  %.1f MB\n",
-                           w.address(), SecondsSince(w.last_heartbeat_unix_ms()), w.task_ids_size(),
-                           w.stats().batches_served(), w.stats().bytes_served() / 1e6);
+    out << absl::StrFormat(
+        "  %-28s heartbeat %5.1fs ago  %d task(s)  %d batches  %.1f MB%s\n", w.address(),
+        SecondsSince(w.last_heartbeat_unix_ms()), w.task_ids_size(), w.stats().batches_served(),
+        w.stats().bytes_served() / 1e6,
+        w.stats().bad_records_skipped() > 0
+            ? absl::StrFormat("  %d bad records skipped", w.stats().bad_records_skipped())
+            : "");
   }
   out << absl::StrFormat("%d dataset(s)\n", status.datasets_size());
   for (const proto::DatasetStatus& d : status.datasets()) {

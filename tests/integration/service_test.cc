@@ -6,7 +6,10 @@
 
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <set>
@@ -118,6 +121,41 @@ TEST_F(TaxiShardsTest, WorkersRefuseFilesOutsideTheirDataRoots) {
   auto read = StartRead(cluster.address(), "tfrecord(files=['/etc/passwd']) | batch(1)", "off");
   EXPECT_NE(read->Wait(absl::Seconds(60)), 0);
   EXPECT_THAT(read->stderr_text(), HasSubstr("/etc/passwd"));
+}
+
+// A record whose data CRC no longer matches: with skip_bad_records the read goes on and the
+// worker reports the skip in `sluice status`; without it the read fails naming the file.
+TEST(ServiceTest, SkippedBadRecordsAreCountedAndReported) {
+  const std::string source =
+      TestDataRoot() + "/tfrecord/pytorch-data/test/_fakedata/tfrecord/example.tfrecord";
+  if (TestDataRoot().empty()) GTEST_SKIP() << "SLUICE_TESTDATA is not available";
+  char dir_template[] = "/tmp/sluice_bad_records_XXXXXX";
+  const std::string dir = mkdtemp(dir_template);
+  const std::string path = dir + "/bad.tfrecord";
+  {
+    std::ifstream in(source, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    ASSERT_EQ(bytes.size(), 523u) << "PROVENANCE.md: example.tfrecord is 523 bytes";
+    bytes[200] ^= 0x40;  // inside the second record's data (records are ~130 bytes)
+    std::ofstream(path, std::ios::binary) << bytes;
+  }
+  Cluster cluster(1, dir);
+  auto skipping =
+      StartRead(cluster.address(),
+                "tfrecord(files=['" + path + "'], skip_bad_records=true) | batch(1)", "off");
+  EXPECT_EQ(Total(Records(*skipping)), 3) << "4 records, one corrupt";
+  absl::SleepFor(absl::Milliseconds(300));  // the next heartbeat carries the counter
+  Subprocess status({Binary(), "status", "--dispatcher", cluster.address(), "--json"});
+  ASSERT_EQ(status.Wait(absl::Seconds(30)), 0) << status.stderr_text();
+  nlohmann::json s = nlohmann::json::parse(status.stdout_text());
+  ASSERT_EQ(s["workers"].size(), 1u);
+  EXPECT_EQ(s["workers"][0]["bad_records_skipped"], 1);
+
+  auto strict = StartRead(cluster.address(), "tfrecord(files=['" + path + "']) | batch(1)", "off");
+  EXPECT_EQ(strict->Wait(absl::Seconds(30)), 1);
+  EXPECT_THAT(strict->stderr_text(), HasSubstr(path));
+  std::remove(path.c_str());
+  rmdir(dir.c_str());
 }
 
 struct BadInput {

@@ -1,0 +1,201 @@
+// DispatcherState's fault tolerance: journaling its changes, taking snapshots, and
+// rebuilding itself from a recovered journal (see control/journal.h for the files).
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "control/dispatcher_state.h"
+
+namespace sluice::control {
+
+void DispatcherState::AttachJournal(JournalWriter* journal, int64_t compact_every) {
+  absl::MutexLock lock(&mu_);
+  journal_ = journal;
+  compact_every_ = compact_every;
+}
+
+int64_t DispatcherState::journaled_updates() const {
+  absl::MutexLock lock(&mu_);
+  return journaled_updates_;
+}
+
+void DispatcherState::Journal(const proto::Update& update) {
+  if (journal_ == nullptr) return;
+  // Failures surface through the Sync the handler waits on before it replies.
+  journal_->Append(update, nullptr);
+  ++journaled_updates_;
+  if (compact_every_ > 0 && ++since_compaction_ >= compact_every_) {
+    since_compaction_ = 0;
+    // Under mu_, so the snapshot holds exactly the updates appended before it.
+    journal_->CompactAsync(SnapshotLocked(), [](absl::Status status) {
+      if (!status.ok()) {
+        std::fprintf(stderr,
+                     "sluice dispatcher: journal compaction failed (the journal stays "
+                     "usable, recovery just reads more): %s\n",
+                     std::string(status.message()).c_str());
+      }
+    });
+  }
+}
+
+proto::Snapshot DispatcherState::SnapshotLocked() const {
+  proto::Snapshot snapshot;
+  snapshot.set_next_id(next_id_);
+  for (const auto& [id, pipeline] : datasets_) {
+    proto::Update::RegisterDataset* d = snapshot.add_datasets();
+    d->set_dataset_id(id);
+    *d->mutable_pipeline() = pipeline;
+  }
+  for (const auto& [id, job] : jobs_) {
+    proto::Update::CreateJob* j = snapshot.add_jobs();
+    j->set_job_id(id);
+    j->set_job_name(job.name);
+    j->set_dataset_id(job.dataset_id);
+    j->set_mode(job.mode);
+    j->set_elements_per_split(job.elements_per_split);
+    for (int c = 1; c < job.num_clients; ++c) snapshot.add_clients()->set_job_id(id);
+    std::map<int64_t, std::pair<int64_t, bool>> cursors;
+    for (const auto& [repetition, next] : job.restored_cursors) cursors[repetition] = {next, false};
+    for (const auto& [repetition, provider] : job.providers) {
+      if (provider != nullptr) cursors[repetition] = {provider->next_split_index(), false};
+    }
+    for (const auto& [repetition, cursor] : cursors) {
+      proto::Update::SplitCursor* c = snapshot.add_cursors();
+      c->set_job_id(id);
+      c->set_repetition(repetition);
+      c->set_next_split_index(cursor.first);
+    }
+    for (const auto& [key, lease] : job.last_leases) {
+      proto::Update::SplitCursor* c = snapshot.add_cursors();
+      c->set_job_id(id);
+      c->set_repetition(key.second);
+      c->set_next_split_index(lease.next);
+      c->set_end_of_splits(lease.end);
+      c->set_leased_by_task(key.first);
+      c->set_first_split_index(lease.first);
+      c->set_lease_seq(lease.seq);
+    }
+  }
+  for (const auto& [address, worker] : workers_) snapshot.add_workers()->set_address(address);
+  for (const auto& [id, task] : tasks_) {
+    proto::Update::CreateTask* t = snapshot.add_tasks();
+    t->set_task_id(id);
+    t->set_job_id(task.job_id);
+    t->set_worker_address(task.worker_address);
+    if (task.finished) snapshot.add_finished_task_ids(id);
+  }
+  return snapshot;
+}
+
+absl::Status DispatcherState::Restore(const Recovered& recovered) {
+  absl::MutexLock lock(&mu_);
+  if (recovered.snapshot.has_value()) {
+    const proto::Snapshot& s = *recovered.snapshot;
+    SeeId(s.next_id() - 1);
+    proto::Update update;
+    for (const auto& d : s.datasets()) {
+      *update.mutable_register_dataset() = d;
+      SLUICE_RETURN_IF_ERROR(Apply(update));
+    }
+    for (const auto& j : s.jobs()) {
+      *update.mutable_create_job() = j;
+      SLUICE_RETURN_IF_ERROR(Apply(update));
+    }
+    for (const auto& c : s.clients()) {
+      *update.mutable_add_client() = c;
+      SLUICE_RETURN_IF_ERROR(Apply(update));
+    }
+    for (const auto& w : s.workers()) {
+      *update.mutable_register_worker() = w;
+      SLUICE_RETURN_IF_ERROR(Apply(update));
+    }
+    for (const auto& t : s.tasks()) {
+      *update.mutable_create_task() = t;
+      SLUICE_RETURN_IF_ERROR(Apply(update));
+    }
+    for (int64_t id : s.finished_task_ids()) {
+      update.mutable_finish_task()->set_task_id(id);
+      SLUICE_RETURN_IF_ERROR(Apply(update));
+    }
+    for (const auto& c : s.cursors()) {
+      *update.mutable_split_cursor() = c;
+      SLUICE_RETURN_IF_ERROR(Apply(update));
+    }
+  }
+  for (const proto::Update& update : recovered.updates) SLUICE_RETURN_IF_ERROR(Apply(update));
+  return absl::OkStatus();
+}
+
+absl::Status DispatcherState::Apply(const proto::Update& update) {
+  auto corrupt = [&update](absl::string_view why) {
+    return absl::DataLossError(absl::StrCat("journal update does not fit the state: ", why, ": ",
+                                            update.ShortDebugString()));
+  };
+  switch (update.kind_case()) {
+    case proto::Update::kRegisterDataset: {
+      const auto& d = update.register_dataset();
+      AddDataset(d.dataset_id(), d.pipeline());
+      if (absl::StartsWith(d.dataset_id(), "ds")) {
+        SeeId(std::strtoll(d.dataset_id().c_str() + 2, nullptr, 10));
+      }
+      return absl::OkStatus();
+    }
+    case proto::Update::kCreateJob: {
+      const auto& j = update.create_job();
+      if (!datasets_.contains(j.dataset_id())) return corrupt("unknown dataset");
+      Job job{j.job_id(), j.job_name(), j.dataset_id(), j.mode(), {}, 1, {}};
+      job.elements_per_split =
+          j.elements_per_split() > 0 ? j.elements_per_split() : config_.elements_per_split;
+      if (!job.name.empty()) job_by_name_[job.name] = job.id;
+      SeeId(j.job_id());
+      SeeId(j.client_id());
+      jobs_.emplace(job.id, std::move(job));
+      return absl::OkStatus();
+    }
+    case proto::Update::kAddClient: {
+      auto it = jobs_.find(update.add_client().job_id());
+      if (it == jobs_.end()) return corrupt("unknown job");
+      it->second.num_clients += 1;
+      SeeId(update.add_client().client_id());
+      return absl::OkStatus();
+    }
+    case proto::Update::kRegisterWorker:
+      // Soft state starts now: a worker that does not heartbeat again shows as silent.
+      workers_[update.register_worker().address()].last_heartbeat = absl::Now();
+      return absl::OkStatus();
+    case proto::Update::kCreateTask: {
+      const auto& t = update.create_task();
+      auto it = jobs_.find(t.job_id());
+      if (it == jobs_.end()) return corrupt("unknown job");
+      AddTask(it->second, t.task_id(), t.worker_address());
+      SeeId(t.task_id());
+      return absl::OkStatus();
+    }
+    case proto::Update::kFinishTask: {
+      auto it = tasks_.find(update.finish_task().task_id());
+      if (it == tasks_.end()) return corrupt("unknown task");
+      it->second.finished = true;
+      return absl::OkStatus();
+    }
+    case proto::Update::kSplitCursor: {
+      const auto& c = update.split_cursor();
+      auto it = jobs_.find(c.job_id());
+      if (it == jobs_.end()) return corrupt("unknown job");
+      int64_t& cursor = it->second.restored_cursors[c.repetition()];
+      cursor = std::max(cursor, c.next_split_index());
+      if (c.leased_by_task() != 0 && c.lease_seq() > 0) {
+        it->second.last_leases[{c.leased_by_task(), c.repetition()}] = Job::Lease{
+            c.lease_seq(), c.first_split_index(), c.next_split_index(), c.end_of_splits()};
+      }
+      return absl::OkStatus();
+    }
+    case proto::Update::KIND_NOT_SET:
+      break;
+  }
+  return corrupt("no kind set");
+}
+
+}  // namespace sluice::control

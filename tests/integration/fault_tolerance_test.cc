@@ -1,0 +1,61 @@
+// Fault tolerance end to end: real dispatcher and worker processes killed with SIGKILL in
+// the middle of a read, which must still complete with nothing lost and nothing twice.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <stdlib.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "tests/integration/cluster.h"
+
+namespace sluice::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+class ScopedTempDir {
+ public:
+  ScopedTempDir() {
+    char tmpl[] = "/tmp/sluice_ft_XXXXXX";
+    path_ = mkdtemp(tmpl);
+  }
+  ~ScopedTempDir() { std::filesystem::remove_all(path_); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// Enough batches that the kill lands mid-epoch: 100 elements per split, 1000 splits.
+constexpr const char* kPipeline = "range(100000) | batch(10)";
+
+TEST(FaultToleranceTest, KilledDispatcherRestartsFromItsJournalAndTheReadCompletes) {
+  ScopedTempDir work_dir;
+  Cluster cluster(
+      {.workers = 2, .dispatcher_args = {"--work-dir", work_dir.path(), "--fault-tolerant"}});
+  auto read = StartRead(cluster.address(), kPipeline, "dynamic", "", {"--max-outstanding", "1"});
+  ASSERT_FALSE(read->WaitForOutput("values", absl::Seconds(30)).empty()) << read->stderr_text();
+  cluster.RestartDispatcher();
+  const std::string before = read->stdout_text();
+  EXPECT_LT(std::count(before.begin(), before.end(), '\n'), 10000 / 2)
+      << "the kill should land early in the epoch";
+  EXPECT_THAT(cluster.dispatcher().stdout_text(), HasSubstr("recovered"));
+  std::map<int64_t, int> counts = Values(*read);
+  ExpectEachValueTimes(counts, 100000, 1);
+}
+
+TEST(FaultToleranceTest, DispatcherRestartedWithoutStateIsReportedClearly) {
+  Cluster cluster(1);
+  auto read = StartRead(cluster.address(), "range(100000000) | batch(10)", "dynamic", "",
+                        {"--max-outstanding", "1"});
+  ASSERT_FALSE(read->WaitForOutput("values", absl::Seconds(30)).empty()) << read->stderr_text();
+  cluster.RestartDispatcher();
+  EXPECT_EQ(read->Wait(absl::Seconds(60)), 1);
+  EXPECT_THAT(read->stderr_text(), HasSubstr("restarted without its state"));
+  EXPECT_THAT(read->stderr_text(), HasSubstr("--fault-tolerant"));
+}
+
+}  // namespace
+}  // namespace sluice::testing
