@@ -7,6 +7,14 @@ namespace sluice::control {
 namespace {
 // A worker that does not know a task yet is asked again after this long.
 constexpr absl::Duration kRetryLater = absl::Milliseconds(20);
+// A worker that could not be reached is asked again after this long.
+constexpr absl::Duration kUnreachableBackoff = absl::Milliseconds(200);
+
+// Failures that say the worker is gone or unreachable, not that the task failed.
+bool IsUnreachable(const absl::Status& status) {
+  return absl::IsUnavailable(status) || absl::IsDeadlineExceeded(status) ||
+         absl::IsAborted(status) || absl::IsCancelled(status);
+}
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<BatchReader>> BatchReader::Start(transport::RpcEndpoint* rpc,
@@ -56,12 +64,36 @@ absl::Status BatchReader::HeartbeatOnce() {
   proto::ClientHeartbeatRequest request;
   request.set_job_id(job_id_);
   request.set_client_id(client_id_);
+  {
+    absl::MutexLock lock(&mu_);
+    // Deliveries first, then the abandoned tasks: the dispatcher re-issues a lost task's
+    // splits only once it has every delivery this client got from it.
+    request.mutable_delivered()->Swap(&unreported_);
+    for (const Task& task : tasks_) {
+      if (task.lost) request.add_abandoned_tasks(task.id);
+    }
+  }
   proto::ClientHeartbeatResponse response;
-  SLUICE_RETURN_IF_ERROR(rpc_->CallProto(dispatcher_, proto::CLIENT_HEARTBEAT, request, &response,
-                                         options_.request_timeout));
+  absl::Status called = rpc_->CallProto(dispatcher_, proto::CLIENT_HEARTBEAT, request, &response,
+                                        options_.request_timeout);
+  if (!called.ok()) {
+    absl::MutexLock lock(&mu_);
+    // Report them next time (a report that did arrive twice is harmless).
+    request.mutable_delivered()->MergeFrom(unreported_);
+    unreported_.Swap(request.mutable_delivered());
+    return called;
+  }
   std::vector<Task> added;
   {
     absl::MutexLock lock(&mu_);
+    for (int64_t lost : response.lost_tasks()) {
+      for (Task& task : tasks_) {
+        if (task.id == lost && !task.lost) {
+          task.lost = true;
+          task.ended = true;
+        }
+      }
+    }
     for (const proto::TaskInfo& info : response.tasks()) {
       bool known = false;
       for (const Task& t : tasks_) known = known || t.id == info.task_id();
@@ -71,8 +103,9 @@ absl::Status BatchReader::HeartbeatOnce() {
       added.push_back(Task{info.task_id(), worker, info.worker_address()});
     }
   }
-  // Connect here, off the transport's progress thread, so fetches find the connection ready.
-  for (const Task& task : added) SLUICE_RETURN_IF_ERROR(rpc_->ConnectTo(task.worker).status());
+  // Connect here, off the transport's progress thread, so fetches find the connection ready
+  // (a worker that cannot be reached is retried by Pump, and reported lost by the dispatcher).
+  for (const Task& task : added) (void)rpc_->ConnectTo(task.worker);
   absl::MutexLock lock(&mu_);
   for (Task& task : added) tasks_.push_back(std::move(task));
   job_finished_ = response.job_finished();
@@ -123,8 +156,10 @@ void BatchReader::Pump() {
       if (outstanding_ >= options_.max_outstanding_requests || tasks_.empty()) return;
       size_t n = tasks_.size();
       size_t i = 0;
+      const absl::Time now = absl::Now();
       for (; i < n; ++i) {
-        if (!tasks_[(next_task_ + i) % n].ended) break;
+        const Task& candidate = tasks_[(next_task_ + i) % n];
+        if (!candidate.ended && candidate.retry_at <= now) break;
       }
       if (i == n) return;
       task_index = (next_task_ + i) % n;
@@ -179,6 +214,14 @@ void BatchReader::OnFetched(size_t task_index, transport::Slab slab, absl::Time 
     Task& task = tasks_[task_index];
     --task.outstanding;
     proto::GetElementResponse response;
+    if (task.lost) return;  // its splits are re-issued; this batch is not delivered
+    if (!result.ok() && IsUnreachable(result.status()) &&
+        absl::Now() - std::min(task.unreachable_since, absl::Now()) < options_.request_timeout) {
+      // Perhaps the worker died: wait for the dispatcher to say so, or for it to answer.
+      task.unreachable_since = std::min(task.unreachable_since, absl::Now());
+      task.retry_at = absl::Now() + kUnreachableBackoff;
+      return;
+    }
     if (!result.ok()) {
       if (error_.ok()) {
         error_ = absl::Status(result.status().code(),
@@ -203,6 +246,8 @@ void BatchReader::OnFetched(size_t task_index, transport::Slab slab, absl::Time 
           " bytes but ", result->payload.size, " bytes arrived"));
       return;
     } else {
+      task.unreachable_since = absl::InfiniteFuture();
+      unreported_.MergeFrom(response.provenance());
       ready_.push_back(Ready{task.worker_text, response.batch_index(), std::move(slab),
                              result->payload.size, absl::Now() - sent});
     }

@@ -97,6 +97,13 @@ class BatchReader {
     std::string worker_text;
     bool ended = false;
     int outstanding = 0;
+    // The dispatcher gave the task up (its worker was lost): nothing more is read from it,
+    // and what still arrives is dropped (its splits are re-issued).
+    bool lost = false;
+    // The worker could not be reached: not asked again before retry_at; an error once it
+    // stays unreachable for request_timeout without the dispatcher declaring it lost.
+    absl::Time unreachable_since = absl::InfiniteFuture();
+    absl::Time retry_at = absl::InfinitePast();
   };
   struct Ready {
     std::string worker;
@@ -133,6 +140,8 @@ class BatchReader {
   int callbacks_running_ ABSL_GUARDED_BY(mu_) = 0;
   std::deque<Ready> ready_ ABSL_GUARDED_BY(mu_);
   bool job_finished_ ABSL_GUARDED_BY(mu_) = false;
+  // Provenance of batches received and not yet reported to the dispatcher.
+  google::protobuf::RepeatedPtrField<proto::ProvenanceRun> unreported_ ABSL_GUARDED_BY(mu_);
   absl::Status error_ ABSL_GUARDED_BY(mu_);
   absl::Notification stop_;
   std::thread heartbeat_thread_;

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -90,6 +91,11 @@ void HandleDurable(transport::RpcEndpoint& rpc, uint32_t method, DispatcherState
 
 Dispatcher::Dispatcher(const DispatcherOptions& options) : state_(options.config) {}
 
+Dispatcher::~Dispatcher() {
+  stop_.Notify();
+  if (liveness_thread_.joinable()) liveness_thread_.join();
+}
+
 absl::Status Dispatcher::OpenWorkDir(const DispatcherOptions& options) {
   if (options.work_dir.empty()) {
     return absl::InvalidArgumentError("a fault-tolerant dispatcher needs a --work-dir");
@@ -129,6 +135,13 @@ absl::StatusOr<std::unique_ptr<Dispatcher>> Dispatcher::Start(const DispatcherOp
   SLUICE_ASSIGN_OR_RETURN(d->rpc_, transport::RpcEndpoint::Create(rpc_options));
   d->RegisterHandlers();
   SLUICE_ASSIGN_OR_RETURN(d->address_, d->rpc_->Listen(options.bind));
+  const absl::Duration period =
+      std::clamp(options.config.worker_timeout / 4, absl::Milliseconds(10), absl::Seconds(1));
+  d->liveness_thread_ = std::thread([dispatcher = d.get(), period] {
+    while (!dispatcher->stop_.WaitForNotificationWithTimeout(period)) {
+      dispatcher->state_.CheckLiveness(absl::Now());
+    }
+  });
   return d;
 }
 

@@ -16,6 +16,9 @@
 
 #include <memory>
 #include <string>
+#include <thread>
+
+#include "absl/synchronization/notification.h"
 
 #include "control/dispatcher_state.h"
 #include "control/journal.h"
@@ -38,6 +41,7 @@ class Dispatcher {
  public:
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<Dispatcher>> Start(
       const DispatcherOptions& options);
+  ~Dispatcher();
 
   [[nodiscard]] const transport::Address& address() const { return address_; }
   [[nodiscard]] const std::string& id() const { return id_; }
@@ -51,6 +55,9 @@ class Dispatcher {
   void RegisterHandlers();
 
   DispatcherState state_;
+  // Declares silent workers lost (DispatcherState::CheckLiveness) every worker_timeout / 4.
+  absl::Notification stop_;
+  std::thread liveness_thread_;
   std::string id_;
   std::string recovery_summary_;
   transport::Address address_;

@@ -1,6 +1,8 @@
 #include "control/dispatcher_state.h"
 
 #include <algorithm>
+#include <iostream>
+#include <set>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
@@ -102,6 +104,7 @@ absl::StatusOr<proto::GetOrCreateJobResponse> DispatcherState::GetOrCreateJob(
             " in mode ", ProcessingModeName(request.mode())));
       }
       jobs_.at(it->second).num_clients += 1;
+      jobs_.at(it->second).clients[response.client_id()] = absl::Now();
       response.set_job_id(job.id);
       proto::Update update;
       update.mutable_add_client()->set_job_id(job.id);
@@ -112,6 +115,7 @@ absl::StatusOr<proto::GetOrCreateJobResponse> DispatcherState::GetOrCreateJob(
   }
   Job job{next_id_++, request.job_name(), request.dataset_id(), request.mode(), {}, 1, {}};
   job.elements_per_split = config_.elements_per_split;
+  job.clients[response.client_id()] = absl::Now();
   proto::Update update;
   proto::Update::CreateJob* create = update.mutable_create_job();
   create->set_job_id(job.id);
@@ -153,16 +157,20 @@ void DispatcherState::AddTask(Job& job, int64_t task_id, const std::string& work
 }
 
 bool DispatcherState::JobFinished(const Job& job) const {
-  if (job.task_ids.empty()) return false;
-  // A static share is read only by its listed worker: the job waits for all of them.
-  if (IsStaticSharding(job.mode) &&
-      static_cast<int64_t>(job.task_ids.size()) < worker_list_.size()) {
-    return false;
-  }
+  if (job.task_ids.empty() || !job.recoveries.empty()) return false;
+  std::set<int64_t> finished_shares;
   for (int64_t id : job.task_ids) {
-    if (!tasks_.at(id).finished) return false;
+    const Task& task = tasks_.at(id);
+    if (task.lost) continue;  // a lost DYNAMIC task's splits went to a recovery task
+    if (!task.finished) return false;
+    finished_shares.insert(task.worker_index);
   }
-  return true;
+  // A static share is read only by its listed worker: the job waits for each of them (a
+  // lost worker's share is read again when it restarts).
+  if (IsStaticSharding(job.mode)) {
+    return static_cast<int64_t>(finished_shares.size()) >= worker_list_.size();
+  }
+  return !finished_shares.empty() || job.mode != proto::OFF;
 }
 
 absl::StatusOr<proto::ClientHeartbeatResponse> DispatcherState::ClientHeartbeat(
@@ -173,14 +181,27 @@ absl::StatusOr<proto::ClientHeartbeatResponse> DispatcherState::ClientHeartbeat(
     return absl::NotFoundError(
         absl::StrCat("job ", request.job_id(), " is unknown to this dispatcher (did it restart?)"));
   }
+  Job& job = it->second;
+  job.clients[request.client_id()] = absl::Now();
+  for (const proto::ProvenanceRun& run : request.delivered()) RecordDelivered(job, run);
+  for (int64_t abandoned : request.abandoned_tasks()) {
+    for (Job::Recovery& recovery : job.recoveries) {
+      if (recovery.lost_task == abandoned) recovery.waiting_for.erase(request.client_id());
+    }
+  }
+  LaunchRecoveries(job);
   proto::ClientHeartbeatResponse response;
-  for (int64_t id : it->second.task_ids) {
+  for (int64_t id : job.task_ids) {
     const Task& task = tasks_.at(id);
+    if (task.lost) {
+      response.add_lost_tasks(task.id);
+      continue;
+    }
     proto::TaskInfo* info = response.add_tasks();
     info->set_task_id(task.id);
     info->set_worker_address(task.worker_address);
   }
-  response.set_job_finished(JobFinished(it->second));
+  response.set_job_finished(JobFinished(job));
   response.set_num_workers(static_cast<int32_t>(workers_.size()));
   return response;
 }
@@ -198,6 +219,14 @@ absl::StatusOr<proto::WorkerHeartbeatResponse> DispatcherState::WorkerHeartbeat(
         " is not in the dispatcher's --worker-addresses list (", worker_list_.ToString(),
         "); start it with a listed --port and --advertise-host"));
   }
+  if (auto known = workers_.find(request.worker_address());
+      known != workers_.end() && known->second.lost) {
+    // A lost worker came back (restarted, or its network healed): it starts over like a new
+    // one; its old tasks stay lost and are deleted below if it still runs them.
+    std::cerr << "sluice dispatcher: worker " << request.worker_address()
+              << " is back after being lost\n";
+    workers_.erase(known);
+  }
   if (!workers_.contains(request.worker_address())) {
     workers_[request.worker_address()];
     proto::Update update;
@@ -207,6 +236,8 @@ absl::StatusOr<proto::WorkerHeartbeatResponse> DispatcherState::WorkerHeartbeat(
     for (auto& [id, job] : jobs_) {
       if (!JobFinished(job)) CreateTask(job, request.worker_address());
     }
+    // Re-issues waiting for a live worker can go here now.
+    for (auto& [id, job] : jobs_) LaunchRecoveries(job);
   }
   WorkerInfo& worker = workers_[request.worker_address()];
   worker.last_heartbeat = absl::Now();
@@ -240,7 +271,11 @@ absl::StatusOr<proto::WorkerHeartbeatResponse> DispatcherState::WorkerHeartbeat(
     }
   }
   for (int64_t id : request.current_tasks()) {
-    if (!tasks_.contains(id)) response.add_tasks_to_delete(id);
+    auto task = tasks_.find(id);
+    if (task == tasks_.end() || task->second.lost ||
+        task->second.worker_address != request.worker_address()) {
+      response.add_tasks_to_delete(id);
+    }
   }
   return response;
 }
@@ -261,6 +296,19 @@ absl::StatusOr<proto::GetSplitResponse> DispatcherState::GetSplit(
     return absl::InvalidArgumentError(
         absl::StrCat("GetSplit with negative repetition ", request.repetition()));
   }
+  auto task_it = tasks_.find(request.task_id());
+  if (task_it == tasks_.end() || task_it->second.job_id != job.id) {
+    return absl::NotFoundError(
+        absl::StrCat("GetSplit for task ", request.task_id(), " which job ", job.id, " lacks"));
+  }
+  Task& task = task_it->second;
+  if (task.lost) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("task ", task.id,
+                     " was given up after its worker missed heartbeats; its splits went "
+                     "to another worker"));
+  }
+  if (task.recovery) return GetRecoverySplits(task, request);
   const std::pair<int64_t, int64_t> lease_key{request.task_id(), request.repetition()};
   proto::GetSplitResponse response;
   if (request.lease_seq() > 0) {
@@ -268,6 +316,10 @@ absl::StatusOr<proto::GetSplitResponse> DispatcherState::GetSplit(
     if (last != job.last_leases.end() && last->second.seq == request.lease_seq()) {
       // The worker did not get our reply (e.g. we restarted): the same splits again.
       SLUICE_RETURN_IF_ERROR(ReplayLease(job, request.repetition(), last->second, &response));
+      for (int i = 0; i < response.splits_size(); ++i) {
+        response.mutable_splits(i)->set_key(SplitKey(request.repetition(), last->second.first + i));
+      }
+      if (response.splits_size() > 0) *response.mutable_split() = response.splits(0);
       return response;
     }
   }
@@ -282,9 +334,17 @@ absl::StatusOr<proto::GetSplitResponse> DispatcherState::GetSplit(
       response.set_end_of_splits(true);
       break;
     }
+    split.set_key(SplitKey(request.repetition(), first_split_index + response.splits_size()));
     *response.add_splits() = std::move(split);
   }
   if (response.splits_size() > 0) *response.mutable_split() = response.splits(0);
+  if (response.splits_size() > 0) {
+    // Older passes cannot hold this task's unread splits any more: keep the map bounded.
+    task.lease_ranges.erase(task.lease_ranges.begin(),
+                            task.lease_ranges.lower_bound(request.repetition() - 1));
+    task.lease_ranges[request.repetition()].emplace_back(first_split_index,
+                                                         provider->next_split_index());
+  }
   if (request.lease_seq() > 0) {
     job.last_leases[lease_key] = Job::Lease{request.lease_seq(), first_split_index,
                                             provider->next_split_index(), response.end_of_splits()};
@@ -352,6 +412,7 @@ proto::GetStatusResponse DispatcherState::Status() const {
   for (const auto& [address, info] : workers_) {
     proto::WorkerStatus* w = status.add_workers();
     w->set_address(address);
+    w->set_lost(info.lost);
     w->set_last_heartbeat_unix_ms(absl::ToUnixMillis(info.last_heartbeat));
     for (int64_t id : info.task_ids) w->add_task_ids(id);
     *w->mutable_stats() = info.stats;
@@ -372,6 +433,10 @@ proto::GetStatusResponse DispatcherState::Status() const {
     for (int64_t task : job.task_ids) finished += tasks_.at(task).finished ? 1 : 0;
     j->set_finished_tasks(finished);
     j->set_num_clients(job.num_clients);
+    int lost = 0;
+    for (int64_t task : job.task_ids) lost += tasks_.at(task).lost ? 1 : 0;
+    j->set_lost_tasks(lost);
+    j->set_reissued_splits(job.reissued_splits);
     j->set_finished(JobFinished(job));
   }
   return status;

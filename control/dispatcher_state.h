@@ -9,9 +9,11 @@
 #ifndef SLUICE_CONTROL_DISPATCHER_STATE_H_
 #define SLUICE_CONTROL_DISPATCHER_STATE_H_
 
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -35,6 +37,11 @@ struct DispatcherConfig {
   // The fixed worker list static sharding needs (--worker-addresses): a worker's index is
   // its position; when non-empty, workers not in it are refused.
   std::vector<std::string> worker_addresses;
+  // A worker silent this long is lost: its tasks end, and the DYNAMIC splits it leased are
+  // re-issued (minus what clients already received) to a recovery task on a live worker.
+  absl::Duration worker_timeout = absl::Seconds(10);
+  // A client silent this long no longer holds up a re-issue.
+  absl::Duration client_timeout = absl::Minutes(1);
 };
 
 class DispatcherState {
@@ -65,6 +72,9 @@ class DispatcherState {
   // journal is durable (JournalWriter::Sync).
   [[nodiscard]] int64_t journaled_updates() const;
 
+  // Declares workers silent for longer than worker_timeout lost; call periodically.
+  void CheckLiveness(absl::Time now);
+
   [[nodiscard]] int num_workers() const;
   // Workers, datasets and jobs, for `sluice status`.
   [[nodiscard]] proto::GetStatusResponse Status() const;
@@ -91,6 +101,17 @@ class DispatcherState {
       bool end = false;
     };
     std::map<std::pair<int64_t, int64_t>, Lease> last_leases;
+    // Clients by id, with their last heartbeat (they hold up re-issues until they confirm).
+    std::map<int64_t, absl::Time> clients;
+    // DYNAMIC delivery tracking: split key -> ordinals clients reported as received.
+    std::map<int64_t, std::vector<proto::OrdinalRange>> delivered;
+    // Lost tasks whose splits wait for these clients to confirm they stopped reading them.
+    struct Recovery {
+      int64_t lost_task;
+      std::set<int64_t> waiting_for;
+    };
+    std::vector<Recovery> recoveries;
+    int64_t reissued_splits = 0;
   };
   struct Task {
     int64_t id;
@@ -100,6 +121,15 @@ class DispatcherState {
     // Static sharding: the worker's index and the pipeline rewritten for it.
     int64_t worker_index = 0;
     std::optional<proto::PipelineDef> sharded_pipeline;
+    // Its worker was lost: the task is over and its clients abandon it.
+    bool lost = false;
+    // DYNAMIC: split index ranges [first, next) leased per repetition, for re-issue.
+    std::map<int64_t, std::vector<std::pair<int64_t, int64_t>>> lease_ranges;
+    // A recovery task reads only re-issued splits, per repetition; its leases are kept
+    // whole (they are not index ranges) in case it is lost too.
+    bool recovery = false;
+    std::map<int64_t, std::deque<proto::Split>> recovery_queue;
+    std::map<int64_t, std::vector<proto::Split>> recovery_leases;
   };
 
   bool JobFinished(const Job& job) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -117,6 +147,10 @@ class DispatcherState {
                            proto::GetSplitResponse* response) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Journal(const proto::Update& update) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   proto::Snapshot SnapshotLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Unique per (repetition, split index) within a job; never 0 (0 means untracked).
+  static int64_t SplitKey(int64_t repetition, int64_t index) {
+    return (repetition << 40) + index + 1;
+  }
   void SeeId(int64_t id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     next_id_ = std::max(next_id_, id + 1);
   }
@@ -134,7 +168,21 @@ class DispatcherState {
     std::vector<int64_t> task_ids;
     absl::Time last_heartbeat;
     proto::WorkerStats stats;
+    bool lost = false;
   };
+  // Worker churn (dispatcher_state_churn.cc).
+  void LoseWorker(const std::string& address, WorkerInfo& worker)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void LaunchRecoveries(Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The splits of `task`'s leases, keyed and with what clients already received attached.
+  absl::StatusOr<std::map<int64_t, std::deque<proto::Split>>> ReissuedSplits(Job& job,
+                                                                             const Task& task)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RecordDelivered(Job& job, const proto::ProvenanceRun& run)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<proto::GetSplitResponse> GetRecoverySplits(Task& task,
+                                                            const proto::GetSplitRequest& request)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::map<std::string, WorkerInfo> workers_ ABSL_GUARDED_BY(mu_);
   JournalWriter* journal_ ABSL_GUARDED_BY(mu_) = nullptr;
   int64_t compact_every_ ABSL_GUARDED_BY(mu_) = 0;

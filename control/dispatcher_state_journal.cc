@@ -68,6 +68,18 @@ proto::Snapshot DispatcherState::SnapshotLocked() const {
       c->set_repetition(repetition);
       c->set_next_split_index(cursor.first);
     }
+    for (int64_t task_id : job.task_ids) {
+      for (const auto& [repetition, ranges] : tasks_.at(task_id).lease_ranges) {
+        for (const auto& [first, next] : ranges) {
+          proto::Update::SplitCursor* c = snapshot.add_cursors();
+          c->set_job_id(id);
+          c->set_repetition(repetition);
+          c->set_next_split_index(next);
+          c->set_leased_by_task(task_id);
+          c->set_first_split_index(first);
+        }
+      }
+    }
     for (const auto& [key, lease] : job.last_leases) {
       proto::Update::SplitCursor* c = snapshot.add_cursors();
       c->set_job_id(id);
@@ -186,6 +198,11 @@ absl::Status DispatcherState::Apply(const proto::Update& update) {
       if (it == jobs_.end()) return corrupt("unknown job");
       int64_t& cursor = it->second.restored_cursors[c.repetition()];
       cursor = std::max(cursor, c.next_split_index());
+      if (auto task = tasks_.find(c.leased_by_task());
+          task != tasks_.end() && c.next_split_index() > c.first_split_index()) {
+        task->second.lease_ranges[c.repetition()].emplace_back(c.first_split_index(),
+                                                               c.next_split_index());
+      }
       if (c.leased_by_task() != 0 && c.lease_seq() > 0) {
         it->second.last_leases[{c.leased_by_task(), c.repetition()}] = Job::Lease{
             c.lease_seq(), c.first_split_index(), c.next_split_index(), c.end_of_splits()};

@@ -99,12 +99,22 @@ TEST(DispatcherStateTest, WorkersGetTasksAndJobsFinishWhenAllTasksDo) {
   EXPECT_TRUE(state.ClientHeartbeat(c)->job_finished());
 }
 
+// Registers a worker (its first heartbeat) and returns the task it got for the one job.
+int64_t TaskOf(DispatcherState& state, const std::string& address) {
+  proto::WorkerHeartbeatRequest request;
+  request.set_worker_address(address);
+  absl::StatusOr<proto::WorkerHeartbeatResponse> response = state.WorkerHeartbeat(request);
+  EXPECT_TRUE(response.ok() && response->new_tasks_size() == 1);
+  return response.ok() && response->new_tasks_size() > 0 ? response->new_tasks(0).task_id() : 0;
+}
+
 TEST(DispatcherStateTest, SplitsAreLeasedInBatches) {
   DispatcherState state({.elements_per_split = 10});
   std::string ds = *state.RegisterDataset(Pipeline("range(95)"));
   auto job = state.GetOrCreateJob(JobRequest(ds, proto::DYNAMIC, ""));
   proto::GetSplitRequest request;
   request.set_job_id(job->job_id());
+  request.set_task_id(TaskOf(state, "ucx://w:1"));
   request.set_max_splits(4);
   auto first = state.GetSplit(request);
   ASSERT_TRUE(first.ok());
@@ -124,11 +134,13 @@ TEST(DispatcherStateTest, DynamicSplitsCoverTheSourceOncePerRepetition) {
   std::string ds = *state.RegisterDataset(Pipeline("range(100) | batch(3)"));
   auto job = state.GetOrCreateJob(JobRequest(ds, proto::DYNAMIC, ""));
   ASSERT_TRUE(job.ok());
+  const int64_t task = TaskOf(state, "ucx://w:1");
   for (int repetition = 0; repetition < 2; ++repetition) {
     std::set<int64_t> seen;
     while (true) {
       proto::GetSplitRequest request;
       request.set_job_id(job->job_id());
+      request.set_task_id(task);
       request.set_repetition(repetition);
       auto split = state.GetSplit(request);
       ASSERT_TRUE(split.ok()) << split.status();

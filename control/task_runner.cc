@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "engine/batch_layout.h"
+#include "engine/provenance.h"
 
 namespace sluice::control {
 
@@ -84,11 +85,14 @@ absl::Status TaskRunner::ProduceAll(engine::ElementIterator& iterator) {
       if (stopping_) return absl::CancelledError("stopping");
     }
     SLUICE_ASSIGN_OR_RETURN(size_t written, engine::EncodeBatch(batch, slab->span()));
+    ReadyBatch ready{std::make_shared<transport::Slab>(std::move(*slab)), written, index, {}};
+    if (const engine::Provenance* provenance = engine::ElementProvenance(batch)) {
+      provenance->ToProto(&ready.provenance);
+    }
     {
       absl::MutexLock lock(&mu_);
       stats_.bytes_assembled += static_cast<int64_t>(written);
-      ready_.push_back(
-          ReadyBatch{std::make_shared<transport::Slab>(std::move(*slab)), written, index});
+      ready_.push_back(std::move(ready));
     }
     Serve();
   }
@@ -114,6 +118,8 @@ void TaskRunner::Serve() {
       ready_.pop_front();
       stats_.batches_served += 1;
       stats_.bytes_served += static_cast<int64_t>(matched.back().second.size);
+      // Counted before the batch leaves ready_, so finished() never sees it nowhere.
+      sends_in_flight_->fetch_add(1);
     }
     if (produced_all_ && ready_.empty()) {
       ended.assign(waiters_.begin(), waiters_.end());
@@ -139,15 +145,24 @@ void TaskRunner::Reply(const Waiter& waiter, ReadyBatch batch) {
         absl::StrCat("batch ", batch.index, " of task ", task_.task_id(), " is ", batch.size,
                      " bytes but the client's landing buffers hold ", waiter.max_batch_bytes,
                      "; raise the client's slab size")));
+    sends_in_flight_->fetch_sub(1);
     return;
   }
   proto::GetElementResponse response;
   response.set_batch_bytes(batch.size);
   response.set_batch_index(batch.index);
+  response.mutable_provenance()->Swap(&batch.provenance);
   transport::Payload payload{batch.slab->data(), batch.size};
   // The slab goes back to the pool once the transport no longer reads it.
   waiter.call->Reply(absl::OkStatus(), response.SerializeAsString(), payload,
-                     [slab = std::move(batch.slab)](absl::Status) {});
+                     [in_flight = sends_in_flight_, slab = std::move(batch.slab)](absl::Status) {
+                       in_flight->fetch_sub(1);
+                     });
+}
+
+bool TaskRunner::finished() const {
+  absl::MutexLock lock(&mu_);
+  return produced_all_ && ready_.empty() && sends_in_flight_->load() == 0;
 }
 
 bool TaskRunner::produced_all() const {

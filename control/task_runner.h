@@ -11,6 +11,7 @@
 #ifndef SLUICE_CONTROL_TASK_RUNNER_H_
 #define SLUICE_CONTROL_TASK_RUNNER_H_
 
+#include <atomic>
 #include <deque>
 #include <memory>
 #include <string>
@@ -52,6 +53,9 @@ class TaskRunner {
   void Fetch(std::shared_ptr<transport::ServerCall> call, uint64_t max_batch_bytes);
   // The pipeline reached its end (or failed); the buffer may still hold batches.
   [[nodiscard]] bool produced_all() const;
+  // Produced all, and every batch reached a client (its send completed): losing this
+  // worker now loses nothing of the task.
+  [[nodiscard]] bool finished() const;
   [[nodiscard]] int64_t task_id() const { return task_.task_id(); }
   [[nodiscard]] TaskRunnerStats stats() const;
 
@@ -60,6 +64,8 @@ class TaskRunner {
     std::shared_ptr<transport::Slab> slab;
     size_t size;
     int64_t index;
+    // DYNAMIC: which split elements the batch holds (engine/provenance.h).
+    google::protobuf::RepeatedPtrField<proto::ProvenanceRun> provenance;
   };
   struct Waiter {
     std::shared_ptr<transport::ServerCall> call;
@@ -87,6 +93,10 @@ class TaskRunner {
   absl::Status error_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   TaskRunnerStats stats_ ABSL_GUARDED_BY(mu_);
+  // Replies whose payload the transport has not finished sending; shared with the send
+  // callbacks, which may run after the runner is gone.
+  const std::shared_ptr<std::atomic<int64_t>> sends_in_flight_ =
+      std::make_shared<std::atomic<int64_t>>(0);
   std::thread producer_;
 };
 

@@ -166,7 +166,7 @@ absl::Status Worker::Heartbeat() {
     absl::MutexLock lock(&mu_);
     for (const auto& [id, runner] : runners_) {
       request.add_current_tasks(id);
-      if (runner->produced_all()) request.add_finished_tasks(id);
+      if (runner->finished()) request.add_finished_tasks(id);
     }
   }
   proto::WorkerHeartbeatResponse response;

@@ -14,7 +14,9 @@
 //
 // In DYNAMIC sharding mode the caller passes a SplitFeed in the context; the
 // source then produces only the element indices the feed hands it, which is how
-// the dispatcher spreads one pass over the source across many workers.
+// the dispatcher spreads one pass over the source across many workers. Splits with a
+// key are tracked: their elements carry provenance and elements the split lists as
+// delivered are not produced again (engine/provenance.h).
 //
 // File sources (list_files, tfrecord, text_line, fixed_length_record) only open
 // files under context.data_roots (engine/io/data_roots.h); without roots every
@@ -38,6 +40,7 @@
 
 namespace sluice::engine {
 
+class DeliveredRegistry;
 class FunctionRegistry;
 
 class ElementIterator {
@@ -84,6 +87,10 @@ struct PipelineContext {
   // Where ops report counters such as skipped bad records; null: skipped records are
   // reported on stderr. Must outlive the iterator.
   PipelineStats* stats = nullptr;
+  // DYNAMIC: the delivered sets of the tracked splits the source received, for the stage
+  // that assigns the final ordinals (engine/provenance.h). Null: BuildPipeline makes one
+  // per pipeline when there is a split feed; pass one only to share or inspect it.
+  std::shared_ptr<DeliveredRegistry> delivered;
 };
 
 // Validates `def` (ValidatePipeline with the context's functions; plus ValidateSplittable

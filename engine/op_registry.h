@@ -58,6 +58,11 @@ struct OpBuildArgs {
   // Shared by every iterator this stage builds within one built pipeline (cache keeps its
   // elements here); starts empty. Iterators of a stage never run concurrently.
   std::shared_ptr<std::any> stage_state;
+  // DYNAMIC pipelines (engine/provenance.h): true for the one top-level stage whose
+  // ordinals are the elements' final identities, so it drops delivered elements: the
+  // source, or the interleave that re-tags the source's elements (then the source tags
+  // without dropping). False everywhere else, and for every stage without a split feed.
+  bool final_ordinals = false;
 };
 
 struct ParamDef {

@@ -13,6 +13,18 @@
 namespace sluice::engine {
 namespace {
 
+// Runs the transform; its output element gets the input's provenance (engine/provenance.h),
+// whatever the function did with component 0.
+absl::Status Apply(const ElementTransform& transform, const std::string& label, Element in,
+                   int64_t index, std::optional<Element>* out) {
+  std::shared_ptr<const Provenance> provenance = SharedElementProvenance(in);
+  SLUICE_RETURN_IF_ERROR(PrefixStatus(label, transform(std::move(in), index, out)));
+  if (provenance != nullptr && out->has_value()) {
+    SetElementProvenance(**out, std::move(provenance));
+  }
+  return absl::OkStatus();
+}
+
 class SequentialMapIterator : public ElementIterator {
  public:
   SequentialMapIterator(std::unique_ptr<ElementIterator> input, ElementTransform transform,
@@ -25,7 +37,7 @@ class SequentialMapIterator : public ElementIterator {
       SLUICE_RETURN_IF_ERROR(input_->GetNext(&in, end_of_sequence));
       if (*end_of_sequence) return absl::OkStatus();
       std::optional<Element> result;
-      SLUICE_RETURN_IF_ERROR(PrefixStatus(label_, transform_(std::move(in), index_++, &result)));
+      SLUICE_RETURN_IF_ERROR(Apply(transform_, label_, std::move(in), index_++, &result));
       if (result.has_value()) {
         *out = *std::move(result);
         return absl::OkStatus();
@@ -120,7 +132,7 @@ class ParallelMapIterator : public ElementIterator {
       cv_.notify_all();
       if (!pulled.ok() || end) return;
       Slot slot;
-      slot.status = PrefixStatus(label_, transform_(std::move(in), seq, &slot.element));
+      slot.status = Apply(transform_, label_, std::move(in), seq, &slot.element);
       {
         std::lock_guard<std::mutex> lock(mu_);
         results_[seq] = std::move(slot);

@@ -12,7 +12,8 @@
 // results wait for the consumer, so memory stays bounded; results (and errors) come out
 // in input order, exactly as with parallel = 1. The input is pulled by one thread at a
 // time. Destroying the iterator mid-stream cancels the pool and joins its threads (each
-// finishes the call it is in).
+// finishes the call it is in). Each output element gets its input's provenance
+// (engine/provenance.h).
 #ifndef SLUICE_ENGINE_PARALLEL_MAP_H_
 #define SLUICE_ENGINE_PARALLEL_MAP_H_
 

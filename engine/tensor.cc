@@ -238,6 +238,7 @@ std::vector<std::string_view> Tensor::string_values() const {
 Tensor::Tensor(const Tensor& other)
     : Tensor(other.dtype_, other.shape_, other.num_elements_, other.byte_size_) {
   if (other.byte_size() > 0) std::memcpy(data_.get(), other.data_.get(), other.byte_size());
+  provenance_ = other.provenance_;
 }
 
 Tensor& Tensor::operator=(const Tensor& other) {
@@ -250,7 +251,8 @@ Tensor::Tensor(Tensor&& other) noexcept
       shape_(std::move(other.shape_)),
       num_elements_(std::exchange(other.num_elements_, 0)),
       byte_size_(std::exchange(other.byte_size_, 0)),
-      data_(std::move(other.data_)) {}
+      data_(std::move(other.data_)),
+      provenance_(std::move(other.provenance_)) {}
 
 Tensor& Tensor::operator=(Tensor&& other) noexcept {
   dtype_ = other.dtype_;
@@ -258,6 +260,7 @@ Tensor& Tensor::operator=(Tensor&& other) noexcept {
   num_elements_ = std::exchange(other.num_elements_, 0);
   byte_size_ = std::exchange(other.byte_size_, 0);
   data_ = std::move(other.data_);
+  provenance_ = std::move(other.provenance_);
   return *this;
 }
 

@@ -17,6 +17,11 @@
 // batch_layout.h): N + 1 little-endian uint64 offsets, then the bytes of all strings
 // back to back; string i is bytes [offsets[i], offsets[i + 1]) of the byte region, and
 // offsets[0] == 0. byte_size() is 8 * (N + 1) + total string bytes.
+//
+// A tensor may also carry the provenance of its element (engine/provenance.h: which
+// DYNAMIC split elements it was made from). By convention only component 0 of an Element
+// carries it (ElementProvenance); copies and moves keep it, operator== ignores it, and
+// without DYNAMIC tracking it is a null pointer.
 #ifndef SLUICE_ENGINE_TENSOR_H_
 #define SLUICE_ENGINE_TENSOR_H_
 
@@ -30,11 +35,14 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
 
 namespace sluice::engine {
+
+class Provenance;  // engine/provenance.h
 
 enum class DType : uint8_t {
   kInt32 = 1,
@@ -208,7 +216,13 @@ class Tensor {
   // and C-escaped: string[2]{"a", "b\n"}.
   std::string DebugString() const;
 
-  // Same dtype, shape and bytes.
+  // The element's provenance (see above); null when it has none.
+  const std::shared_ptr<const Provenance>& provenance() const { return provenance_; }
+  void set_provenance(std::shared_ptr<const Provenance> provenance) {
+    provenance_ = std::move(provenance);
+  }
+
+  // Same dtype, shape and bytes (provenance is not compared).
   friend bool operator==(const Tensor& a, const Tensor& b);
 
  private:
@@ -227,6 +241,7 @@ class Tensor {
   int64_t num_elements_;
   size_t byte_size_;
   std::unique_ptr<std::byte[], AlignedFree> data_;
+  std::shared_ptr<const Provenance> provenance_;
 };
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t);
@@ -235,6 +250,19 @@ std::ostream& operator<<(std::ostream& os, const Tensor& t);
 using Element = std::vector<Tensor>;
 
 std::string ElementDebugString(const Element& element);
+
+// An element's provenance is its component 0's: null when it has none or no components.
+inline const Provenance* ElementProvenance(const Element& element) {
+  return element.empty() ? nullptr : element[0].provenance().get();
+}
+// The same, shared (copying a null pointer costs nothing).
+inline std::shared_ptr<const Provenance> SharedElementProvenance(const Element& element) {
+  return element.empty() ? nullptr : element[0].provenance();
+}
+// Sets component 0's provenance; does nothing for an element without components.
+inline void SetElementProvenance(Element& element, std::shared_ptr<const Provenance> provenance) {
+  if (!element.empty()) element[0].set_provenance(std::move(provenance));
+}
 
 }  // namespace sluice::engine
 

@@ -191,6 +191,12 @@ int Main(int argc, char** argv) {
                              "Directory DYNAMIC list_files may glob (repeatable)");
   std::string work_dir;
   bool fault_tolerant = false;
+  std::string worker_timeout = "10s";
+  dispatcher_cmd
+      ->add_option("--worker-timeout", worker_timeout,
+                   "A worker silent this long is lost: its tasks end and the DYNAMIC splits it "
+                   "held are re-issued to live workers, minus what clients already received")
+      ->capture_default_str();
   dispatcher_cmd->add_option("--work-dir", work_dir,
                              "Directory for the journal and the dispatcher id (fault tolerance)");
   dispatcher_cmd->add_flag("--fault-tolerant", fault_tolerant,
@@ -277,6 +283,10 @@ int Main(int argc, char** argv) {
     options.config.data_roots = dispatcher_data_roots;
     options.config.worker_addresses = worker_addresses;
     options.work_dir = work_dir;
+    absl::StatusOr<absl::Duration> parsed_worker_timeout =
+        ParseDurationFlag("worker-timeout", worker_timeout);
+    if (!parsed_worker_timeout.ok()) return Fail(parsed_worker_timeout.status(), "dispatcher");
+    options.config.worker_timeout = *parsed_worker_timeout;
     options.fault_tolerant = fault_tolerant;
     if (fault_tolerant && work_dir.empty()) {
       return Fail(absl::InvalidArgumentError("--fault-tolerant needs --work-dir"), "dispatcher");

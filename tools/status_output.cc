@@ -22,7 +22,8 @@ nlohmann::json StatusToJson(const proto::GetStatusResponse& status) {
                        {"batches_served", w.stats().batches_served()},
                        {"bytes_served", w.stats().bytes_served()},
                        {"bytes_assembled", w.stats().bytes_assembled()},
-                       {"bad_records_skipped", w.stats().bad_records_skipped()}});
+                       {"bad_records_skipped", w.stats().bad_records_skipped()},
+                       {"lost", w.lost()}});
   }
   nlohmann::json datasets = nlohmann::json::array();
   for (const proto::DatasetStatus& d : status.datasets()) {
@@ -37,7 +38,9 @@ nlohmann::json StatusToJson(const proto::GetStatusResponse& status) {
                     {"clients", j.num_clients()},
                     {"tasks", j.num_tasks()},
                     {"finished_tasks", j.finished_tasks()},
-                    {"finished", j.finished()}});
+                    {"finished", j.finished()},
+                    {"lost_tasks", j.lost_tasks()},
+                    {"reissued_splits", j.reissued_splits()}});
   }
   return {{"dispatcher_id", status.dispatcher_id()},
           {"workers", workers},
@@ -54,9 +57,9 @@ void PrintStatus(const proto::GetStatusResponse& status, bool json, std::ostream
   out << absl::StrFormat("%d worker(s)\n", status.workers_size());
   for (const proto::WorkerStatus& w : status.workers()) {
     out << absl::StrFormat(
-        "  %-28s heartbeat %5.1fs ago  %d task(s)  %d batches  %.1f MB%s\n", w.address(),
+        "  %-28s heartbeat %5.1fs ago  %d task(s)  %d batches  %.1f MB%s%s\n", w.address(),
         SecondsSince(w.last_heartbeat_unix_ms()), w.task_ids_size(), w.stats().batches_served(),
-        w.stats().bytes_served() / 1e6,
+        w.stats().bytes_served() / 1e6, w.lost() ? "  LOST" : "",
         w.stats().bad_records_skipped() > 0
             ? absl::StrFormat("  %d bad records skipped", w.stats().bad_records_skipped())
             : "");

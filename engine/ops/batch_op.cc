@@ -8,6 +8,7 @@
 #include "common/status_macros.h"
 #include "engine/absl_compat.h"
 #include "engine/cardinality.h"
+#include "engine/provenance.h"
 
 namespace sluice::engine {
 
@@ -55,6 +56,10 @@ absl::StatusOr<Element> StackElements(std::span<const Element> rows) {
       }
     }
     out.push_back(std::move(stacked));
+  }
+  // The batch's provenance: its rows', in row order.
+  if (std::shared_ptr<const Provenance> p = ConcatProvenance(rows)) {
+    SetElementProvenance(out, std::move(p));
   }
   return out;
 }

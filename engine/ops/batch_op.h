@@ -15,7 +15,8 @@
 namespace sluice::engine {
 
 // Stacks `rows` component-wise. InvalidArgument when `rows` is empty or the rows disagree
-// in component count, dtype or shape (the message names the row and component).
+// in component count, dtype or shape (the message names the row and component). The
+// result's provenance is the rows' concatenated in row order (ConcatProvenance).
 [[nodiscard]] absl::StatusOr<Element> StackElements(std::span<const Element> rows);
 
 OpDef BatchOpDef();

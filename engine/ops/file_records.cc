@@ -5,18 +5,23 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "engine/absl_compat.h"
+#include "engine/provenance.h"
 #include "engine/split_cursor.h"
 
 namespace sluice::engine {
 namespace {
 
+// Tracked splits (engine/provenance.h): record r of the split's file at position p has
+// ordinal (p << 32) | r. Delivered records are still read (to find the next one) but not
+// produced; a file whose whole ordinal range is delivered is not opened.
 class FileRecordsIterator : public ElementIterator {
  public:
-  FileRecordsIterator(FileRecordsOptions options, std::vector<std::string> roots, SplitFeed* feed,
-                      int64_t repetition)
+  FileRecordsIterator(FileRecordsOptions options, const OpBuildArgs& args, SplitFeed* feed)
       : options_(std::move(options)),
-        roots_(std::move(roots)),
-        cursor_(feed, repetition, static_cast<int64_t>(options_.files.size()), options_.op) {}
+        roots_(args.context.data_roots),
+        drop_delivered_(args.final_ordinals),
+        cursor_(feed, args.instance, static_cast<int64_t>(options_.files.size()), options_.op,
+                args.context.delivered, /*skip_delivered=*/false) {}
 
   absl::Status GetNext(Element* out, bool* end_of_sequence) override {
     while (true) {
@@ -25,8 +30,15 @@ class FileRecordsIterator : public ElementIterator {
         bool eof = false;
         SLUICE_RETURN_IF_ERROR(PrefixStatus(options_.op, reader_->Next(&record, &eof)));
         if (!eof) {
+          std::shared_ptr<const Provenance> provenance;
+          if (cursor_.split_key() != 0) {
+            SLUICE_ASSIGN_OR_RETURN(int64_t ordinal, NestedOrdinal(file_ordinal_, record_++));
+            if (delivered_ != nullptr && delivered_->Contains(ordinal)) continue;
+            provenance = Provenance::Of(cursor_.split_key(), ordinal);
+          }
           out->clear();
           out->push_back(Tensor::StringScalar(record));
+          if (provenance != nullptr) SetElementProvenance(*out, std::move(provenance));
           *end_of_sequence = false;
           return absl::OkStatus();
         }
@@ -35,6 +47,13 @@ class FileRecordsIterator : public ElementIterator {
       int64_t index;
       SLUICE_RETURN_IF_ERROR(cursor_.Next(&index, end_of_sequence));
       if (*end_of_sequence) return absl::OkStatus();
+      file_ordinal_ = index - cursor_.split().begin();
+      record_ = 0;
+      delivered_ = drop_delivered_ ? cursor_.delivered() : nullptr;
+      if (delivered_ != nullptr) {
+        SLUICE_ASSIGN_OR_RETURN(int64_t first, NestedOrdinal(file_ordinal_, 0));
+        if (delivered_->ContainsAll(first, first + (int64_t{1} << kInnerOrdinalBits))) continue;
+      }
       absl::StatusOr<OpenedDataFile> file =
           OpenDataFile(options_.files[index], options_.compression, options_.sniff, roots_);
       if (!file.ok()) return PrefixStatus(options_.op, file.status());
@@ -45,8 +64,14 @@ class FileRecordsIterator : public ElementIterator {
  private:
   const FileRecordsOptions options_;
   const std::vector<std::string> roots_;
+  const bool drop_delivered_;
   SplitCursor cursor_;
   std::unique_ptr<RecordReader> reader_;
+  // The open file's position within its split, the next record's index, and the split's
+  // delivered ordinals (null when none or not dropping).
+  int64_t file_ordinal_ = 0;
+  int64_t record_ = 0;
+  const DeliveredSet* delivered_ = nullptr;
 };
 
 }  // namespace
@@ -72,8 +97,7 @@ absl::StatusOr<std::unique_ptr<ElementIterator>> MakeFileRecordsIterator(
     options.files.emplace_back(element->at(0).string_value(0));
     feed = nullptr;
   }
-  return std::make_unique<FileRecordsIterator>(std::move(options), args.context.data_roots, feed,
-                                               args.instance);
+  return std::make_unique<FileRecordsIterator>(std::move(options), args, feed);
 }
 
 absl::Status FilesFromArgs(const OpArgs& args,

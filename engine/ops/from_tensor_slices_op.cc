@@ -42,9 +42,10 @@ absl::StatusOr<std::vector<Tensor>> Components(const proto::FromTensorSlicesOp& 
 
 class FromTensorSlicesIterator : public ElementIterator {
  public:
-  FromTensorSlicesIterator(std::vector<Tensor> components, SplitFeed* feed, int64_t repetition)
+  FromTensorSlicesIterator(std::vector<Tensor> components, const OpBuildArgs& args)
       : components_(std::move(components)),
-        cursor_(feed, repetition, components_[0].shape()[0], "from_tensor_slices") {}
+        cursor_(args.context.split_feed, args.instance, components_[0].shape()[0],
+                "from_tensor_slices", args.context.delivered, args.final_ordinals) {}
 
   absl::Status GetNext(Element* out, bool* end_of_sequence) override {
     int64_t index;
@@ -52,6 +53,7 @@ class FromTensorSlicesIterator : public ElementIterator {
     if (*end_of_sequence) return absl::OkStatus();
     out->clear();
     for (const Tensor& t : components_) out->push_back(SliceRow(t, index));
+    if (cursor_.split_key() != 0) SetElementProvenance(*out, cursor_.LastProvenance());
     return absl::OkStatus();
   }
 
@@ -146,8 +148,7 @@ OpDef FromTensorSlicesOpDef() {
       [](const OpBuildArgs& args) -> absl::StatusOr<std::unique_ptr<ElementIterator>> {
     SLUICE_ASSIGN_OR_RETURN(std::vector<Tensor> components,
                             Components(args.stage.from_tensor_slices()));
-    return std::make_unique<FromTensorSlicesIterator>(std::move(components),
-                                                      args.context.split_feed, args.instance);
+    return std::make_unique<FromTensorSlicesIterator>(std::move(components), args);
   };
   return def;
 }

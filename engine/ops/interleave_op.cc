@@ -10,6 +10,7 @@
 #include "engine/pipeline_text.h"
 #include "engine/pipeline_validate.h"
 #include "engine/prefetch_iterator.h"
+#include "engine/provenance.h"
 #include "engine/random.h"
 
 namespace sluice::engine {
@@ -27,34 +28,42 @@ class InterleaveIterator : public ElementIterator {
         nested_(&args.stage.interleave().nested()),
         build_nested_(args.build_nested),
         seed_(args.stage_seed),
+        final_ordinals_(args.final_ordinals),
+        registry_(args.context.delivered),
         slots_(static_cast<size_t>(op_.cycle_length())) {}
 
   absl::Status GetNext(Element* out, bool* end_of_sequence) override {
     while (!input_done_ || open_ > 0) {
-      std::unique_ptr<ElementIterator>& slot = slots_[cycle_index_];
-      if (slot != nullptr) {
+      Slot& slot = slots_[cycle_index_];
+      if (slot.it != nullptr) {
         bool end = false;
-        SLUICE_RETURN_IF_ERROR(slot->GetNext(out, &end));
+        SLUICE_RETURN_IF_ERROR(slot.it->GetNext(out, &end));
         if (!end) {
+          bool keep = true;
+          SLUICE_RETURN_IF_ERROR(Tag(slot, out, &keep));
+          if (!keep) continue;  // Delivered before: not produced, not counted in the block.
           if (++block_index_ == op_.block_length()) NextInCycle();
           *end_of_sequence = false;
           return absl::OkStatus();
         }
-        slot.reset();
+        slot = Slot{};
         --open_;
         NextInCycle();
       } else if (!input_done_) {
         Element element;
         SLUICE_RETURN_IF_ERROR(input_->GetNext(&element, &input_done_));
         if (input_done_) continue;
-        SLUICE_ASSIGN_OR_RETURN(
-            std::unique_ptr<ElementIterator> nested,
-            build_nested_(*nested_, std::move(element), CombineSeeds(seed_, opened_++)));
+        Slot next;
+        bool all_delivered = false;
+        SLUICE_RETURN_IF_ERROR(Prepare(element, &next, &all_delivered));
+        const uint64_t seed = CombineSeeds(seed_, opened_++);
+        if (all_delivered) continue;
+        SLUICE_ASSIGN_OR_RETURN(next.it, build_nested_(*nested_, std::move(element), seed));
         if (op_.parallel()) {
-          nested = std::make_unique<PrefetchIterator>(std::move(nested),
-                                                      std::max<int64_t>(op_.block_length(), 2));
+          next.it = std::make_unique<PrefetchIterator>(std::move(next.it),
+                                                       std::max<int64_t>(op_.block_length(), 2));
         }
-        slot = std::move(nested);
+        slot = std::move(next);
         ++open_;
       } else {
         NextInCycle();
@@ -65,6 +74,57 @@ class InterleaveIterator : public ElementIterator {
   }
 
  private:
+  // An open nested pipeline and how its elements get provenance (engine/provenance.h).
+  struct Slot {
+    std::unique_ptr<ElementIterator> it;
+    // This interleave assigns the final ordinals: element i of the outer element with
+    // ordinal o in split `split_key` gets (o << 32) | i, unless `delivered` holds it.
+    bool retag = false;
+    int64_t split_key = 0;
+    int64_t outer_ordinal = 0;
+    int64_t inner = 0;
+    std::shared_ptr<const DeliveredSet> delivered;
+    // Otherwise: the outer element's provenance, handed to its first element only (as
+    // unbatch does for rows it cannot tell apart).
+    std::shared_ptr<const Provenance> first;
+  };
+
+  // Sets up `slot` for the outer `element`; *all_delivered when every element it can
+  // yield was delivered before (its pipeline is then not even built).
+  absl::Status Prepare(const Element& element, Slot* slot, bool* all_delivered) const {
+    const Provenance* provenance = ElementProvenance(element);
+    if (provenance == nullptr || provenance->empty()) return absl::OkStatus();
+    if (!final_ordinals_ || provenance->total() != 1) {
+      slot->first = SharedElementProvenance(element);
+      return absl::OkStatus();
+    }
+    const Provenance::Run& run = provenance->runs()[0];
+    slot->retag = true;
+    slot->split_key = run.split_key;
+    slot->outer_ordinal = run.first_ordinal;
+    SLUICE_ASSIGN_OR_RETURN(int64_t first, NestedOrdinal(run.first_ordinal, 0));
+    if (registry_ != nullptr) slot->delivered = registry_->Find(run.split_key);
+    *all_delivered = slot->delivered != nullptr &&
+                     slot->delivered->ContainsAll(first, first + (int64_t{1} << kInnerOrdinalBits));
+    return absl::OkStatus();
+  }
+
+  // Gives the nested pipeline's next element its provenance; *keep = false drops it.
+  static absl::Status Tag(Slot& slot, Element* out, bool* keep) {
+    if (slot.retag) {
+      SLUICE_ASSIGN_OR_RETURN(int64_t ordinal, NestedOrdinal(slot.outer_ordinal, slot.inner++));
+      if (slot.delivered != nullptr && slot.delivered->Contains(ordinal)) {
+        *keep = false;
+        return absl::OkStatus();
+      }
+      SetElementProvenance(*out, Provenance::Of(slot.split_key, ordinal));
+    } else if (slot.first != nullptr) {
+      SetElementProvenance(*out, std::move(slot.first));
+      slot.first = nullptr;
+    }
+    return absl::OkStatus();
+  }
+
   void NextInCycle() {
     block_index_ = 0;
     cycle_index_ = (cycle_index_ + 1) % slots_.size();
@@ -75,7 +135,9 @@ class InterleaveIterator : public ElementIterator {
   const proto::PipelineDef* const nested_;
   const decltype(OpBuildArgs::build_nested) build_nested_;
   const uint64_t seed_;
-  std::vector<std::unique_ptr<ElementIterator>> slots_;
+  const bool final_ordinals_;
+  const std::shared_ptr<DeliveredRegistry> registry_;
+  std::vector<Slot> slots_;
   size_t cycle_index_ = 0;
   int64_t block_index_ = 0;
   int64_t open_ = 0;

@@ -15,6 +15,12 @@
 // unchanged. The nested pipeline's source gets the element, never the split feed: under
 // DYNAMIC sharding the outer source's splits decide which elements (files) a worker
 // interleaves.
+//
+// Provenance (engine/provenance.h): when this interleave assigns the final ordinals
+// (OpBuildArgs::final_ordinals), element i of the nested pipeline of an outer element with
+// ordinal o gets (o << 32) | i in o's split, and elements the split lists as delivered are
+// dropped (an outer element whose whole range is delivered is not even opened). Any other
+// interleave gives an outer element's provenance to its first nested element only.
 #ifndef SLUICE_ENGINE_OPS_INTERLEAVE_OP_H_
 #define SLUICE_ENGINE_OPS_INTERLEAVE_OP_H_
 

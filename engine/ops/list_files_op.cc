@@ -6,6 +6,7 @@
 #include "common/status_macros.h"
 #include "engine/cardinality.h"
 #include "engine/io/data_roots.h"
+#include "engine/provenance.h"
 #include "engine/random.h"
 
 namespace sluice::engine {
@@ -46,16 +47,22 @@ namespace {
 
 class ListFilesIterator : public ElementIterator {
  public:
-  ListFilesIterator(proto::ListFilesOp op, std::vector<std::string> roots, SplitFeed* feed,
-                    int64_t repetition, uint64_t seed)
-      : op_(std::move(op)),
-        roots_(std::move(roots)),
-        feed_(feed),
-        repetition_(repetition),
-        seed_(seed) {}
+  explicit ListFilesIterator(const OpBuildArgs& args)
+      : op_(args.stage.list_files()),
+        roots_(args.context.data_roots),
+        feed_(args.context.split_feed),
+        repetition_(args.instance),
+        seed_(args.stage_seed),
+        registry_(args.context.delivered),
+        drop_delivered_(args.final_ordinals) {}
 
   absl::Status GetNext(Element* out, bool* end_of_sequence) override {
-    while (next_ >= files_.size()) {
+    while (true) {
+      // Tracked splits: a file's ordinal is its position within the split.
+      if (next_ < files_.size() && delivered_ != nullptr && drop_delivered_) {
+        next_ = static_cast<size_t>(delivered_->NextUndelivered(static_cast<int64_t>(next_)));
+      }
+      if (next_ < files_.size()) break;
       if (done_) {
         *end_of_sequence = true;
         return absl::OkStatus();
@@ -63,7 +70,11 @@ class ListFilesIterator : public ElementIterator {
       SLUICE_RETURN_IF_ERROR(feed_ == nullptr ? ListAll() : NextSplit());
     }
     out->clear();
-    out->push_back(Tensor::StringScalar(files_[next_++]));
+    out->push_back(Tensor::StringScalar(files_[next_]));
+    if (split_key_ != 0) {
+      SetElementProvenance(*out, Provenance::Of(split_key_, static_cast<int64_t>(next_)));
+    }
+    ++next_;
     *end_of_sequence = false;
     return absl::OkStatus();
   }
@@ -99,6 +110,8 @@ class ListFilesIterator : public ElementIterator {
     }
     files_.assign(split.files().begin(), split.files().end());
     next_ = 0;
+    split_key_ = split.key();
+    delivered_ = TrackSplit(split, registry_.get());
     return absl::OkStatus();
   }
 
@@ -107,9 +120,14 @@ class ListFilesIterator : public ElementIterator {
   SplitFeed* const feed_;
   const int64_t repetition_;
   const uint64_t seed_;
+  const std::shared_ptr<DeliveredRegistry> registry_;
+  const bool drop_delivered_;
   std::vector<std::string> files_;
   size_t next_ = 0;
   bool done_ = false;
+  // The current split's key (0: untracked) and delivered ordinals (null: none).
+  int64_t split_key_ = 0;
+  std::shared_ptr<const DeliveredSet> delivered_;
 };
 
 }  // namespace
@@ -174,9 +192,7 @@ OpDef ListFilesOpDef() {
   };
   def.make_iterator =
       [](const OpBuildArgs& args) -> absl::StatusOr<std::unique_ptr<ElementIterator>> {
-    return std::make_unique<ListFilesIterator>(args.stage.list_files(), args.context.data_roots,
-                                               args.context.split_feed, args.instance,
-                                               args.stage_seed);
+    return std::make_unique<ListFilesIterator>(args);
   };
   return def;
 }

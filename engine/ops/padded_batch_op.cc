@@ -85,6 +85,10 @@ absl::StatusOr<Element> PadAndStack(
       if (!t.ok()) return PrefixStatus(absl::StrCat("component ", c), t.status());
       padded[r].push_back(*std::move(t));
     }
+    // A padded component 0 is a new tensor: keep the row's provenance for StackElements.
+    if (components > 0 && rows[r][0].provenance() != nullptr) {
+      padded[r][0].set_provenance(rows[r][0].provenance());
+    }
   }
   return StackElements(padded);
 }

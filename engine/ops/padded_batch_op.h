@@ -23,6 +23,7 @@ namespace sluice::engine {
 // Pads `rows` as described above and stacks them. `padded_shapes` and `padding_values`
 // may be shorter than the component count (the rest use the defaults), not longer.
 // `dim0_override[c]`, when >= 0, replaces the padded length of component c's dim 0.
+// The result's provenance is the rows' concatenated, as for StackElements.
 [[nodiscard]] absl::StatusOr<Element> PadAndStack(
     std::span<const Element> rows,
     const google::protobuf::RepeatedPtrField<proto::PaddedShape>& padded_shapes,

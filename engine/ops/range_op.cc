@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "engine/split_cursor.h"
 
 namespace sluice::engine {
 
@@ -42,51 +43,25 @@ namespace {
 
 class RangeIterator : public ElementIterator {
  public:
-  RangeIterator(proto::RangeOp range, int64_t length, SplitFeed* feed, int64_t repetition)
+  RangeIterator(proto::RangeOp range, int64_t length, const OpBuildArgs& args)
       : range_(std::move(range)),
-        length_(length),
-        feed_(feed),
-        repetition_(repetition),
-        // Without a feed the whole range is one implicit split.
-        split_end_(feed == nullptr ? length : 0) {}
+        // Splits come over the network; the cursor refuses one outside the range.
+        cursor_(args.context.split_feed, args.instance, length, "range", args.context.delivered,
+                args.final_ordinals) {}
 
   absl::Status GetNext(Element* out, bool* end_of_sequence) override {
-    while (next_ >= split_end_) {
-      if (feed_ == nullptr || done_) {
-        done_ = true;
-        *end_of_sequence = true;
-        return absl::OkStatus();
-      }
-      proto::Split split;
-      bool end_of_splits = false;
-      SLUICE_RETURN_IF_ERROR(feed_->GetNext(repetition_, &split, &end_of_splits));
-      if (end_of_splits) {
-        done_ = true;
-        continue;
-      }
-      // Splits come over the network; a bad one must not produce values outside the range.
-      if (split.begin() < 0 || split.begin() > split.end() || split.end() > length_) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "range: expected a split within [0, ", length_, ") with begin <= end, got [",
-            split.begin(), ", ", split.end(), ") for repetition ", repetition_));
-      }
-      next_ = split.begin();
-      split_end_ = split.end();
-    }
+    int64_t index;
+    SLUICE_RETURN_IF_ERROR(cursor_.Next(&index, end_of_sequence));
+    if (*end_of_sequence) return absl::OkStatus();
     out->clear();
-    out->push_back(Tensor::Scalar<int64_t>(RangeValue(range_, next_++)));
-    *end_of_sequence = false;
+    out->push_back(Tensor::Scalar<int64_t>(RangeValue(range_, index)));
+    if (cursor_.split_key() != 0) SetElementProvenance(*out, cursor_.LastProvenance());
     return absl::OkStatus();
   }
 
  private:
   const proto::RangeOp range_;
-  const int64_t length_;
-  SplitFeed* const feed_;
-  const int64_t repetition_;
-  int64_t next_ = 0;
-  int64_t split_end_;
-  bool done_ = false;
+  SplitCursor cursor_;
 };
 
 }  // namespace
@@ -139,8 +114,7 @@ OpDef RangeOpDef() {
   def.make_iterator =
       [](const OpBuildArgs& args) -> absl::StatusOr<std::unique_ptr<ElementIterator>> {
     SLUICE_ASSIGN_OR_RETURN(int64_t length, RangeLength(args.stage.range()));
-    return std::make_unique<RangeIterator>(args.stage.range(), length, args.context.split_feed,
-                                           args.instance);
+    return std::make_unique<RangeIterator>(args.stage.range(), length, args);
   };
   return def;
 }

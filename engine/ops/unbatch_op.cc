@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "engine/cardinality.h"
+#include "engine/provenance.h"
 #include "engine/tensor_ops.h"
 
 namespace sluice::engine {
@@ -21,9 +22,13 @@ class UnbatchIterator : public ElementIterator {
       SLUICE_RETURN_IF_ERROR(Check());
       rows_ = batch_.empty() ? 0 : batch_[0].shape()[0];
       next_row_ = 0;
+      provenance_ = SharedElementProvenance(batch_);
+      run_ = 0;
+      run_offset_ = 0;
     }
     out->clear();
     for (const Tensor& t : batch_) out->push_back(SliceRow(t, next_row_));
+    if (provenance_ != nullptr) SetElementProvenance(*out, RowProvenance());
     ++next_row_;
     *end_of_sequence = false;
     return absl::OkStatus();
@@ -46,10 +51,28 @@ class UnbatchIterator : public ElementIterator {
     return absl::OkStatus();
   }
 
+  // Row next_row_'s share of the batch's provenance (see unbatch_op.h).
+  std::shared_ptr<const Provenance> RowProvenance() {
+    if (provenance_->total() != rows_) return next_row_ == 0 ? provenance_ : nullptr;
+    // One element per row: walk the runs.
+    const Provenance::Run& run = provenance_->runs()[run_];
+    std::shared_ptr<const Provenance> row =
+        Provenance::Of(run.split_key, run.first_ordinal + run_offset_);
+    if (++run_offset_ == run.count) {
+      ++run_;
+      run_offset_ = 0;
+    }
+    return row;
+  }
+
   std::unique_ptr<ElementIterator> input_;
   Element batch_;
   int64_t rows_ = 0;
   int64_t next_row_ = 0;
+  // The batch's provenance (null: none) and where row next_row_ is in its runs.
+  std::shared_ptr<const Provenance> provenance_;
+  size_t run_ = 0;
+  int64_t run_offset_ = 0;
 };
 
 }  // namespace

@@ -82,8 +82,12 @@ void Cluster::AddWorker(int port) {
   for (const std::string& arg : RootArgs()) argv.push_back(arg);
   for (const std::string& arg : options_.worker_args) argv.push_back(arg);
   auto worker = std::make_unique<Subprocess>(argv);
-  EXPECT_FALSE(worker->WaitForOutput("serving at", absl::Seconds(20)).empty())
-      << worker->stderr_text();
+  const std::string line = worker->WaitForOutput("serving at", absl::Seconds(20));
+  EXPECT_FALSE(line.empty()) << worker->stderr_text();
+  const size_t at = line.find("serving at ");
+  std::string address = at == std::string::npos ? "" : line.substr(at + 11);
+  while (!address.empty() && (address.back() == '\n' || address.back() == ' ')) address.pop_back();
+  worker_addresses_.push_back(address);
   workers_.push_back(std::move(worker));
 }
 

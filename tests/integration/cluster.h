@@ -44,6 +44,8 @@ class Cluster {
   const std::string& address() const { return address_; }
   int num_workers() const { return static_cast<int>(workers_.size()); }
   Subprocess& worker(int i) { return *workers_[i]; }
+  // The address worker i serves at (what `read --format jsonl` names as "worker").
+  const std::string& worker_address(int i) const { return worker_addresses_[i]; }
   Subprocess& dispatcher() { return *dispatcher_; }
   // Starts one more worker (on `port`, 0: any) and waits until it serves.
   void AddWorker(int port = 0);
@@ -59,6 +61,7 @@ class Cluster {
   ClusterOptions options_;
   std::unique_ptr<Subprocess> dispatcher_;
   std::vector<std::unique_ptr<Subprocess>> workers_;
+  std::vector<std::string> worker_addresses_;
   std::string address_;
   int port_ = 0;
 };

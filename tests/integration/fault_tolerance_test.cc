@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "nlohmann/json.hpp"
 #include "tests/integration/cluster.h"
 
 namespace sluice::testing {
@@ -44,6 +45,39 @@ TEST(FaultToleranceTest, KilledDispatcherRestartsFromItsJournalAndTheReadComplet
   EXPECT_THAT(cluster.dispatcher().stdout_text(), HasSubstr("recovered"));
   std::map<int64_t, int> counts = Values(*read);
   ExpectEachValueTimes(counts, 100000, 1);
+}
+
+// tf.data loses the splits a dead worker held; here they are re-issued to a live worker,
+// minus the elements clients already received.
+TEST(FaultToleranceTest, KilledWorkersSplitsAreReissuedWithoutLossOrDuplicates) {
+  Cluster cluster({.workers = 3, .dispatcher_args = {"--worker-timeout", "1s"}});
+  auto read = StartRead(cluster.address(), kPipeline, "dynamic", "", {"--max-outstanding", "2"});
+  const std::string first = read->WaitForOutput("values", absl::Seconds(30));
+  ASSERT_FALSE(first.empty()) << read->stderr_text();
+  // Kill a worker known to hold splits: the one that served the first batch.
+  const std::string victim = nlohmann::json::parse(first)["worker"].get<std::string>();
+  int victim_index = -1;
+  for (int i = 0; i < cluster.num_workers(); ++i) {
+    if (cluster.worker_address(i) == victim) victim_index = i;
+  }
+  ASSERT_GE(victim_index, 0) << victim;
+  cluster.KillWorker(victim_index);
+  const std::string before = read->stdout_text();
+  EXPECT_LT(std::count(before.begin(), before.end(), '\n'), 10000 / 2)
+      << "the kill should land early in the epoch";
+  std::map<int64_t, int> counts = Values(*read);
+  ExpectEachValueTimes(counts, 100000, 1);
+
+  Subprocess status({Binary(), "status", "--dispatcher", cluster.address(), "--json"});
+  ASSERT_EQ(status.Wait(absl::Seconds(30)), 0) << status.stderr_text();
+  nlohmann::json s = nlohmann::json::parse(status.stdout_text());
+  int lost_workers = 0;
+  for (const auto& w : s["workers"]) lost_workers += w["lost"].get<bool>() ? 1 : 0;
+  EXPECT_EQ(lost_workers, 1);
+  ASSERT_EQ(s["jobs"].size(), 1u);
+  EXPECT_EQ(s["jobs"][0]["lost_tasks"], 1);
+  EXPECT_GT(s["jobs"][0]["reissued_splits"].get<int64_t>(), 0);
+  EXPECT_EQ(s["jobs"][0]["finished"], true);
 }
 
 TEST(FaultToleranceTest, DispatcherRestartedWithoutStateIsReportedClearly) {

@@ -1,0 +1,171 @@
+// DispatcherState under worker churn: detecting lost workers, tracking what clients
+// received of each DYNAMIC split, and re-issuing a lost task's splits so that nothing is
+// lost and nothing is delivered twice.
+//
+// The protocol. Every DYNAMIC split carries a key; every batch carries the provenance of
+// its elements (split key, ordinals); clients report what they received in their
+// heartbeats. When a worker is lost, each of its unfinished DYNAMIC tasks becomes a
+// Recovery that waits until every live client of the job has confirmed (abandoned_tasks)
+// that it stopped reading the task and reported everything it got from it. Then a recovery
+// task on a live worker re-reads the lost task's leased splits with the delivered ordinals
+// attached, and the sources drop exactly those elements.
+#include <algorithm>
+#include <iostream>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "control/dispatcher_state.h"
+
+namespace sluice::control {
+
+void DispatcherState::CheckLiveness(absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  for (auto& [address, worker] : workers_) {
+    if (!worker.lost && now - worker.last_heartbeat > config_.worker_timeout) {
+      LoseWorker(address, worker);
+    }
+  }
+  for (auto& [id, job] : jobs_) {
+    for (Job::Recovery& recovery : job.recoveries) {
+      for (auto it = recovery.waiting_for.begin(); it != recovery.waiting_for.end();) {
+        auto client = job.clients.find(*it);
+        const bool silent =
+            client == job.clients.end() || now - client->second > config_.client_timeout;
+        it = silent ? recovery.waiting_for.erase(it) : std::next(it);
+      }
+    }
+    LaunchRecoveries(job);
+  }
+}
+
+void DispatcherState::LoseWorker(const std::string& address, WorkerInfo& worker) {
+  worker.lost = true;
+  std::cerr << "sluice dispatcher: worker " << address << " missed heartbeats for "
+            << absl::FormatDuration(config_.worker_timeout) << "; giving up its tasks\n";
+  const absl::Time now = absl::Now();
+  for (int64_t id : worker.task_ids) {
+    Task& task = tasks_.at(id);
+    Job& job = jobs_.at(task.job_id);
+    if (task.lost || JobFinished(job)) continue;
+    task.lost = true;
+    if (job.mode != proto::DYNAMIC) continue;  // OFF and static shards restart with the worker
+    Job::Recovery recovery{task.id, {}};
+    for (const auto& [client, last] : job.clients) {
+      if (now - last <= config_.client_timeout) recovery.waiting_for.insert(client);
+    }
+    job.recoveries.push_back(std::move(recovery));
+  }
+}
+
+void DispatcherState::LaunchRecoveries(Job& job) {
+  for (auto it = job.recoveries.begin(); it != job.recoveries.end();) {
+    if (!it->waiting_for.empty()) {
+      ++it;
+      continue;
+    }
+    // The live worker with the fewest tasks reads the lost task's splits.
+    const std::string* host = nullptr;
+    size_t fewest = 0;
+    for (const auto& [address, worker] : workers_) {
+      if (worker.lost) continue;
+      if (host == nullptr || worker.task_ids.size() < fewest) {
+        host = &address;
+        fewest = worker.task_ids.size();
+      }
+    }
+    if (host == nullptr) return;  // no live worker yet: the next registration launches it
+    absl::StatusOr<std::map<int64_t, std::deque<proto::Split>>> splits =
+        ReissuedSplits(job, tasks_.at(it->lost_task));
+    if (!splits.ok()) {
+      std::cerr << "sluice dispatcher: cannot re-issue the splits of lost task " << it->lost_task
+                << ": " << splits.status().message() << "\n";
+      ++it;
+      continue;
+    }
+    CreateTask(job, *host);
+    Task& recovery = tasks_.at(job.task_ids.back());
+    recovery.recovery = true;
+    for (const auto& [repetition, queue] : *splits) {
+      job.reissued_splits += static_cast<int64_t>(queue.size());
+    }
+    recovery.recovery_queue = *std::move(splits);
+    std::cerr << "sluice dispatcher: the splits of lost task " << it->lost_task << " go to task "
+              << recovery.id << " on " << *host << "\n";
+    it = job.recoveries.erase(it);
+  }
+}
+
+absl::StatusOr<std::map<int64_t, std::deque<proto::Split>>> DispatcherState::ReissuedSplits(
+    Job& job, const Task& task) {
+  std::map<int64_t, std::deque<proto::Split>> out;
+  for (const auto& [repetition, leases] : task.lease_ranges) {
+    // A range can be listed twice after a recovery (snapshot plus a later cursor).
+    const std::set<std::pair<int64_t, int64_t>> ranges(leases.begin(), leases.end());
+    for (const auto& [first, next] : ranges) {
+      proto::GetSplitResponse replay;
+      SLUICE_RETURN_IF_ERROR(
+          ReplayLease(job, repetition, Job::Lease{0, first, next, false}, &replay));
+      for (int i = 0; i < replay.splits_size(); ++i) {
+        proto::Split& split = *replay.mutable_splits(i);
+        split.set_key(SplitKey(repetition, first + i));
+        out[repetition].push_back(std::move(split));
+      }
+    }
+  }
+  // A lost recovery task: what it leased and what it had not leased yet.
+  for (const auto& [repetition, leased] : task.recovery_leases) {
+    for (const proto::Split& split : leased) out[repetition].push_back(split);
+  }
+  for (const auto& [repetition, queue] : task.recovery_queue) {
+    for (const proto::Split& split : queue) out[repetition].push_back(split);
+  }
+  for (auto& [repetition, queue] : out) {
+    for (proto::Split& split : queue) {
+      split.clear_delivered();
+      if (auto delivered = job.delivered.find(split.key()); delivered != job.delivered.end()) {
+        for (const proto::OrdinalRange& range : delivered->second) *split.add_delivered() = range;
+      }
+    }
+  }
+  return out;
+}
+
+void DispatcherState::RecordDelivered(Job& job, const proto::ProvenanceRun& run) {
+  if (run.split_key() == 0 || run.count() <= 0) return;
+  std::vector<proto::OrdinalRange>& ranges = job.delivered[run.split_key()];
+  int64_t begin = run.first_ordinal();
+  int64_t end = run.first_ordinal() + run.count();
+  // Sorted, disjoint, non-adjacent ranges: merge the new one with every range it touches.
+  auto first =
+      std::lower_bound(ranges.begin(), ranges.end(), begin,
+                       [](const proto::OrdinalRange& r, int64_t b) { return r.end() < b; });
+  auto last = first;
+  while (last != ranges.end() && last->begin() <= end) {
+    begin = std::min(begin, last->begin());
+    end = std::max(end, last->end());
+    ++last;
+  }
+  proto::OrdinalRange merged;
+  merged.set_begin(begin);
+  merged.set_end(end);
+  auto at = ranges.erase(first, last);
+  ranges.insert(at, merged);
+}
+
+absl::StatusOr<proto::GetSplitResponse> DispatcherState::GetRecoverySplits(
+    Task& task, const proto::GetSplitRequest& request) {
+  std::deque<proto::Split>& queue = task.recovery_queue[request.repetition()];
+  proto::GetSplitResponse response;
+  const int wanted = std::clamp(request.max_splits(), 1, 64);
+  while (response.splits_size() < wanted && !queue.empty()) {
+    task.recovery_leases[request.repetition()].push_back(queue.front());
+    *response.add_splits() = std::move(queue.front());
+    queue.pop_front();
+  }
+  response.set_end_of_splits(queue.empty());
+  if (response.splits_size() > 0) *response.mutable_split() = response.splits(0);
+  return response;
+}
+
+}  // namespace sluice::control

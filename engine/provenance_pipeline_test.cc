@@ -1,0 +1,236 @@
+// Element provenance through whole DYNAMIC pipelines (engine/provenance.h): a fake split
+// feed hands out keyed splits, some re-issued with delivered ordinals.
+#include <memory>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "engine/iterator.h"
+#include "engine/provenance.h"
+#include "engine/provenance_test_util.h"
+#include "engine/test_util.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace sluice::engine {
+namespace {
+
+using ProvRun = Provenance::Run;
+using ::sluice::engine::testing::BuildFed;
+using ::sluice::engine::testing::Drain;
+using ::sluice::engine::testing::DrainText;
+using ::sluice::engine::testing::FakeFeed;
+using ::sluice::engine::testing::FlatInt64s;
+using ::sluice::engine::testing::Id;
+using ::sluice::engine::testing::Ids;
+using ::sluice::engine::testing::MakeSplit;
+using ::testing::ElementsAre;
+using ::testing::ElementsAreArray;
+using ::testing::UnorderedElementsAre;
+
+int64_t Nested(int64_t outer, int64_t inner) { return *NestedOrdinal(outer, inner); }
+
+// Splits of 10 over range(100): key k + 1 holds [10k, 10k + 10).
+std::vector<proto::Split> RangeSplits() {
+  std::vector<proto::Split> splits;
+  for (int64_t k = 0; k < 10; ++k) splits.push_back(MakeSplit(k + 1, 10 * k, 10 * k + 10));
+  return splits;
+}
+
+// Checks that every batch's provenance names one element per row, that row r holds the
+// square of the range value its id names, and returns all ids (in output order).
+std::vector<Id> CheckSquareBatches(const std::vector<Element>& batches) {
+  std::vector<Id> all;
+  for (const Element& batch : batches) {
+    std::vector<Id> ids = Ids(batch);
+    EXPECT_EQ(static_cast<int64_t>(ids.size()), batch[0].shape()[0]);
+    if (ids.size() != static_cast<size_t>(batch[0].shape()[0])) continue;
+    for (size_t r = 0; r < ids.size(); ++r) {
+      const int64_t value = 10 * (ids[r].first - 1) + ids[r].second;
+      EXPECT_EQ(batch[0].values<int64_t>()[r], value * value)
+          << ids[r].first << ":" << ids[r].second;
+    }
+    all.insert(all.end(), ids.begin(), ids.end());
+  }
+  return all;
+}
+
+std::vector<Id> AllRangeIds() {
+  std::vector<Id> ids;
+  for (int64_t k = 1; k <= 10; ++k) {
+    for (int64_t o = 0; o < 10; ++o) ids.emplace_back(k, o);
+  }
+  return ids;
+}
+
+TEST(ProvenancePipelineTest, BatchesCoverEverySplitOrdinalOnce) {
+  for (std::string_view text : {"range(100) | map(square) | batch(7)",
+                                "range(100) | map(square, parallel=4) | prefetch(3) | batch(7)"}) {
+    FakeFeed feed(RangeSplits());
+    std::unique_ptr<ElementIterator> it = BuildFed(text, &feed);
+    absl::StatusOr<std::vector<Element>> batches = Drain(*it);
+    ASSERT_TRUE(batches.ok()) << batches.status();
+    EXPECT_EQ(batches->size(), 15u);  // ceil(100 / 7)
+    std::vector<Id> ids = CheckSquareBatches(*batches);
+    EXPECT_THAT(ids, ElementsAreArray(AllRangeIds())) << text;  // In order, each once.
+    // Batch 1 spans splits 1 and 2: two runs.
+    EXPECT_THAT(ElementProvenance((*batches)[1])->runs(),
+                ElementsAre(ProvRun{1, 7, 3}, ProvRun{2, 0, 4}));
+  }
+}
+
+TEST(ProvenancePipelineTest, ReissuedSplitYieldsOnlyUndeliveredElements) {
+  FakeFeed feed({MakeSplit(3, 30, 40, {{0, 4}, {7, 10}})});
+  std::unique_ptr<ElementIterator> it = BuildFed("range(100) | map(square) | batch(7)", &feed);
+  absl::StatusOr<std::vector<Element>> batches = Drain(*it);
+  ASSERT_TRUE(batches.ok()) << batches.status();
+  ASSERT_EQ(batches->size(), 1u);
+  EXPECT_THAT(FlatInt64s(*batches), ElementsAre(34 * 34, 35 * 35, 36 * 36));
+  EXPECT_THAT(ElementProvenance((*batches)[0])->runs(), ElementsAre(ProvRun{3, 4, 3}));
+}
+
+TEST(ProvenancePipelineTest, DeadWorkersSplitsReissuedWithoutDuplicates) {
+  // Worker A takes splits 1 and 2 and dies after delivering two batches.
+  FakeFeed feed_a({MakeSplit(1, 0, 10), MakeSplit(2, 10, 20)});
+  std::unique_ptr<ElementIterator> a =
+      BuildFed("range(100) | map(square) | prefetch(4) | batch(7)", &feed_a);
+  absl::StatusOr<std::vector<Element>> delivered = Drain(*a, /*limit=*/2);
+  ASSERT_TRUE(delivered.ok()) << delivered.status();
+  DeliveryLog log;
+  for (const Element& batch : *delivered) log.Add(*ElementProvenance(batch));
+  a.reset();
+
+  // Both splits go to worker B with what was delivered.
+  std::vector<proto::Split> reissued = {MakeSplit(1, 0, 10), MakeSplit(2, 10, 20)};
+  for (proto::Split& s : reissued) log.FillDelivered(&s);
+  EXPECT_EQ(reissued[0].delivered_size(), 1);  // [0, 10)
+  FakeFeed feed_b(reissued);
+  std::unique_ptr<ElementIterator> b = BuildFed("range(100) | map(square) | batch(7)", &feed_b);
+  absl::StatusOr<std::vector<Element>> rest = Drain(*b);
+  ASSERT_TRUE(rest.ok()) << rest.status();
+
+  std::vector<Id> ids = CheckSquareBatches(*delivered);
+  std::vector<Id> more = CheckSquareBatches(*rest);
+  EXPECT_EQ(more.size(), 6u);
+  ids.insert(ids.end(), more.begin(), more.end());
+  std::vector<Id> expected = AllRangeIds();
+  expected.resize(20);
+  EXPECT_THAT(ids, ElementsAreArray(expected));
+}
+
+TEST(ProvenancePipelineTest, ShuffleAndFilterKeepExactSets) {
+  std::vector<proto::Split> splits = RangeSplits();
+  splits[4] = MakeSplit(5, 40, 50, {{2, 6}});  // Re-issued: ordinals 2..5 delivered.
+  FakeFeed feed(splits);
+  std::unique_ptr<ElementIterator> it = BuildFed(
+      "range(100) | shuffle(16, seed=7) | filter(is_even, parallel=2) | map(square) | "
+      "shuffle(5) | batch(4)",
+      &feed);
+  absl::StatusOr<std::vector<Element>> batches = Drain(*it);
+  ASSERT_TRUE(batches.ok()) << batches.status();
+  std::vector<Id> ids = CheckSquareBatches(*batches);
+  std::set<Id> got(ids.begin(), ids.end());
+  EXPECT_EQ(got.size(), ids.size());  // No duplicates.
+  std::set<Id> expected;
+  for (const Id& id : AllRangeIds()) {
+    const bool delivered = id.first == 5 && id.second >= 2 && id.second < 6;
+    if ((10 * (id.first - 1) + id.second) % 2 == 0 && !delivered) expected.insert(id);
+  }
+  EXPECT_EQ(got, expected);
+}
+
+TEST(ProvenancePipelineTest, FromTensorSlicesAndUnbatch) {
+  FakeFeed feed({MakeSplit(9, 1, 5, {{1, 2}})});
+  std::unique_ptr<ElementIterator> it =
+      BuildFed("from_tensor_slices([10, 11, 12, 13, 14, 15]) | batch(2) | unbatch()", &feed);
+  absl::StatusOr<std::vector<Element>> rows = Drain(*it);
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  EXPECT_THAT(FlatInt64s(*rows), ElementsAre(11, 13, 14));  // Ordinal 1 (12) delivered.
+  std::vector<Id> ids;
+  for (const Element& row : *rows) {
+    std::vector<Id> one = Ids(row);
+    EXPECT_EQ(one.size(), 1u);
+    ids.insert(ids.end(), one.begin(), one.end());
+  }
+  EXPECT_THAT(ids, ElementsAre(Id{9, 0}, Id{9, 2}, Id{9, 3}));
+}
+
+TEST(ProvenancePipelineTest, NoFeedMeansNoProvenance) {
+  absl::StatusOr<std::vector<Element>> batches = DrainText("range(20) | map(square) | batch(7)");
+  ASSERT_TRUE(batches.ok()) << batches.status();
+  for (const Element& b : *batches) EXPECT_EQ(ElementProvenance(b), nullptr);
+  // Untracked splits (key 0) carry none either.
+  FakeFeed feed({MakeSplit(0, 0, 10)});
+  std::unique_ptr<ElementIterator> it = BuildFed("range(100) | batch(4)", &feed);
+  absl::StatusOr<std::vector<Element>> untracked = Drain(*it);
+  ASSERT_TRUE(untracked.ok()) << untracked.status();
+  EXPECT_EQ(FlatInt64s(*untracked).size(), 10u);
+  for (const Element& b : *untracked) EXPECT_EQ(ElementProvenance(b), nullptr);
+}
+
+TEST(ProvenancePipelineTest, PaddedBatchesAndBucketsConcatenateRowProvenance) {
+  const std::vector<std::string> first_words = {"a", "b", "d", "g", "h", "l"};
+  for (std::string_view op : {"padded_batch(4)",
+                              "bucket_by_sequence_length(bucket_boundaries=[3], "
+                              "bucket_batch_sizes=[2, 2], padding_values=['_'])"}) {
+    FakeFeed feed({MakeSplit(6, 0, 6, {{3, 4}})});  // 'g' was delivered.
+    std::unique_ptr<ElementIterator> it =
+        BuildFed(std::string("from_tensor_slices(['a', 'b c', 'd e f', 'g', 'h i j k', 'l m']) | "
+                             "map(split_whitespace) | ") +
+                     std::string(op),
+                 &feed);
+    absl::StatusOr<std::vector<Element>> batches = Drain(*it);
+    ASSERT_TRUE(batches.ok()) << batches.status();
+    std::vector<Id> all;
+    for (const Element& batch : *batches) {
+      std::vector<Id> ids = Ids(batch);
+      const int64_t rows = batch[0].shape()[0], width = batch[0].shape()[1];
+      ASSERT_EQ(static_cast<int64_t>(ids.size()), rows) << op;
+      for (int64_t r = 0; r < rows; ++r) {
+        EXPECT_EQ(batch[0].string_value(r * width), first_words[ids[r].second]) << op;
+      }
+      all.insert(all.end(), ids.begin(), ids.end());
+    }
+    EXPECT_THAT(all, UnorderedElementsAre(Id{6, 0}, Id{6, 1}, Id{6, 2}, Id{6, 4}, Id{6, 5}));
+  }
+}
+
+TEST(ProvenancePipelineTest, InterleaveNestsOrdinalsUnderItsOuterElement) {
+  // Outer 1 had inner elements 1 and 2 delivered, outer 2 all of them (never opened).
+  FakeFeed feed({MakeSplit(1, 0, 4, {{Nested(1, 1), Nested(1, 3)}, {Nested(2, 0), Nested(3, 0)}})});
+  std::unique_ptr<ElementIterator> it =
+      BuildFed("range(4) | interleave(range(10, 13), cycle_length=2) | batch(3)", &feed);
+  absl::StatusOr<std::vector<Element>> batches = Drain(*it);
+  ASSERT_TRUE(batches.ok()) << batches.status();
+  std::vector<Id> all;
+  for (const Element& batch : *batches) {
+    std::vector<Id> ids = Ids(batch);
+    ASSERT_EQ(static_cast<int64_t>(ids.size()), batch[0].shape()[0]);
+    for (size_t r = 0; r < ids.size(); ++r) {
+      EXPECT_EQ(batch[0].values<int64_t>()[r], 10 + (ids[r].second & 0xffffffff));
+    }
+    all.insert(all.end(), ids.begin(), ids.end());
+  }
+  EXPECT_THAT(all,
+              UnorderedElementsAre(Id{1, Nested(0, 0)}, Id{1, Nested(0, 1)}, Id{1, Nested(0, 2)},
+                                   Id{1, Nested(1, 0)}, Id{1, Nested(3, 0)}, Id{1, Nested(3, 1)},
+                                   Id{1, Nested(3, 2)}));
+}
+
+TEST(ProvenancePipelineTest, InterleaveAfterBatchKeepsTheSourceOrdinals) {
+  // A batch before the interleave: the source's ordinals stay final (it drops ordinal 0),
+  // and each outer batch's provenance goes to its first nested element.
+  FakeFeed feed({MakeSplit(1, 0, 4, {{0, 1}})});
+  std::unique_ptr<ElementIterator> it =
+      BuildFed("range(4) | batch(2) | interleave(range(3)) | batch(100)", &feed);
+  absl::StatusOr<std::vector<Element>> batches = Drain(*it);
+  ASSERT_TRUE(batches.ok()) << batches.status();
+  ASSERT_EQ(batches->size(), 1u);
+  EXPECT_THAT(FlatInt64s(*batches), ElementsAre(0, 1, 2, 0, 1, 2));
+  EXPECT_THAT(ElementProvenance((*batches)[0])->runs(), ElementsAre(ProvRun{1, 1, 3}));
+}
+
+}  // namespace
+}  // namespace sluice::engine

@@ -1,0 +1,48 @@
+#include "gpu/control_batch_source.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "gpu/cuda_probe.h"
+
+namespace sluice::gpu {
+
+ControlBatchSource::ControlBatchSource(std::unique_ptr<control::BatchReader> reader,
+                                       const control::ReadOptions& read_options)
+    : reader_(std::move(reader)),
+      slab_bytes_(read_options.slab_bytes),
+      pin_(ProbeCuda().available && read_options.slab_bytes > 0) {}
+
+absl::StatusOr<std::optional<HostBatch>> ControlBatchSource::Next() {
+  SLUICE_ASSIGN_OR_RETURN(std::optional<control::Batch> batch, reader_->Next());
+  if (!batch.has_value()) return std::nullopt;
+  SLUICE_RETURN_IF_ERROR(PinSlab(batch->data()));
+  auto owner = std::make_shared<control::Batch>(std::move(*batch));
+  HostBatch host;
+  host.bytes = owner->view().bytes();
+  host.index = owner->index();
+  host.worker = owner->worker();
+  host.owner = std::move(owner);
+  return host;
+}
+
+absl::Status ControlBatchSource::PinSlab(const std::byte* slab) {
+  if (!pin_ || std::find(seen_.begin(), seen_.end(), slab) != seen_.end()) {
+    return absl::OkStatus();
+  }
+  absl::StatusOr<HostRegistration> registration =
+      HostRegistration::Register(const_cast<std::byte*>(slab), slab_bytes_);
+  if (registration.ok()) {
+    pinned_.push_back(*std::move(registration));
+  } else if (!absl::IsAlreadyExists(registration.status())) {
+    return absl::Status(
+        registration.status().code(),
+        absl::StrCat("page-locking a landing slab for CUDA: ", registration.status().message()));
+  }
+  seen_.push_back(slab);
+  return absl::OkStatus();
+}
+
+}  // namespace sluice::gpu

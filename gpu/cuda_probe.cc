@@ -1,0 +1,72 @@
+#include "gpu/cuda_probe.h"
+
+#include "absl/strings/str_cat.h"
+
+#if SLUICE_HAVE_CUDA
+#include <cuda_runtime_api.h>
+
+#include "gpu/cuda_error.h"
+#endif
+
+namespace sluice::gpu {
+namespace {
+
+CudaAvailability ProbeOnce() {
+  CudaAvailability result;
+#if SLUICE_HAVE_CUDA
+  int count = 0;
+  cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess) {
+    result.reason = std::string(internal::CudaError(err, "cudaGetDeviceCount").message());
+    return result;
+  }
+  if (count <= 0) {
+    result.reason = "cudaGetDeviceCount found no CUDA device";
+    return result;
+  }
+  result.available = true;
+  result.device_count = count;
+  result.reason = absl::StrCat(count, count == 1 ? " CUDA device:" : " CUDA devices:");
+  for (int i = 0; i < count; ++i) {
+    cudaDeviceProp prop{};
+    if (cudaGetDeviceProperties(&prop, i) == cudaSuccess) {
+      absl::StrAppend(&result.reason, i == 0 ? " " : ", ", i, " ", prop.name, " (sm_", prop.major,
+                      prop.minor, ")");
+    } else {
+      absl::StrAppend(&result.reason, i == 0 ? " " : ", ", i, " (properties unavailable)");
+    }
+  }
+#else
+  result.reason = "built without CUDA: cudart not found at build time";
+#endif
+  return result;
+}
+
+}  // namespace
+
+bool BuiltWithCuda() {
+#if SLUICE_HAVE_CUDA
+  return true;
+#else
+  return false;
+#endif
+}
+
+CudaAvailability ProbeCuda() {
+  static const CudaAvailability* const probed = new CudaAvailability(ProbeOnce());
+  return *probed;
+}
+
+absl::Status RequireCudaDevice(int device, absl::string_view who) {
+  CudaAvailability cuda = ProbeCuda();
+  if (!cuda.available) {
+    return absl::FailedPreconditionError(absl::StrCat(who, " needs a CUDA device: ", cuda.reason));
+  }
+  if (device < 0 || device >= cuda.device_count) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(who, ": CUDA device ", device, " does not exist (", cuda.reason, ")"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace sluice::gpu

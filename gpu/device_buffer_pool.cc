@@ -1,0 +1,80 @@
+#include "gpu/device_buffer_pool.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+
+namespace sluice::gpu {
+
+DeviceBufferLease& DeviceBufferLease::operator=(DeviceBufferLease&& other) noexcept {
+  if (this != &other) {
+    Release();
+    pool_ = std::move(other.pool_);
+    index_ = other.index_;
+    data_ = std::exchange(other.data_, nullptr);
+    capacity_ = std::exchange(other.capacity_, 0);
+  }
+  return *this;
+}
+
+void DeviceBufferLease::Release() {
+  if (data_ == nullptr) return;
+  pool_->Return(index_);
+  data_ = nullptr;
+  capacity_ = 0;
+  pool_.reset();
+}
+
+absl::StatusOr<std::shared_ptr<DeviceBufferPool>> DeviceBufferPool::Create(int device,
+                                                                           size_t buffer_bytes,
+                                                                           size_t num_buffers) {
+  if (buffer_bytes == 0 || num_buffers == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("device buffer pool needs buffer_bytes > 0 and num_buffers > 0, got ",
+                     buffer_bytes, " and ", num_buffers));
+  }
+  std::vector<DeviceBuffer> buffers;
+  buffers.reserve(num_buffers);
+  for (size_t i = 0; i < num_buffers; ++i) {
+    SLUICE_ASSIGN_OR_RETURN(DeviceBuffer buffer, DeviceBuffer::Allocate(device, buffer_bytes));
+    buffers.push_back(std::move(buffer));
+  }
+  return std::shared_ptr<DeviceBufferPool>(
+      new DeviceBufferPool(device, buffer_bytes, std::move(buffers)));
+}
+
+DeviceBufferPool::DeviceBufferPool(int device, size_t buffer_bytes,
+                                   std::vector<DeviceBuffer> buffers)
+    : device_(device), buffer_bytes_(buffer_bytes), buffers_(std::move(buffers)) {
+  free_.reserve(buffers_.size());
+  for (size_t i = buffers_.size(); i-- > 0;) free_.push_back(i);
+}
+
+std::optional<DeviceBufferLease> DeviceBufferPool::Acquire(absl::Duration timeout) {
+  absl::MutexLock lock(&mu_);
+  auto available = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !free_.empty(); };
+  if (!mu_.AwaitWithTimeout(absl::Condition(&available), timeout)) return std::nullopt;
+  size_t index = free_.back();
+  free_.pop_back();
+  max_in_use_ = std::max(max_in_use_, buffers_.size() - free_.size());
+  return DeviceBufferLease(shared_from_this(), index, buffers_[index].data(), buffer_bytes_);
+}
+
+void DeviceBufferPool::Return(size_t index) {
+  absl::MutexLock lock(&mu_);
+  free_.push_back(index);
+}
+
+size_t DeviceBufferPool::in_use() const {
+  absl::MutexLock lock(&mu_);
+  return buffers_.size() - free_.size();
+}
+
+size_t DeviceBufferPool::max_in_use() const {
+  absl::MutexLock lock(&mu_);
+  return max_in_use_;
+}
+
+}  // namespace sluice::gpu
