@@ -1,5 +1,7 @@
 #include "control/batch_reader.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 
@@ -26,11 +28,19 @@ absl::StatusOr<std::unique_ptr<BatchReader>> BatchReader::Start(transport::RpcEn
         absl::StrCat("max_outstanding_requests must be >= 1 and prefetch_batches >= 0, got ",
                      options.max_outstanding_requests, " and ", options.prefetch_batches));
   }
+  if (options.num_consumers < 0 ||
+      (options.num_consumers > 0 &&
+       (options.consumer_index < 0 || options.consumer_index >= options.num_consumers))) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("expected num_consumers >= 0 and 0 <= consumer_index < num_consumers, got ",
+                     options.num_consumers, " and ", options.consumer_index));
+  }
   std::unique_ptr<BatchReader> reader(new BatchReader(rpc, std::move(dispatcher), options));
   proto::GetOrCreateJobRequest request;
   request.set_dataset_id(std::move(dataset_id));
   request.set_mode(options.mode);
   request.set_job_name(options.job_name);
+  request.set_num_consumers(options.num_consumers);
   proto::GetOrCreateJobResponse response;
   SLUICE_RETURN_IF_ERROR(rpc->CallProto(reader->dispatcher_, proto::GET_OR_CREATE_JOB, request,
                                         &response, options.request_timeout));
@@ -52,6 +62,13 @@ BatchReader::BatchReader(transport::RpcEndpoint* rpc, transport::Address dispatc
 BatchReader::~BatchReader() {
   stop_.Notify();
   if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
+  // Best effort: tell the dispatcher this client is gone, so the job does not wait for it
+  // (a client that dies instead times out).
+  proto::ReleaseClientRequest release;
+  release.set_job_id(job_id_);
+  release.set_client_id(client_id_);
+  proto::ReleaseClientResponse released;
+  (void)rpc_->CallProto(dispatcher_, proto::RELEASE_CLIENT, release, &released, absl::Seconds(1));
   // Calls in flight hold `this` in their callbacks; each ends by reply, failure or deadline.
   absl::MutexLock lock(&mu_);
   auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -69,6 +86,7 @@ absl::Status BatchReader::HeartbeatOnce() {
     // Deliveries first, then the abandoned tasks: the dispatcher re-issues a lost task's
     // splits only once it has every delivery this client got from it.
     request.mutable_delivered()->Swap(&unreported_);
+    request.set_current_round(next_round_);
     for (const Task& task : tasks_) {
       if (task.lost) request.add_abandoned_tasks(task.id);
     }
@@ -96,11 +114,20 @@ absl::Status BatchReader::HeartbeatOnce() {
     }
     for (const proto::TaskInfo& info : response.tasks()) {
       bool known = false;
-      for (const Task& t : tasks_) known = known || t.id == info.task_id();
+      for (Task& t : tasks_) {
+        if (t.id != info.task_id()) continue;
+        known = true;
+        t.ending_round = info.ending_round();  // set once its worker is lost
+      }
       if (known) continue;
       SLUICE_ASSIGN_OR_RETURN(transport::Address worker,
                               transport::ParseAddress(info.worker_address()));
-      added.push_back(Task{info.task_id(), worker, info.worker_address()});
+      Task task{info.task_id(), worker, info.worker_address()};
+      task.starting_round = info.starting_round();
+      task.ending_round = info.ending_round();
+      task.lost = info.lost();
+      task.ended = info.lost();
+      added.push_back(std::move(task));
     }
   }
   // Connect here, off the transport's progress thread, so fetches find the connection ready
@@ -109,6 +136,8 @@ absl::Status BatchReader::HeartbeatOnce() {
   absl::MutexLock lock(&mu_);
   for (Task& task : added) tasks_.push_back(std::move(task));
   job_finished_ = response.job_finished();
+  // Only now that the task list is current may rounds up to the horizon be read.
+  round_horizon_ = std::max(round_horizon_, response.round_horizon());
   if (tasks_.empty() && response.num_workers() == 0 &&
       absl::Now() - started_ > options_.no_worker_timeout) {
     return absl::UnavailableError(absl::StrCat("no worker joined job ", job_id_, " within ",
@@ -123,6 +152,9 @@ void BatchReader::HeartbeatLoop() {
     absl::Status status = HeartbeatOnce();
     if (status.ok()) {
       last_success = absl::Now();
+    } else if (absl::IsFailedPrecondition(status)) {
+      absl::MutexLock lock(&mu_);
+      if (error_.ok()) error_ = status;
     } else if (status.code() == absl::StatusCode::kNotFound) {
       absl::MutexLock lock(&mu_);
       if (error_.ok()) {
@@ -145,10 +177,12 @@ void BatchReader::HeartbeatLoop() {
 }
 
 void BatchReader::Pump() {
+  if (options_.num_consumers > 0) {
+    PumpRounds();
+    return;
+  }
   while (true) {
     size_t task_index;
-    int64_t task_id;
-    transport::Address worker;
     std::shared_ptr<transport::Slab> slab;
     {
       absl::MutexLock lock(&mu_);
@@ -169,31 +203,172 @@ void BatchReader::Pump() {
       next_task_ = task_index + 1;
       ++outstanding_;
       ++tasks_[task_index].outstanding;
-      task_id = tasks_[task_index].id;
-      worker = tasks_[task_index].worker;
     }
-    absl::StatusOr<transport::ConnectionId> connection = rpc_->ConnectTo(worker);
-    if (!connection.ok()) {
-      OnFetched(task_index, std::move(*slab), absl::Now(), connection.status());
-      continue;
+    Fetch(task_index, std::move(slab), -1);
+  }
+}
+
+std::optional<size_t> BatchReader::OwnerOf(int64_t round) const {
+  std::vector<size_t> active;
+  for (size_t i = 0; i < tasks_.size(); ++i) {
+    const Task& t = tasks_[i];
+    if (t.starting_round <= round && (t.ending_round == 0 || round < t.ending_round)) {
+      active.push_back(i);
     }
-    proto::GetElementRequest request;
-    request.set_task_id(task_id);
-    request.set_client_id(client_id_);
-    request.set_max_batch_bytes(slab->capacity());
-    transport::CallOptions call_options;
-    call_options.timeout = options_.request_timeout;
-    call_options.landing = transport::PayloadDestination{slab->data(), slab->capacity()};
-    rpc_->CallAsync(
-        *connection, proto::GET_ELEMENT, request.SerializeAsString(), call_options,
-        [this, task_index, slab, sent = absl::Now()](absl::StatusOr<transport::CallResult> result) {
-          OnFetched(task_index, std::move(*slab), sent, std::move(result));
-        });
+  }
+  if (active.empty()) return std::nullopt;
+  // Every consumer orders the rotation alike: by task id.
+  std::sort(active.begin(), active.end(),
+            [this](size_t a, size_t b) { return tasks_[a].id < tasks_[b].id; });
+  return active[static_cast<size_t>(round % static_cast<int64_t>(active.size()))];
+}
+
+void BatchReader::PumpRounds() {
+  while (true) {
+    size_t task_index;
+    int64_t round;
+    std::shared_ptr<transport::Slab> slab;
+    {
+      absl::MutexLock lock(&mu_);
+      if (!error_.ok() || stop_.HasBeenNotified()) return;
+      if (outstanding_ >= options_.max_outstanding_requests) return;
+      const absl::Time now = absl::Now();
+      auto retry = rounds_to_retry_.begin();
+      while (retry != rounds_to_retry_.end() && retry->second > now) ++retry;
+      const bool retrying = retry != rounds_to_retry_.end();
+      if (retrying) {
+        round = retry->first;
+      } else {
+        round = next_round_to_request_;
+        // Within the horizon the dispatcher vouched for, and not too far ahead of the caller.
+        const int64_t window = options_.max_outstanding_requests + options_.prefetch_batches;
+        if (round > round_horizon_ || round - next_round_ >= window) return;
+      }
+      std::optional<size_t> owner = OwnerOf(round);
+      if (!owner) return;  // no task yet: wait for one
+      if (tasks_[*owner].lost) {
+        // Its worker is gone; no consumer can get this round from it.
+        rounds_skipped_.insert(round);
+        AdvanceRounds();
+        if (retrying) {
+          rounds_to_retry_.erase(retry);
+        } else {
+          ++next_round_to_request_;
+        }
+        continue;
+      }
+      std::optional<transport::Slab> free_slab = pool_->TryAcquire();
+      if (!free_slab) return;
+      slab = std::make_shared<transport::Slab>(std::move(*free_slab));
+      if (retrying) {
+        rounds_to_retry_.erase(retry);
+      } else {
+        ++next_round_to_request_;
+      }
+      task_index = *owner;
+      ++outstanding_;
+      ++tasks_[task_index].outstanding;
+    }
+    Fetch(task_index, std::move(slab), round);
+  }
+}
+
+void BatchReader::Fetch(size_t task_index, std::shared_ptr<transport::Slab> slab, int64_t round) {
+  int64_t task_id;
+  transport::Address worker;
+  {
+    absl::MutexLock lock(&mu_);
+    task_id = tasks_[task_index].id;
+    worker = tasks_[task_index].worker;
+  }
+  absl::StatusOr<transport::ConnectionId> connection = rpc_->ConnectTo(worker);
+  if (!connection.ok()) {
+    OnFetched(task_index, std::move(*slab), absl::Now(), connection.status(), round);
+    return;
+  }
+  proto::GetElementRequest request;
+  request.set_task_id(task_id);
+  request.set_client_id(client_id_);
+  request.set_max_batch_bytes(slab->capacity());
+  if (round >= 0) {
+    request.set_coordinated(true);
+    request.set_consumer_index(options_.consumer_index);
+    request.set_round(round);
+  }
+  transport::CallOptions call_options;
+  call_options.timeout = options_.request_timeout;
+  call_options.landing = transport::PayloadDestination{slab->data(), slab->capacity()};
+  rpc_->CallAsync(*connection, proto::GET_ELEMENT, request.SerializeAsString(), call_options,
+                  [this, task_index, slab, round,
+                   sent = absl::Now()](absl::StatusOr<transport::CallResult> result) {
+                    OnFetched(task_index, std::move(*slab), sent, std::move(result), round);
+                  });
+}
+
+bool BatchReader::OnRoundFetched(Task& task, transport::Slab slab, absl::Time sent,
+                                 const absl::StatusOr<transport::CallResult>& result,
+                                 int64_t round) {
+  const absl::Time now = absl::Now();
+  proto::GetElementResponse response;
+  if (!result.ok() && IsUnreachable(result.status()) &&
+      now - std::min(task.unreachable_since, now) < options_.request_timeout) {
+    // Ask again; if its worker was lost meanwhile, PumpRounds skips the round instead.
+    task.unreachable_since = std::min(task.unreachable_since, now);
+    rounds_to_retry_[round] = now + kUnreachableBackoff;
+    return false;
+  }
+  if (!result.ok()) {
+    if (error_.ok()) {
+      error_ = absl::Status(result.status().code(),
+                            absl::StrCat("reading round ", round, " from worker ", task.worker_text,
+                                         ": ", result.status().message()));
+    }
+    return false;
+  }
+  if (!response.ParseFromString(result->response)) {
+    error_ = absl::DataLossError(
+        absl::StrCat("malformed GetElementResponse from worker ", task.worker_text));
+    return false;
+  }
+  if (response.retry_later()) {
+    rounds_to_retry_[round] = now + kRetryLater;
+    return false;
+  }
+  if (response.end_of_sequence()) {
+    error_ = absl::FailedPreconditionError(
+        absl::StrCat("coordinated reads need an infinite pipeline, but task ", task.id, " on ",
+                     task.worker_text, " reached its end"));
+    return false;
+  }
+  if (result->payload.size != response.batch_bytes() || result->payload.data != slab.data()) {
+    error_ = absl::DataLossError(absl::StrCat("worker ", task.worker_text, " announced a batch of ",
+                                              response.batch_bytes(), " bytes but ",
+                                              result->payload.size, " bytes arrived"));
+    return false;
+  }
+  task.unreachable_since = absl::InfiniteFuture();
+  rounds_ready_.emplace(round, Ready{task.worker_text, response.batch_index(), std::move(slab),
+                                     result->payload.size, now - sent, round});
+  AdvanceRounds();
+  return true;
+}
+
+void BatchReader::AdvanceRounds() {
+  while (true) {
+    if (auto skipped = rounds_skipped_.find(next_round_); skipped != rounds_skipped_.end()) {
+      rounds_skipped_.erase(skipped);
+    } else if (auto ready = rounds_ready_.find(next_round_); ready != rounds_ready_.end()) {
+      ready_.push_back(std::move(ready->second));
+      rounds_ready_.erase(ready);
+    } else {
+      return;
+    }
+    ++next_round_;
   }
 }
 
 void BatchReader::OnFetched(size_t task_index, transport::Slab slab, absl::Time sent,
-                            absl::StatusOr<transport::CallResult> result) {
+                            absl::StatusOr<transport::CallResult> result, int64_t round) {
   // Runs whatever the body below leaves to do, then marks this callback finished: the last
   // touch of `this`.
   struct Finish {
@@ -209,51 +384,58 @@ void BatchReader::OnFetched(size_t task_index, transport::Slab slab, absl::Time 
     ++callbacks_running_;
   }
   Finish finish{this};
+  bool pump;
   {
     absl::MutexLock lock(&mu_);
     Task& task = tasks_[task_index];
     --task.outstanding;
-    proto::GetElementResponse response;
-    if (task.lost) return;  // its splits are re-issued; this batch is not delivered
-    if (!result.ok() && IsUnreachable(result.status()) &&
-        absl::Now() - std::min(task.unreachable_since, absl::Now()) < options_.request_timeout) {
-      // Perhaps the worker died: wait for the dispatcher to say so, or for it to answer.
-      task.unreachable_since = std::min(task.unreachable_since, absl::Now());
-      task.retry_at = absl::Now() + kUnreachableBackoff;
-      return;
-    }
-    if (!result.ok()) {
-      if (error_.ok()) {
-        error_ = absl::Status(result.status().code(),
-                              absl::StrCat("reading task ", task.id, " from worker ",
-                                           task.worker_text, ": ", result.status().message()));
-      }
-      return;
-    }
-    if (!response.ParseFromString(result->response)) {
-      error_ = absl::DataLossError(
-          absl::StrCat("malformed GetElementResponse from worker ", task.worker_text));
-      return;
-    }
-    if (response.end_of_sequence()) {
-      task.ended = true;
-    } else if (response.retry_later()) {
-      // Leave it to the next heartbeat tick to ask again.
-    } else if (result->payload.size != response.batch_bytes() ||
-               result->payload.data != slab.data()) {
-      error_ = absl::DataLossError(absl::StrCat(
-          "worker ", task.worker_text, " announced a batch of ", response.batch_bytes(),
-          " bytes but ", result->payload.size, " bytes arrived"));
-      return;
-    } else {
-      task.unreachable_since = absl::InfiniteFuture();
-      unreported_.MergeFrom(response.provenance());
-      ready_.push_back(Ready{task.worker_text, response.batch_index(), std::move(slab),
-                             result->payload.size, absl::Now() - sent});
-    }
-    if (response.retry_later()) return;
+    pump = round >= 0 ? OnRoundFetched(task, std::move(slab), sent, result, round)
+                      : OnTaskFetched(task, std::move(slab), sent, result);
   }
-  Pump();
+  if (pump) Pump();
+}
+
+bool BatchReader::OnTaskFetched(Task& task, transport::Slab slab, absl::Time sent,
+                                const absl::StatusOr<transport::CallResult>& result) {
+  if (task.lost) return false;  // its splits are re-issued; this batch is not delivered
+  const absl::Time now = absl::Now();
+  if (!result.ok() && IsUnreachable(result.status()) &&
+      now - std::min(task.unreachable_since, now) < options_.request_timeout) {
+    // Perhaps the worker died: wait for the dispatcher to say so, or for it to answer.
+    task.unreachable_since = std::min(task.unreachable_since, now);
+    task.retry_at = now + kUnreachableBackoff;
+    return false;
+  }
+  if (!result.ok()) {
+    if (error_.ok()) {
+      error_ = absl::Status(result.status().code(),
+                            absl::StrCat("reading task ", task.id, " from worker ",
+                                         task.worker_text, ": ", result.status().message()));
+    }
+    return false;
+  }
+  proto::GetElementResponse response;
+  if (!response.ParseFromString(result->response)) {
+    error_ = absl::DataLossError(
+        absl::StrCat("malformed GetElementResponse from worker ", task.worker_text));
+    return false;
+  }
+  if (response.retry_later()) return false;  // the next heartbeat tick asks again
+  if (response.end_of_sequence()) {
+    task.ended = true;
+    return true;
+  }
+  if (result->payload.size != response.batch_bytes() || result->payload.data != slab.data()) {
+    error_ = absl::DataLossError(absl::StrCat("worker ", task.worker_text, " announced a batch of ",
+                                              response.batch_bytes(), " bytes but ",
+                                              result->payload.size, " bytes arrived"));
+    return false;
+  }
+  task.unreachable_since = absl::InfiniteFuture();
+  unreported_.MergeFrom(response.provenance());
+  ready_.push_back(Ready{task.worker_text, response.batch_index(), std::move(slab),
+                         result->payload.size, now - sent});
+  return true;
 }
 
 bool BatchReader::Done() const {
@@ -292,7 +474,7 @@ absl::StatusOr<std::optional<Batch>> BatchReader::Next() {
                                               " is malformed: ", view.status().message()));
     }
     return std::optional<Batch>(Batch(std::move(ready->slab), *view, std::move(ready->worker),
-                                      ready->index, ready->fetch_latency));
+                                      ready->index, ready->fetch_latency, ready->round));
   }
 }
 

@@ -17,8 +17,10 @@
 #define SLUICE_CONTROL_BATCH_READER_H_
 
 #include <deque>
+#include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -45,18 +47,24 @@ struct ReadOptions {
   absl::Duration request_timeout = absl::Seconds(60);
   // How long to wait for the job to get at least one worker.
   absl::Duration no_worker_timeout = absl::Seconds(60);
+  // Coordinated reads: with num_consumers > 0 this reader is consumer `consumer_index` of a
+  // named job read in rounds; Next() returns round 0, 1, 2, ... (skipping rounds whose worker
+  // was lost before this consumer got its batch), each from the round's one worker.
+  int num_consumers = 0;
+  int consumer_index = 0;
 };
 
 // One batch in the client's registered memory. Move-only; returns its slab when destroyed.
 class Batch {
  public:
   Batch(transport::Slab slab, engine::BatchView view, std::string worker, int64_t index,
-        absl::Duration fetch_latency)
+        absl::Duration fetch_latency, int64_t round = -1)
       : slab_(std::move(slab)),
         view_(view),
         worker_(std::move(worker)),
         index_(index),
-        fetch_latency_(fetch_latency) {}
+        fetch_latency_(fetch_latency),
+        round_(round) {}
   Batch(Batch&&) = default;
   Batch& operator=(Batch&&) = default;
 
@@ -68,6 +76,8 @@ class Batch {
   [[nodiscard]] const std::byte* data() const { return slab_.data(); }
   // From sending the request to the batch having landed.
   [[nodiscard]] absl::Duration fetch_latency() const { return fetch_latency_; }
+  // Coordinated reads: the round it belongs to (-1 otherwise).
+  [[nodiscard]] int64_t round() const { return round_; }
 
  private:
   transport::Slab slab_;
@@ -75,6 +85,7 @@ class Batch {
   std::string worker_;
   int64_t index_;
   absl::Duration fetch_latency_;
+  int64_t round_;
 };
 
 class BatchReader {
@@ -104,6 +115,9 @@ class BatchReader {
     // stays unreachable for request_timeout without the dispatcher declaring it lost.
     absl::Time unreachable_since = absl::InfiniteFuture();
     absl::Time retry_at = absl::InfinitePast();
+    // Coordinated reads: the rounds [starting_round, ending_round) it serves (0: open).
+    int64_t starting_round = 0;
+    int64_t ending_round = 0;
   };
   struct Ready {
     std::string worker;
@@ -111,6 +125,7 @@ class BatchReader {
     transport::Slab slab;
     size_t size;
     absl::Duration fetch_latency;
+    int64_t round = -1;
   };
 
   BatchReader(transport::RpcEndpoint* rpc, transport::Address dispatcher,
@@ -119,8 +134,24 @@ class BatchReader {
   void HeartbeatLoop();
   // Starts requests while there are slabs, room and tasks not ended. Never blocks.
   void Pump();
+  // Pump for coordinated reads: requests rounds in order from their owners.
+  void PumpRounds();
+  // Index in tasks_ of the task serving `round`; nullopt when none is active for it.
+  std::optional<size_t> OwnerOf(int64_t round) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Sends one GetElement (round -1: not coordinated).
+  void Fetch(size_t task_index, std::shared_ptr<transport::Slab> slab, int64_t round);
   void OnFetched(size_t task_index, transport::Slab slab, absl::Time sent,
-                 absl::StatusOr<transport::CallResult> result);
+                 absl::StatusOr<transport::CallResult> result, int64_t round);
+  // Moves rounds that are next in order (or skipped) from rounds_ready_ to ready_.
+  void AdvanceRounds() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // OnFetched's bookkeeping for a task's next batch; returns whether to Pump.
+  bool OnTaskFetched(Task& task, transport::Slab slab, absl::Time sent,
+                     const absl::StatusOr<transport::CallResult>& result)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // OnFetched's bookkeeping for a coordinated round; returns whether to Pump.
+  bool OnRoundFetched(Task& task, transport::Slab slab, absl::Time sent,
+                      const absl::StatusOr<transport::CallResult>& result, int64_t round)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool Done() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   transport::RpcEndpoint* const rpc_;
@@ -140,6 +171,14 @@ class BatchReader {
   int callbacks_running_ ABSL_GUARDED_BY(mu_) = 0;
   std::deque<Ready> ready_ ABSL_GUARDED_BY(mu_);
   bool job_finished_ ABSL_GUARDED_BY(mu_) = false;
+  // Coordinated reads: rounds up to the horizon may be requested; rounds below
+  // next_round_to_request_ were requested (or skipped); Next() hands out next_round_.
+  int64_t round_horizon_ ABSL_GUARDED_BY(mu_) = -1;
+  int64_t next_round_to_request_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t next_round_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<int64_t, Ready> rounds_ready_ ABSL_GUARDED_BY(mu_);
+  std::set<int64_t> rounds_skipped_ ABSL_GUARDED_BY(mu_);
+  std::map<int64_t, absl::Time> rounds_to_retry_ ABSL_GUARDED_BY(mu_);
   // Provenance of batches received and not yet reported to the dispatcher.
   google::protobuf::RepeatedPtrField<proto::ProvenanceRun> unreported_ ABSL_GUARDED_BY(mu_);
   absl::Status error_ ABSL_GUARDED_BY(mu_);

@@ -26,9 +26,11 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(const ClientOptions& opt
   return client;
 }
 
-absl::StatusOr<std::string> Client::RegisterDataset(const proto::PipelineDef& pipeline) {
+absl::StatusOr<std::string> Client::RegisterDataset(const proto::PipelineDef& pipeline,
+                                                    const std::string& dataset_id) {
   proto::RegisterDatasetRequest request;
   *request.mutable_pipeline() = pipeline;
+  request.set_dataset_id(dataset_id);
   proto::RegisterDatasetResponse response;
   SLUICE_RETURN_IF_ERROR(rpc_->CallProto(options_.dispatcher, proto::REGISTER_DATASET, request,
                                          &response, options_.timeout));

@@ -36,7 +36,10 @@ class Client {
       const ClientOptions& options);
 
   // Validated by the dispatcher; the same definition gets the same id.
-  [[nodiscard]] absl::StatusOr<std::string> RegisterDataset(const proto::PipelineDef& pipeline);
+  // `dataset_id`: a name of one's choosing (empty: the dispatcher picks one); a name that
+  // holds another definition is AlreadyExists.
+  [[nodiscard]] absl::StatusOr<std::string> RegisterDataset(const proto::PipelineDef& pipeline,
+                                                            const std::string& dataset_id = "");
   [[nodiscard]] absl::StatusOr<std::unique_ptr<BatchReader>> Read(const std::string& dataset_id,
                                                                   const ReadOptions& options);
   [[nodiscard]] const std::string& dispatcher_id() const { return dispatcher_id_; }

@@ -160,7 +160,8 @@ void Dispatcher::RegisterHandlers() {
   HandleDurable<proto::RegisterDatasetRequest, proto::RegisterDatasetResponse>(
       rpc, proto::REGISTER_DATASET, state, journal,
       [&state](const auto& request) -> absl::StatusOr<proto::RegisterDatasetResponse> {
-        SLUICE_ASSIGN_OR_RETURN(std::string id, state.RegisterDataset(request.pipeline()));
+        SLUICE_ASSIGN_OR_RETURN(std::string id,
+                                state.RegisterDataset(request.pipeline(), request.dataset_id()));
         proto::RegisterDatasetResponse response;
         response.set_dataset_id(id);
         return response;
@@ -188,6 +189,12 @@ void Dispatcher::RegisterHandlers() {
         proto::GetStatusResponse status = state.Status();
         status.set_dispatcher_id(id);
         return status;
+      });
+  HandleDurable<proto::ReleaseClientRequest, proto::ReleaseClientResponse>(
+      rpc, proto::RELEASE_CLIENT, state, journal,
+      [&state](const auto& r) -> absl::StatusOr<proto::ReleaseClientResponse> {
+        SLUICE_RETURN_IF_ERROR(state.ReleaseClient(r));
+        return proto::ReleaseClientResponse();
       });
   HandleDurable<proto::GetSplitRequest, proto::GetSplitResponse>(
       rpc, proto::GET_SPLIT, state, journal, [&state](const auto& r) { return state.GetSplit(r); });

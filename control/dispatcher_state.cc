@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "control/processing_mode.h"
+#include "engine/cardinality.h"
 #include "engine/functions.h"
 #include "engine/pipeline_text.h"
 #include "engine/pipeline_validate.h"
@@ -22,7 +23,8 @@ constexpr int kMaxSplitsPerLease = 64;
 
 }  // namespace
 
-absl::StatusOr<std::string> DispatcherState::RegisterDataset(const proto::PipelineDef& pipeline) {
+absl::StatusOr<std::string> DispatcherState::RegisterDataset(const proto::PipelineDef& pipeline,
+                                                             const std::string& dataset_id) {
   // The dispatcher's registry holds the built-ins plus its --plugin functions; workers are
   // started with the same plugins.
   SLUICE_RETURN_IF_ERROR(engine::ValidatePipeline(pipeline, engine::GlobalFunctions()));
@@ -34,16 +36,37 @@ absl::StatusOr<std::string> DispatcherState::RegisterDataset(const proto::Pipeli
     pipeline.SerializeToCodedStream(&coded);
   }
   absl::MutexLock lock(&mu_);
-  if (auto it = dataset_by_definition_.find(key); it != dataset_by_definition_.end()) {
+  if (!dataset_id.empty()) {
+    if (auto it = datasets_.find(dataset_id); it != datasets_.end()) {
+      if (it->second.SerializeAsString() == pipeline.SerializeAsString()) return dataset_id;
+      return absl::AlreadyExistsError(absl::StrCat(
+          "dataset id '", dataset_id, "' is already registered with another pipeline (",
+          engine::FormatPipeline(it->second), "); choose another id"));
+    }
+  } else if (auto it = dataset_by_definition_.find(key); it != dataset_by_definition_.end()) {
     return it->second;
   }
-  std::string id = absl::StrCat("ds", next_id_++);
+  std::string id = dataset_id;
+  while (id.empty() || datasets_.contains(id)) id = absl::StrCat("ds", next_id_++);
   AddDataset(id, pipeline);
   proto::Update update;
   update.mutable_register_dataset()->set_dataset_id(id);
   *update.mutable_register_dataset()->mutable_pipeline() = pipeline;
   Journal(update);
   return id;
+}
+
+absl::Status DispatcherState::ReleaseClient(const proto::ReleaseClientRequest& request) {
+  absl::MutexLock lock(&mu_);
+  auto it = jobs_.find(request.job_id());
+  if (it == jobs_.end()) return absl::OkStatus();  // already collected
+  it->second.clients.erase(request.client_id());
+  // A released client no longer holds up a re-issue either.
+  for (Job::Recovery& recovery : it->second.recoveries) {
+    recovery.waiting_for.erase(request.client_id());
+  }
+  LaunchRecoveries(it->second);
+  return absl::OkStatus();
 }
 
 void DispatcherState::AddDataset(const std::string& id, const proto::PipelineDef& pipeline) {
@@ -80,6 +103,24 @@ absl::StatusOr<proto::GetOrCreateJobResponse> DispatcherState::GetOrCreateJob(
   if (request.mode() == proto::DYNAMIC) {
     SLUICE_RETURN_IF_ERROR(engine::ValidateSplittable(dataset->second));
   }
+  if (request.num_consumers() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("num_consumers must be >= 0, got ", request.num_consumers()));
+  }
+  if (request.num_consumers() > 0) {
+    if (request.job_name().empty()) {
+      return absl::InvalidArgumentError(
+          "coordinated reads (num_consumers > 0) need a job name shared by all consumers");
+    }
+    SLUICE_ASSIGN_OR_RETURN(int64_t cardinality, engine::Cardinality(dataset->second));
+    if (cardinality != engine::kInfinite) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "coordinated reads need an infinite pipeline (end it with repeat()); this one has ",
+          cardinality == engine::kUnknown ? std::string("an unknown number of")
+                                          : absl::StrCat(cardinality),
+          " elements"));
+    }
+  }
   if (IsStaticSharding(request.mode())) {
     // Every worker's share is checked now, so a bad policy fails the client, not a task.
     for (int64_t i = 0; i < worker_list_.size(); ++i) {
@@ -95,8 +136,20 @@ absl::StatusOr<proto::GetOrCreateJobResponse> DispatcherState::GetOrCreateJob(
   proto::GetOrCreateJobResponse response;
   response.set_client_id(next_id_++);
   if (!request.job_name().empty()) {
+    if (auto gone = collected_job_names_.find(request.job_name());
+        gone != collected_job_names_.end()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "job '", request.job_name(), "' (job ", gone->second,
+          ") was garbage-collected after its clients left; a DYNAMIC job is not re-created "
+          "silently (that would restart its epoch): use a new job name"));
+    }
     if (auto it = job_by_name_.find(request.job_name()); it != job_by_name_.end()) {
       const Job& job = jobs_.at(it->second);
+      if (job.num_consumers != request.num_consumers()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "job '", request.job_name(), "' is read by ", job.num_consumers,
+            " coordinated consumer(s); this request asks for ", request.num_consumers()));
+      }
       if (job.dataset_id != request.dataset_id() || job.mode != request.mode()) {
         return absl::InvalidArgumentError(absl::StrCat(
             "job '", request.job_name(), "' exists for dataset ", job.dataset_id, " in mode ",
@@ -116,6 +169,8 @@ absl::StatusOr<proto::GetOrCreateJobResponse> DispatcherState::GetOrCreateJob(
   Job job{next_id_++, request.job_name(), request.dataset_id(), request.mode(), {}, 1, {}};
   job.elements_per_split = config_.elements_per_split;
   job.clients[response.client_id()] = absl::Now();
+  job.num_consumers = request.num_consumers();
+  job.round_horizon = kRoundWindow;
   proto::Update update;
   proto::Update::CreateJob* create = update.mutable_create_job();
   create->set_job_id(job.id);
@@ -124,6 +179,7 @@ absl::StatusOr<proto::GetOrCreateJobResponse> DispatcherState::GetOrCreateJob(
   create->set_mode(job.mode);
   create->set_elements_per_split(job.elements_per_split);
   create->set_client_id(response.client_id());
+  create->set_num_consumers(job.num_consumers);
   Journal(update);
   for (const auto& [address, unused] : workers_) CreateTask(job, address);
   if (!job.name.empty()) job_by_name_[job.name] = job.id;
@@ -134,11 +190,29 @@ absl::StatusOr<proto::GetOrCreateJobResponse> DispatcherState::GetOrCreateJob(
 
 void DispatcherState::CreateTask(Job& job, const std::string& worker_address) {
   const int64_t id = next_id_++;
+  int64_t starting_round = 0;
+  if (job.num_consumers > 0 && !job.client_rounds.empty()) {
+    // No consumer has been told the task list past the horizon, so all agree the new task
+    // enters right after it. With no live task, consumers wait where they are. (Before any
+    // consumer's first heartbeat nobody knows a task list: every task starts at round 0.)
+    bool any_live = false;
+    for (int64_t other : job.task_ids) any_live = any_live || !tasks_.at(other).lost;
+    if (any_live) {
+      starting_round = job.round_horizon + 1;
+    } else if (!job.client_rounds.empty()) {
+      starting_round = job.client_rounds.begin()->second;
+      for (const auto& [client, round] : job.client_rounds) {
+        starting_round = std::min(starting_round, round);
+      }
+    }
+  }
   AddTask(job, id, worker_address);
+  tasks_.at(id).starting_round = starting_round;
   proto::Update update;
   update.mutable_create_task()->set_task_id(id);
   update.mutable_create_task()->set_job_id(job.id);
   update.mutable_create_task()->set_worker_address(worker_address);
+  update.mutable_create_task()->set_starting_round(starting_round);
   Journal(update);
 }
 
@@ -177,12 +251,21 @@ absl::StatusOr<proto::ClientHeartbeatResponse> DispatcherState::ClientHeartbeat(
     const proto::ClientHeartbeatRequest& request) {
   absl::MutexLock lock(&mu_);
   auto it = jobs_.find(request.job_id());
+  if (it == jobs_.end() && collected_jobs_.contains(request.job_id())) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", request.job_id(), " was garbage-collected: it had no client for ",
+                     absl::FormatDuration(config_.job_gc_timeout)));
+  }
   if (it == jobs_.end()) {
     return absl::NotFoundError(
         absl::StrCat("job ", request.job_id(), " is unknown to this dispatcher (did it restart?)"));
   }
   Job& job = it->second;
   job.clients[request.client_id()] = absl::Now();
+  if (job.num_consumers > 0) {
+    job.client_rounds[request.client_id()] = request.current_round();
+    job.round_horizon = std::max(job.round_horizon, request.current_round() + kRoundWindow);
+  }
   for (const proto::ProvenanceRun& run : request.delivered()) RecordDelivered(job, run);
   for (int64_t abandoned : request.abandoned_tasks()) {
     for (Job::Recovery& recovery : job.recoveries) {
@@ -193,14 +276,17 @@ absl::StatusOr<proto::ClientHeartbeatResponse> DispatcherState::ClientHeartbeat(
   proto::ClientHeartbeatResponse response;
   for (int64_t id : job.task_ids) {
     const Task& task = tasks_.at(id);
-    if (task.lost) {
-      response.add_lost_tasks(task.id);
-      continue;
-    }
+    if (task.lost) response.add_lost_tasks(task.id);
+    // Coordinated consumers keep lost tasks in the rotation for the rounds they held.
+    if (task.lost && job.num_consumers == 0) continue;
     proto::TaskInfo* info = response.add_tasks();
     info->set_task_id(task.id);
     info->set_worker_address(task.worker_address);
+    info->set_starting_round(task.starting_round);
+    info->set_ending_round(task.ending_round);
+    info->set_lost(task.lost);
   }
+  response.set_round_horizon(job.round_horizon);
   response.set_job_finished(JobFinished(job));
   response.set_num_workers(static_cast<int32_t>(workers_.size()));
   return response;
@@ -265,6 +351,7 @@ absl::StatusOr<proto::WorkerHeartbeatResponse> DispatcherState::WorkerHeartbeat(
     def->set_dataset_id(job.dataset_id);
     *def->mutable_pipeline() = task.sharded_pipeline.value_or(datasets_.at(job.dataset_id));
     def->set_mode(job.mode);
+    def->set_num_consumers(job.num_consumers);
     if (IsStaticSharding(job.mode)) {
       def->set_worker_index(task.worker_index);
       def->set_num_workers(worker_list_.size());
@@ -437,6 +524,7 @@ proto::GetStatusResponse DispatcherState::Status() const {
     for (int64_t task : job.task_ids) lost += tasks_.at(task).lost ? 1 : 0;
     j->set_lost_tasks(lost);
     j->set_reissued_splits(job.reissued_splits);
+    j->set_num_consumers(job.num_consumers);
     j->set_finished(JobFinished(job));
   }
   return status;

@@ -40,8 +40,12 @@ struct DispatcherConfig {
   // A worker silent this long is lost: its tasks end, and the DYNAMIC splits it leased are
   // re-issued (minus what clients already received) to a recovery task on a live worker.
   absl::Duration worker_timeout = absl::Seconds(10);
-  // A client silent this long no longer holds up a re-issue.
+  // A client silent this long no longer holds up a re-issue, nor keeps its job alive.
   absl::Duration client_timeout = absl::Minutes(1);
+  // A job without clients (released or silent) for this long is garbage-collected: its
+  // tasks end on the workers. A DYNAMIC job's name is then refused rather than silently
+  // re-created from the start. InfiniteDuration: never.
+  absl::Duration job_gc_timeout = absl::Minutes(5);
 };
 
 class DispatcherState {
@@ -49,12 +53,17 @@ class DispatcherState {
   explicit DispatcherState(const DispatcherConfig& config)
       : config_(config), worker_list_(config.worker_addresses) {}
 
-  // Validates the pipeline; the same definition registered twice gets the same id.
-  [[nodiscard]] absl::StatusOr<std::string> RegisterDataset(const proto::PipelineDef& pipeline);
+  // Validates the pipeline; the same definition registered twice gets the same id. A
+  // non-empty `dataset_id` names it instead: AlreadyExists when that name holds another
+  // definition.
+  [[nodiscard]] absl::StatusOr<std::string> RegisterDataset(const proto::PipelineDef& pipeline,
+                                                            const std::string& dataset_id = "");
   [[nodiscard]] absl::StatusOr<proto::GetOrCreateJobResponse> GetOrCreateJob(
       const proto::GetOrCreateJobRequest& request);
   [[nodiscard]] absl::StatusOr<proto::ClientHeartbeatResponse> ClientHeartbeat(
       const proto::ClientHeartbeatRequest& request);
+  // The client stops reading: it no longer holds its job alive (see job_gc_timeout).
+  [[nodiscard]] absl::Status ReleaseClient(const proto::ReleaseClientRequest& request);
   // The first heartbeat of an address registers the worker.
   [[nodiscard]] absl::StatusOr<proto::WorkerHeartbeatResponse> WorkerHeartbeat(
       const proto::WorkerHeartbeatRequest& request);
@@ -112,6 +121,13 @@ class DispatcherState {
     };
     std::vector<Recovery> recoveries;
     int64_t reissued_splits = 0;
+    // When the job last had a client (for garbage collection).
+    absl::Time last_client_seen = absl::Now();
+    // Coordinated reads: consumers per round (0: not coordinated), the round up to which the
+    // task list is final, and each consumer's reported round.
+    int32_t num_consumers = 0;
+    int64_t round_horizon = 0;
+    std::map<int64_t, int64_t> client_rounds;
   };
   struct Task {
     int64_t id;
@@ -123,6 +139,9 @@ class DispatcherState {
     std::optional<proto::PipelineDef> sharded_pipeline;
     // Its worker was lost: the task is over and its clients abandon it.
     bool lost = false;
+    // Coordinated reads: the rounds [starting_round, ending_round) it serves (0: open).
+    int64_t starting_round = 0;
+    int64_t ending_round = 0;
     // DYNAMIC: split index ranges [first, next) leased per repetition, for re-issue.
     std::map<int64_t, std::vector<std::pair<int64_t, int64_t>>> lease_ranges;
     // A recovery task reads only re-issued splits, per repetition; its leases are kept
@@ -147,6 +166,10 @@ class DispatcherState {
                            proto::GetSplitResponse* response) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Journal(const proto::Update& update) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   proto::Snapshot SnapshotLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Coordinated reads: how far past the furthest consumer the task list is fixed. Consumers
+  // learn the horizon from heartbeats (every 100 ms), so it must cover more rounds than a
+  // consumer reads between two of them.
+  static constexpr int64_t kRoundWindow = 1024;
   // Unique per (repetition, split index) within a job; never 0 (0 means untracked).
   static int64_t SplitKey(int64_t repetition, int64_t index) {
     return (repetition << 40) + index + 1;
@@ -163,6 +186,9 @@ class DispatcherState {
   absl::flat_hash_map<std::string, std::string> dataset_by_definition_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, Job> jobs_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, int64_t> job_by_name_ ABSL_GUARDED_BY(mu_);
+  // Names of garbage-collected DYNAMIC jobs: reusing one is an error, not a fresh epoch.
+  absl::flat_hash_map<std::string, int64_t> collected_job_names_ ABSL_GUARDED_BY(mu_);
+  std::set<int64_t> collected_jobs_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, Task> tasks_ ABSL_GUARDED_BY(mu_);
   struct WorkerInfo {
     std::vector<int64_t> task_ids;
@@ -171,6 +197,10 @@ class DispatcherState {
     bool lost = false;
   };
   // Worker churn (dispatcher_state_churn.cc).
+  // Garbage-collects jobs whose clients are all gone for job_gc_timeout.
+  void CollectJobs(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Forgets a job and its tasks (workers are told to delete them); journals it if `journal`.
+  void RemoveJob(int64_t job_id, bool journal) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void LoseWorker(const std::string& address, WorkerInfo& worker)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void LaunchRecoveries(Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

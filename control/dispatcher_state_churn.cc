@@ -37,6 +37,53 @@ void DispatcherState::CheckLiveness(absl::Time now) {
     }
     LaunchRecoveries(job);
   }
+  CollectJobs(now);
+}
+
+void DispatcherState::CollectJobs(absl::Time now) {
+  std::vector<int64_t> collect;
+  for (auto& [id, job] : jobs_) {
+    bool has_client = false;
+    for (const auto& [client, last] : job.clients) {
+      has_client = has_client || now - last <= config_.client_timeout;
+    }
+    if (has_client) {
+      job.last_client_seen = now;
+    } else if (now - job.last_client_seen > config_.job_gc_timeout) {
+      collect.push_back(id);
+    }
+  }
+  for (int64_t id : collect) {
+    std::cerr << "sluice dispatcher: job " << id << " had no client for "
+              << absl::FormatDuration(config_.job_gc_timeout) << "; garbage-collecting it\n";
+    RemoveJob(id, /*journal=*/true);
+  }
+}
+
+void DispatcherState::RemoveJob(int64_t job_id, bool journal) {
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) return;
+  Job& job = it->second;
+  for (int64_t task_id : job.task_ids) {
+    auto task = tasks_.find(task_id);
+    if (task == tasks_.end()) continue;
+    if (auto worker = workers_.find(task->second.worker_address); worker != workers_.end()) {
+      std::vector<int64_t>& ids = worker->second.task_ids;
+      ids.erase(std::remove(ids.begin(), ids.end(), task_id), ids.end());
+    }
+    tasks_.erase(task);
+  }
+  if (!job.name.empty()) {
+    job_by_name_.erase(job.name);
+    if (job.mode == proto::DYNAMIC) collected_job_names_[job.name] = job_id;
+  }
+  collected_jobs_.insert(job_id);
+  jobs_.erase(it);
+  if (journal) {
+    proto::Update update;
+    update.mutable_remove_job()->set_job_id(job_id);
+    Journal(update);
+  }
 }
 
 void DispatcherState::LoseWorker(const std::string& address, WorkerInfo& worker) {
@@ -49,6 +96,12 @@ void DispatcherState::LoseWorker(const std::string& address, WorkerInfo& worker)
     Job& job = jobs_.at(task.job_id);
     if (task.lost || JobFinished(job)) continue;
     task.lost = true;
+    if (job.num_consumers > 0) {
+      // Consumers may have been told rounds up to the horizon belong to it; they skip
+      // those they did not get, and the rotation goes on without it after.
+      task.ending_round = job.round_horizon + 1;
+      continue;
+    }
     if (job.mode != proto::DYNAMIC) continue;  // OFF and static shards restart with the worker
     Job::Recovery recovery{task.id, {}};
     for (const auto& [client, last] : job.clients) {

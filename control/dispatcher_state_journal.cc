@@ -56,6 +56,7 @@ proto::Snapshot DispatcherState::SnapshotLocked() const {
     j->set_dataset_id(job.dataset_id);
     j->set_mode(job.mode);
     j->set_elements_per_split(job.elements_per_split);
+    j->set_num_consumers(job.num_consumers);
     for (int c = 1; c < job.num_clients; ++c) snapshot.add_clients()->set_job_id(id);
     std::map<int64_t, std::pair<int64_t, bool>> cursors;
     for (const auto& [repetition, next] : job.restored_cursors) cursors[repetition] = {next, false};
@@ -97,6 +98,7 @@ proto::Snapshot DispatcherState::SnapshotLocked() const {
     t->set_task_id(id);
     t->set_job_id(task.job_id);
     t->set_worker_address(task.worker_address);
+    t->set_starting_round(task.starting_round);
     if (task.finished) snapshot.add_finished_task_ids(id);
   }
   return snapshot;
@@ -161,6 +163,8 @@ absl::Status DispatcherState::Apply(const proto::Update& update) {
       Job job{j.job_id(), j.job_name(), j.dataset_id(), j.mode(), {}, 1, {}};
       job.elements_per_split =
           j.elements_per_split() > 0 ? j.elements_per_split() : config_.elements_per_split;
+      job.num_consumers = j.num_consumers();
+      job.round_horizon = kRoundWindow;
       if (!job.name.empty()) job_by_name_[job.name] = job.id;
       SeeId(j.job_id());
       SeeId(j.client_id());
@@ -183,6 +187,7 @@ absl::Status DispatcherState::Apply(const proto::Update& update) {
       auto it = jobs_.find(t.job_id());
       if (it == jobs_.end()) return corrupt("unknown job");
       AddTask(it->second, t.task_id(), t.worker_address());
+      tasks_.at(t.task_id()).starting_round = t.starting_round();
       SeeId(t.task_id());
       return absl::OkStatus();
     }
@@ -209,6 +214,9 @@ absl::Status DispatcherState::Apply(const proto::Update& update) {
       }
       return absl::OkStatus();
     }
+    case proto::Update::kRemoveJob:
+      RemoveJob(update.remove_job().job_id(), /*journal=*/false);
+      return absl::OkStatus();
     case proto::Update::KIND_NOT_SET:
       break;
   }

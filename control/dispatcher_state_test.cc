@@ -158,5 +158,47 @@ TEST(DispatcherStateTest, DynamicSplitsCoverTheSourceOncePerRepetition) {
   EXPECT_EQ(state.GetSplit(request).status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
+TEST(DispatcherStateTest, UserGivenDatasetIdsMustKeepTheirDefinition) {
+  DispatcherState state({});
+  EXPECT_EQ(*state.RegisterDataset(Pipeline("range(10)"), "squares"), "squares");
+  EXPECT_EQ(*state.RegisterDataset(Pipeline("range(10)"), "squares"), "squares");
+  absl::StatusOr<std::string> clash = state.RegisterDataset(Pipeline("range(11)"), "squares");
+  EXPECT_EQ(clash.status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_THAT(clash.status().message(), HasSubstr("range(0, 10, 1)"));
+  // An automatic id never takes a name a user chose.
+  EXPECT_NE(*state.RegisterDataset(Pipeline("range(12)")), "squares");
+}
+
+TEST(DispatcherStateTest, JobsWithoutClientsAreCollectedAndDynamicNamesNotReused) {
+  DispatcherState state(
+      {.client_timeout = absl::Milliseconds(20), .job_gc_timeout = absl::Milliseconds(30)});
+  std::string ds = *state.RegisterDataset(Pipeline("range(10)"));
+  auto job = state.GetOrCreateJob(JobRequest(ds, proto::DYNAMIC, "epoch"));
+  ASSERT_TRUE(job.ok());
+  proto::WorkerHeartbeatRequest worker;
+  worker.set_worker_address("ucx://w:1");
+  const int64_t task = state.WorkerHeartbeat(worker)->new_tasks(0).task_id();
+
+  state.CheckLiveness(absl::Now());
+  EXPECT_EQ(state.Status().jobs_size(), 1) << "its client is live";
+  proto::ReleaseClientRequest release;
+  release.set_job_id(job->job_id());
+  release.set_client_id(job->client_id());
+  ASSERT_TRUE(state.ReleaseClient(release).ok());
+  state.CheckLiveness(absl::Now());
+  absl::SleepFor(absl::Milliseconds(60));
+  state.CheckLiveness(absl::Now());
+  EXPECT_EQ(state.Status().jobs_size(), 0);
+
+  worker.add_current_tasks(task);
+  EXPECT_THAT(state.WorkerHeartbeat(worker)->tasks_to_delete(), ::testing::ElementsAre(task));
+  absl::Status reused = state.GetOrCreateJob(JobRequest(ds, proto::DYNAMIC, "epoch")).status();
+  EXPECT_EQ(reused.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(reused.message(), HasSubstr("use a new job name"));
+  proto::ClientHeartbeatRequest late;
+  late.set_job_id(job->job_id());
+  EXPECT_THAT(state.ClientHeartbeat(late).status().message(), HasSubstr("garbage-collected"));
+}
+
 }  // namespace
 }  // namespace sluice::control

@@ -64,7 +64,9 @@ absl::Status TaskRunner::ProduceAll(engine::ElementIterator& iterator) {
     {
       absl::MutexLock lock(&mu_);
       auto room = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return stopping_ || ready_.size() < options_.buffer_batches;
+        // A coordinated round takes num_consumers batches at once.
+        return stopping_ ||
+               ready_.size() < std::max<size_t>(options_.buffer_batches, task_.num_consumers());
       };
       mu_.Await(absl::Condition(&room));
       if (stopping_) return absl::CancelledError("stopping");
@@ -98,12 +100,85 @@ absl::Status TaskRunner::ProduceAll(engine::ElementIterator& iterator) {
   }
 }
 
-void TaskRunner::Fetch(std::shared_ptr<transport::ServerCall> call, uint64_t max_batch_bytes) {
+void TaskRunner::Fetch(std::shared_ptr<transport::ServerCall> call, uint64_t max_batch_bytes,
+                       int32_t consumer, int64_t round) {
+  const bool coordinated = task_.num_consumers() > 0;
+  if (coordinated != (consumer >= 0) || consumer >= task_.num_consumers() ||
+      (coordinated && round < 0)) {
+    call->Reply(absl::InvalidArgumentError(absl::StrCat(
+        "task ", task_.task_id(), " is read by ", task_.num_consumers(),
+        " coordinated consumer(s); got a request from consumer ", consumer, " for round ", round)));
+    return;
+  }
   {
     absl::MutexLock lock(&mu_);
-    waiters_.push_back(Waiter{std::move(call), max_batch_bytes});
+    waiters_.push_back(Waiter{std::move(call), max_batch_bytes, consumer, round});
   }
   Serve();
+}
+
+void TaskRunner::MatchRounds(std::vector<std::pair<Waiter, ReadyBatch>>& matched,
+                             std::vector<Waiter>& ended) {
+  const size_t n = static_cast<size_t>(task_.num_consumers());
+  const absl::Time now = absl::Now();
+  for (const Waiter& w : waiters_) {
+    Round& round = rounds_[w.round];
+    if (round.requested.empty()) {
+      round.requested.resize(n);
+      round.batches.resize(n);
+      round.given.resize(n);
+      round.opened = now;
+    }
+    if (!round.requested[w.consumer]) {
+      round.requested[w.consumer] = true;
+      ++round.num_requested;
+    }
+  }
+  // Lowest round first, each taking consecutive batches for the consumers that asked; a
+  // consumer that asks after its round went ahead gets the next batch on its own.
+  for (auto& [id, round] : rounds_) {
+    if (!round.assigned) {
+      if (round.num_requested < n && now - round.opened < kRoundWait) continue;
+      if (ready_.size() < round.num_requested) break;
+      round.assigned = true;
+    }
+    for (size_t c = 0; c < n && !ready_.empty(); ++c) {
+      if (!round.requested[c] || round.given[c]) continue;
+      round.batches[c] = std::move(ready_.front());
+      round.given[c] = true;
+      ready_.pop_front();
+    }
+  }
+  for (auto it = waiters_.begin(); it != waiters_.end();) {
+    auto round = rounds_.find(it->round);
+    std::optional<ReadyBatch>& slot = round->second.batches[it->consumer];
+    if (!slot.has_value()) {
+      // Not assigned yet, or never will be: the pipeline ended first.
+      if (produced_all_ && ready_.empty()) {
+        ended.push_back(std::move(*it));
+        it = waiters_.erase(it);
+      } else {
+        ++it;
+      }
+      continue;
+    }
+    matched.emplace_back(std::move(*it), std::move(*slot));
+    slot.reset();
+    stats_.batches_served += 1;
+    stats_.bytes_served += static_cast<int64_t>(matched.back().second.size);
+    sends_in_flight_->fetch_add(1);
+    ++round->second.served;
+    it = waiters_.erase(it);
+  }
+  // Forget served rounds, and rounds a missing consumer never came back for.
+  for (auto it = rounds_.begin(); it != rounds_.end();) {
+    const Round& round = it->second;
+    bool holds_batch = false;
+    for (const auto& batch : round.batches) holds_batch = holds_batch || batch.has_value();
+    const bool done = round.served == n ||
+                      (round.assigned && !holds_batch && now - round.opened > 60 * kRoundWait);
+    it = done ? rounds_.erase(it) : std::next(it);
+  }
 }
 
 void TaskRunner::Serve() {
@@ -112,7 +187,8 @@ void TaskRunner::Serve() {
   absl::Status error;
   {
     absl::MutexLock lock(&mu_);
-    while (!waiters_.empty() && !ready_.empty()) {
+    if (task_.num_consumers() > 0) MatchRounds(matched, ended);
+    while (task_.num_consumers() == 0 && !waiters_.empty() && !ready_.empty()) {
       matched.emplace_back(std::move(waiters_.front()), std::move(ready_.front()));
       waiters_.pop_front();
       ready_.pop_front();
@@ -121,11 +197,11 @@ void TaskRunner::Serve() {
       // Counted before the batch leaves ready_, so finished() never sees it nowhere.
       sends_in_flight_->fetch_add(1);
     }
-    if (produced_all_ && ready_.empty()) {
+    if (task_.num_consumers() == 0 && produced_all_ && ready_.empty()) {
       ended.assign(waiters_.begin(), waiters_.end());
       waiters_.clear();
-      error = error_;
     }
+    error = error_;
   }
   for (auto& [waiter, batch] : matched) Reply(waiter, std::move(batch));
   for (const Waiter& waiter : ended) {

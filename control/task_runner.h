@@ -13,7 +13,10 @@
 
 #include <atomic>
 #include <deque>
+#include <map>
 #include <memory>
+#include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -50,7 +53,14 @@ class TaskRunner {
   ~TaskRunner();
 
   // Replies to `call` with the next batch, end of sequence or the pipeline's error.
-  void Fetch(std::shared_ptr<transport::ServerCall> call, uint64_t max_batch_bytes);
+  // Coordinated reads (task num_consumers > 0): `consumer`'s batch of `round`. A round takes
+  // the next num_consumers batches when its first request arrives, so all its batches come
+  // from this worker, consecutively.
+  void Fetch(std::shared_ptr<transport::ServerCall> call, uint64_t max_batch_bytes,
+             int32_t consumer = -1, int64_t round = -1);
+  // Coordinated reads: lets a round that waited kRoundWait for missing consumers go on.
+  // The worker calls it periodically.
+  void Poll() { Serve(); }
   // The pipeline reached its end (or failed); the buffer may still hold batches.
   [[nodiscard]] bool produced_all() const;
   // Produced all, and every batch reached a client (its send completed): losing this
@@ -70,7 +80,25 @@ class TaskRunner {
   struct Waiter {
     std::shared_ptr<transport::ServerCall> call;
     uint64_t max_batch_bytes;
+    int32_t consumer = -1;
+    int64_t round = -1;
   };
+  // Coordinated reads: one round's batches, by consumer.
+  // A round opens with its first request and takes its batches, consecutively from the
+  // pipeline, once every consumer asked (or kRoundWait passed: a consumer that died or
+  // stopped must not stall the others for long). Until then it holds no slab, so consumers
+  // at different speeds cannot tie up the worker's memory; open rounds are bounded by the
+  // consumers' outstanding requests.
+  struct Round {
+    std::vector<bool> requested;
+    size_t num_requested = 0;
+    std::vector<std::optional<ReadyBatch>> batches;
+    std::vector<bool> given;  // the consumer's slot got its batch (served or not)
+    bool assigned = false;
+    size_t served = 0;
+    absl::Time opened;
+  };
+  static constexpr absl::Duration kRoundWait = absl::Seconds(1);
 
   TaskRunner(const proto::TaskDef& task, std::shared_ptr<transport::SlabPool> pool,
              std::unique_ptr<engine::SplitFeed> feed, const TaskRunnerOptions& options);
@@ -78,6 +106,9 @@ class TaskRunner {
   absl::Status ProduceAll(engine::ElementIterator& iterator);
   // Pairs parked requests with ready batches (or with the end); replies outside the lock.
   void Serve();
+  // Serve() for coordinated reads; fills `matched` and `ended` under mu_.
+  void MatchRounds(std::vector<std::pair<Waiter, ReadyBatch>>& matched, std::vector<Waiter>& ended)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Reply(const Waiter& waiter, ReadyBatch batch);
 
   const proto::TaskDef task_;
@@ -89,6 +120,8 @@ class TaskRunner {
   mutable absl::Mutex mu_;
   std::deque<ReadyBatch> ready_ ABSL_GUARDED_BY(mu_);
   std::deque<Waiter> waiters_ ABSL_GUARDED_BY(mu_);
+  std::map<int64_t, Round> rounds_ ABSL_GUARDED_BY(mu_);
+
   bool produced_all_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status error_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;

@@ -214,6 +214,14 @@ absl::Status Worker::Heartbeat() {
 
 void Worker::HeartbeatLoop() {
   while (!stop_.WaitForNotificationWithTimeout(options_.heartbeat_interval)) {
+    {
+      std::vector<std::shared_ptr<TaskRunner>> runners;
+      {
+        absl::MutexLock lock(&mu_);
+        for (const auto& [id, runner] : runners_) runners.push_back(runner);
+      }
+      for (const auto& runner : runners) runner->Poll();
+    }
     absl::Status status = Heartbeat();
     std::string message = status.ok() ? "" : std::string(status.message());
     absl::MutexLock lock(&mu_);
@@ -249,7 +257,12 @@ void Worker::HandleGetElement(std::shared_ptr<transport::ServerCall> call) {
     call->Reply(response);
     return;
   }
-  runner->Fetch(std::move(call), request.max_batch_bytes());
+  if (request.coordinated()) {
+    runner->Fetch(std::move(call), request.max_batch_bytes(), request.consumer_index(),
+                  request.round());
+  } else {
+    runner->Fetch(std::move(call), request.max_batch_bytes());
+  }
 }
 
 }  // namespace sluice::control

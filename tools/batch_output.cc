@@ -62,7 +62,10 @@ nlohmann::json BatchToJson(const control::Batch& batch) {
                        {"shape", std::vector<int64_t>(t.shape.begin(), t.shape.end())},
                        {"values", TensorValues(t)}});
   }
-  return {{"tensors", tensors}, {"worker", batch.worker()}, {"index", batch.index()}};
+  nlohmann::json json = {
+      {"tensors", tensors}, {"worker", batch.worker()}, {"index", batch.index()}};
+  if (batch.round() >= 0) json["round"] = batch.round();  // coordinated reads
+  return json;
 }
 
 BatchSink::BatchSink(OutputFormat format, std::ostream& out, bool show_progress)

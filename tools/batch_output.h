@@ -22,6 +22,7 @@ enum class OutputFormat { kJsonLines, kSummary };
 [[nodiscard]] absl::StatusOr<OutputFormat> ParseOutputFormat(const std::string& text);
 
 // {"tensors":[{"dtype":"int64","shape":[32],"values":[...]}],"worker":"...","index":N}
+// plus "round":R for coordinated reads.
 [[nodiscard]] nlohmann::json BatchToJson(const control::Batch& batch);
 
 class BatchSink {

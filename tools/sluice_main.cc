@@ -38,6 +38,10 @@ struct ReadFlags {
   std::string pipeline = "range(1000000) | map(square) | batch(1024)";
   std::string mode = "dynamic";
   std::string job_name;
+  std::string dataset_id;
+  int num_consumers = 0;
+  int consumer_index = 0;
+  int64_t take = -1;
   std::string format = "summary";
   int max_outstanding = 4;
   int prefetch = 4;
@@ -84,8 +88,17 @@ void AddReadFlags(CLI::App* app, ReadFlags& flags) {
          absl::StrCat("Processing mode (sharding policy): ", control::ProcessingModeChoices(),
                       "; the static ones need the dispatcher's --worker-addresses"))
       ->capture_default_str();
+  app->add_option("--dataset-id", flags.dataset_id,
+                  "Register the pipeline under this name (an error if it names another pipeline)");
   app->add_option("--job-name", flags.job_name,
                   "Share a job with other clients that name it (default: a job of one's own)");
+  app->add_option("--num-consumers", flags.num_consumers,
+                  "Coordinated reads: consumers of the named, infinite job; each round gives every "
+                  "consumer one batch, all from one worker");
+  app->add_option("--consumer-index", flags.consumer_index,
+                  "Coordinated reads: this consumer's index in [0, --num-consumers)");
+  app->add_option("--take", flags.take,
+                  "Stop after this many batches (coordinated reads: rounds) - for infinite jobs");
   app->add_option("--format", flags.format, "Output: jsonl (one line per batch) or summary")
       ->capture_default_str();
   app->add_option("--max-outstanding", flags.max_outstanding, "Fetches in flight")
@@ -110,22 +123,29 @@ int ReadAll(const transport::Address& dispatcher, const ReadFlags& flags, absl::
   client_options.timeout = timeout;
   auto client = control::Client::Connect(client_options);
   if (!client.ok()) return Fail(client.status(), "read");
-  absl::StatusOr<std::string> dataset = (*client)->RegisterDataset(*pipeline);
+  absl::StatusOr<std::string> dataset = (*client)->RegisterDataset(*pipeline, flags.dataset_id);
   if (!dataset.ok()) return Fail(dataset.status(), "read");
   control::ReadOptions read_options;
   read_options.mode = *mode;
   read_options.job_name = flags.job_name;
+  read_options.num_consumers = flags.num_consumers;
+  read_options.consumer_index = flags.consumer_index;
   read_options.max_outstanding_requests = flags.max_outstanding;
   read_options.prefetch_batches = flags.prefetch;
   read_options.slab_bytes = flags.slab_bytes;
   auto reader = (*client)->Read(*dataset, read_options);
   if (!reader.ok()) return Fail(reader.status(), "read");
   BatchSink sink(*format, std::cout, *format == OutputFormat::kSummary && isatty(2));
-  while (true) {
+  // Coordinated consumers count rounds, so all stop at the same one even when some had to
+  // skip a round whose worker died.
+  const bool coordinated = flags.num_consumers > 0;
+  for (int64_t taken = 0; flags.take < 0 || taken < flags.take; ++taken) {
     absl::StatusOr<std::optional<control::Batch>> batch = (*reader)->Next();
     if (!batch.ok()) return Fail(batch.status(), "read");
     if (!batch->has_value()) break;
+    if (coordinated && flags.take >= 0 && (*batch)->round() >= flags.take) break;
     sink.Add(**batch);
+    if (coordinated) taken = (*batch)->round();
   }
   sink.Finish();
   return 0;
@@ -192,6 +212,11 @@ int Main(int argc, char** argv) {
   std::string work_dir;
   bool fault_tolerant = false;
   std::string worker_timeout = "10s";
+  std::string job_gc_timeout = "5m";
+  dispatcher_cmd
+      ->add_option("--job-gc-timeout", job_gc_timeout,
+                   "A job whose clients all left (or went silent) this long is garbage-collected")
+      ->capture_default_str();
   dispatcher_cmd
       ->add_option("--worker-timeout", worker_timeout,
                    "A worker silent this long is lost: its tasks end and the DYNAMIC splits it "
@@ -287,6 +312,9 @@ int Main(int argc, char** argv) {
         ParseDurationFlag("worker-timeout", worker_timeout);
     if (!parsed_worker_timeout.ok()) return Fail(parsed_worker_timeout.status(), "dispatcher");
     options.config.worker_timeout = *parsed_worker_timeout;
+    absl::StatusOr<absl::Duration> parsed_gc = ParseDurationFlag("job-gc-timeout", job_gc_timeout);
+    if (!parsed_gc.ok()) return Fail(parsed_gc.status(), "dispatcher");
+    options.config.job_gc_timeout = *parsed_gc;
     options.fault_tolerant = fault_tolerant;
     if (fault_tolerant && work_dir.empty()) {
       return Fail(absl::InvalidArgumentError("--fault-tolerant needs --work-dir"), "dispatcher");

@@ -158,6 +158,17 @@ TEST(ServiceTest, SkippedBadRecordsAreCountedAndReported) {
   rmdir(dir.c_str());
 }
 
+TEST(ServiceTest, DatasetIdsChosenByUsersKeepTheirPipeline) {
+  Cluster cluster(1);
+  auto first = StartRead(cluster.address(), "range(100) | batch(10)", "off", "",
+                         {"--dataset-id", "hundred"});
+  ExpectEachValueTimes(Values(*first), 100, 1);
+  auto clash = StartRead(cluster.address(), "range(200) | batch(10)", "off", "",
+                         {"--dataset-id", "hundred"});
+  EXPECT_EQ(clash->Wait(absl::Seconds(30)), 1);
+  EXPECT_THAT(clash->stderr_text(), HasSubstr("dataset id 'hundred' is already registered"));
+}
+
 struct BadInput {
   const char* name;
   const char* pipeline;

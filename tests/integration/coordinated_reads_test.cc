@@ -1,0 +1,137 @@
+// Coordinated reads end to end: four consumer processes read one infinite job in rounds;
+// every round's batches must come from one worker, also while a worker is killed.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "nlohmann/json.hpp"
+#include "tests/integration/cluster.h"
+
+namespace sluice::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr int kConsumers = 4;
+constexpr const char* kPipeline = "range(1000) | batch(8) | repeat()";
+
+struct Line {
+  std::string worker;
+  int64_t first_value;
+};
+
+// round -> what one consumer got, from its `read --format jsonl` output (--take rounds).
+std::map<int64_t, Line> Rounds(Subprocess& read, int64_t take) {
+  EXPECT_EQ(read.Wait(absl::Seconds(120)), 0) << read.stderr_text();
+  std::map<int64_t, Line> rounds;
+  std::istringstream lines(read.stdout_text());
+  int64_t batches = 0;
+  int64_t last_round = -1;
+  for (std::string text; std::getline(lines, text); ++batches) {
+    nlohmann::json line = nlohmann::json::parse(text);
+    const int64_t round = line["round"].get<int64_t>();
+    EXPECT_GT(round, last_round) << "rounds arrive in order";
+    last_round = round;
+    rounds[round] =
+        Line{line["worker"].get<std::string>(), line["tensors"][0]["values"][0].get<int64_t>()};
+  }
+  EXPECT_LE(batches, take);
+  EXPECT_LT(last_round, take);
+  return rounds;
+}
+
+std::vector<std::unique_ptr<Subprocess>> StartConsumers(const std::string& address, int take) {
+  std::vector<std::unique_ptr<Subprocess>> consumers;
+  for (int i = 0; i < kConsumers; ++i) {
+    consumers.push_back(
+        StartRead(address, kPipeline, "off", "coordinated",
+                  {"--num-consumers", std::to_string(kConsumers), "--consumer-index",
+                   std::to_string(i), "--take", std::to_string(take)}));
+  }
+  return consumers;
+}
+
+// Every round, whichever consumers got it, came from one worker, with a distinct batch for
+// each consumer. Returns how many rounds every consumer got.
+int CheckRounds(const std::vector<std::map<int64_t, Line>>& per_consumer,
+                std::set<std::string>* workers) {
+  std::set<int64_t> all_rounds;
+  for (const auto& rounds : per_consumer) {
+    for (const auto& [round, line] : rounds) all_rounds.insert(round);
+  }
+  int complete = 0;
+  for (int64_t round : all_rounds) {
+    std::set<std::string> round_workers;
+    std::set<int64_t> firsts;
+    int got = 0;
+    for (const auto& rounds : per_consumer) {
+      auto it = rounds.find(round);
+      if (it == rounds.end()) continue;
+      ++got;
+      round_workers.insert(it->second.worker);
+      firsts.insert(it->second.first_value);
+    }
+    EXPECT_EQ(round_workers.size(), 1u) << "round " << round << " came from several workers";
+    EXPECT_EQ(static_cast<int>(firsts.size()), got) << "round " << round << ": a batch twice";
+    workers->insert(round_workers.begin(), round_workers.end());
+    if (got == static_cast<int>(per_consumer.size())) ++complete;
+  }
+  return complete;
+}
+
+TEST(CoordinatedReadsTest, EveryRoundComesFromOneWorker) {
+  Cluster cluster(2);
+  auto consumers = StartConsumers(cluster.address(), 40);
+  std::vector<std::map<int64_t, Line>> per_consumer;
+  for (auto& consumer : consumers) per_consumer.push_back(Rounds(*consumer, 40));
+  for (const auto& rounds : per_consumer) {
+    ASSERT_EQ(rounds.size(), 40u);
+    EXPECT_EQ(rounds.begin()->first, 0);
+    EXPECT_EQ(rounds.rbegin()->first, 39) << "no round skipped without a failure";
+  }
+  std::set<std::string> workers;
+  EXPECT_EQ(CheckRounds(per_consumer, &workers), 40);
+  EXPECT_EQ(workers.size(), 2u) << "rounds rotate over both workers";
+}
+
+TEST(CoordinatedReadsTest, ConsumersGoOnWhenAWorkerDies) {
+  Cluster cluster({.workers = 2, .dispatcher_args = {"--worker-timeout", "1s"}});
+  constexpr int kTake = 3000;
+  auto consumers = StartConsumers(cluster.address(), kTake);
+  ASSERT_FALSE(consumers[0]->WaitForOutput("round", absl::Seconds(30)).empty())
+      << consumers[0]->stderr_text();
+  cluster.KillWorker(0);
+  const absl::Time killed = absl::Now();
+  std::vector<std::map<int64_t, Line>> per_consumer;
+  for (auto& consumer : consumers) per_consumer.push_back(Rounds(*consumer, kTake));
+  // Bounded by the worker timeout and the heartbeats, not by request timeouts.
+  EXPECT_LT(absl::Now() - killed, absl::Seconds(20)) << "consumers stalled";
+  std::set<std::string> workers;
+  EXPECT_GT(CheckRounds(per_consumer, &workers), kTake / 2);
+  for (const auto& rounds : per_consumer) {
+    EXPECT_GT(rounds.size(), static_cast<size_t>(kTake / 2));
+    EXPECT_GE(rounds.rbegin()->first, kTake - 2) << "every consumer reads to the end";
+  }
+  // After the dead worker's last round only the survivor serves.
+  for (const auto& rounds : per_consumer) {
+    EXPECT_EQ(rounds.rbegin()->second.worker, cluster.worker_address(1));
+  }
+}
+
+TEST(CoordinatedReadsTest, FiniteJobsAndMissingNamesAreRefused) {
+  Cluster cluster(1);
+  auto finite = StartRead(cluster.address(), "range(100) | batch(8)", "off", "coordinated",
+                          {"--num-consumers", "2", "--consumer-index", "0"});
+  EXPECT_NE(finite->Wait(absl::Seconds(30)), 0);
+  EXPECT_THAT(finite->stderr_text(), HasSubstr("need an infinite pipeline"));
+  auto unnamed = StartRead(cluster.address(), kPipeline, "off", "",
+                           {"--num-consumers", "2", "--consumer-index", "0"});
+  EXPECT_NE(unnamed->Wait(absl::Seconds(30)), 0);
+  EXPECT_THAT(unnamed->stderr_text(), HasSubstr("need a job name"));
+}
+
+}  // namespace
+}  // namespace sluice::testing
