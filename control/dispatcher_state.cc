@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iostream>
+#include <limits>
 #include <set>
 
 #include "absl/container/flat_hash_set.h"
@@ -410,6 +411,11 @@ absl::StatusOr<proto::GetSplitResponse> DispatcherState::GetSplit(
       return response;
     }
   }
+  if (request.repetition() < job.pruned_below_repetition) {
+    // A pass every task has left (its provider was dropped): a late starter skips it.
+    response.set_end_of_splits(true);
+    return response;
+  }
   SLUICE_ASSIGN_OR_RETURN(split::SplitProvider * provider, Provider(job, request.repetition()));
   const int64_t first_split_index = provider->next_split_index();
   const int wanted = std::clamp(request.max_splits(), 1, kMaxSplitsPerLease);
@@ -431,6 +437,7 @@ absl::StatusOr<proto::GetSplitResponse> DispatcherState::GetSplit(
                             task.lease_ranges.lower_bound(request.repetition() - 1));
     task.lease_ranges[request.repetition()].emplace_back(first_split_index,
                                                          provider->next_split_index());
+    PruneOldPasses(job);
   }
   if (request.lease_seq() > 0) {
     job.last_leases[lease_key] = Job::Lease{request.lease_seq(), first_split_index,
@@ -449,6 +456,31 @@ absl::StatusOr<proto::GetSplitResponse> DispatcherState::GetSplit(
     Journal(update);
   }
   return response;
+}
+
+void DispatcherState::PruneOldPasses(Job& job) {
+  // Infinite jobs (repeat()) would otherwise keep a provider, leases and a delivery log
+  // per pass forever. A pass below every live task's oldest lease can no longer be
+  // re-issued, so its state goes; passes stay while a recovery may still need them.
+  if (!job.recoveries.empty()) return;
+  int64_t oldest = std::numeric_limits<int64_t>::max();
+  for (int64_t id : job.task_ids) {
+    const Task& task = tasks_.at(id);
+    if (task.lost) continue;
+    if (task.recovery && !task.finished) return;
+    if (!task.lease_ranges.empty()) oldest = std::min(oldest, task.lease_ranges.begin()->first);
+  }
+  if (oldest == std::numeric_limits<int64_t>::max() || oldest <= job.pruned_below_repetition) {
+    return;
+  }
+  job.pruned_below_repetition = oldest;
+  job.providers.erase(job.providers.begin(), job.providers.lower_bound(oldest));
+  job.restored_cursors.erase(job.restored_cursors.begin(),
+                             job.restored_cursors.lower_bound(oldest));
+  job.delivered.erase(job.delivered.begin(), job.delivered.lower_bound(SplitKey(oldest, 0)));
+  for (auto it = job.last_leases.begin(); it != job.last_leases.end();) {
+    it = it->first.second < oldest ? job.last_leases.erase(it) : std::next(it);
+  }
 }
 
 absl::StatusOr<split::SplitProvider*> DispatcherState::Provider(Job& job, int64_t repetition) {

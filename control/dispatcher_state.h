@@ -128,6 +128,8 @@ class DispatcherState {
     int32_t num_consumers = 0;
     int64_t round_horizon = 0;
     std::map<int64_t, int64_t> client_rounds;
+    // Passes below this were left by every task and their state dropped (infinite jobs).
+    int64_t pruned_below_repetition = 0;
   };
   struct Task {
     int64_t id;
@@ -158,6 +160,8 @@ class DispatcherState {
   void AddDataset(const std::string& id, const proto::PipelineDef& pipeline)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status Apply(const proto::Update& update) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Drops providers, leases and delivery records of passes no task can return to.
+  void PruneOldPasses(Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The provider of (job, repetition), made (and sought to a restored cursor) on first use.
   absl::StatusOr<split::SplitProvider*> Provider(Job& job, int64_t repetition)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -140,6 +140,13 @@ absl::Status DispatcherState::Restore(const Recovered& recovered) {
     }
   }
   for (const proto::Update& update : recovered.updates) SLUICE_RETURN_IF_ERROR(Apply(update));
+  // Every pass that handed out a split journaled a cursor, and compaction keeps only the
+  // passes not yet pruned: passes below the oldest recovered cursor are done.
+  for (auto& [id, job] : jobs_) {
+    if (!job.restored_cursors.empty()) {
+      job.pruned_below_repetition = job.restored_cursors.begin()->first;
+    }
+  }
   return absl::OkStatus();
 }
 
