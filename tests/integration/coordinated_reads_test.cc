@@ -121,6 +121,28 @@ TEST(CoordinatedReadsTest, ConsumersGoOnWhenAWorkerDies) {
   }
 }
 
+TEST(CoordinatedReadsTest, AWorkerJoiningMidJobEntersAtARoundAllAgreeOn) {
+  Cluster cluster(1);
+  constexpr int kTake = 4000;
+  auto consumers = StartConsumers(cluster.address(), kTake);
+  ASSERT_FALSE(consumers[0]->WaitForOutput("round", absl::Seconds(30)).empty())
+      << consumers[0]->stderr_text();
+  cluster.AddWorker();
+  std::vector<std::map<int64_t, Line>> per_consumer;
+  for (auto& consumer : consumers) per_consumer.push_back(Rounds(*consumer, kTake));
+  std::set<std::string> workers;
+  EXPECT_EQ(CheckRounds(per_consumer, &workers), kTake) << "no round skipped or split";
+  EXPECT_EQ(workers.size(), 2u) << "the new worker joined the rotation";
+  int64_t first_round_of_newcomer = -1;
+  for (const auto& [round, line] : per_consumer[0]) {
+    if (line.worker == cluster.worker_address(1)) {
+      first_round_of_newcomer = round;
+      break;
+    }
+  }
+  EXPECT_GT(first_round_of_newcomer, 0) << "it enters after the rounds already handed out";
+}
+
 TEST(CoordinatedReadsTest, FiniteJobsAndMissingNamesAreRefused) {
   Cluster cluster(1);
   auto finite = StartRead(cluster.address(), "range(100) | batch(8)", "off", "coordinated",
