@@ -130,10 +130,8 @@ UcxTransport::~UcxTransport() {
       if (done) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
-    {
-      absl::MutexLock lock(&queue_mu_);
-      stopping_ = true;
-    }
+    stopping_.store(true, std::memory_order_seq_cst);
+    has_posts_.store(true, std::memory_order_seq_cst);  // makes the loop look once more
     uint64_t one = 1;
     (void)!write(event_fd_, &one, sizeof(one));
     progress_thread_.join();
@@ -189,9 +187,10 @@ void UcxTransport::ProgressLoop() {
   auto last_event = std::chrono::steady_clock::now();
   while (true) {
     DrainQueue();
-    {
+    // The queue lock is taken only once stopping (not on every spin of the loop).
+    if (stopping_.load(std::memory_order_acquire)) {
       absl::MutexLock lock(&queue_mu_);
-      if (stopping_ && queue_.empty()) break;
+      if (queue_.empty()) break;
     }
     unsigned events = 0;
     while (unsigned n = ucp_worker_progress(worker)) events += n;

@@ -13,6 +13,7 @@
 #ifndef SLUICE_TRANSPORT_UCX_UCX_TRANSPORT_H_
 #define SLUICE_TRANSPORT_UCX_UCX_TRANSPORT_H_
 
+#include <atomic>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -97,7 +98,8 @@ class UcxTransport final : public Transport {
 
   absl::Mutex queue_mu_;
   std::deque<std::function<void()>> queue_ ABSL_GUARDED_BY(queue_mu_);
-  bool stopping_ ABSL_GUARDED_BY(queue_mu_) = false;
+  // Set once, after the last Post; read by the progress loop without taking queue_mu_.
+  std::atomic<bool> stopping_{false};
   std::atomic<bool> has_posts_{false};
   std::atomic<bool> sleeping_{false};
 
