@@ -307,6 +307,12 @@ absl::StatusOr<proto::WorkerHeartbeatResponse> DispatcherState::WorkerHeartbeat(
         "); start it with a listed --port and --advertise-host"));
   }
   if (auto known = workers_.find(request.worker_address());
+      known != workers_.end() && !known->second.lost && !known->second.uid.empty() &&
+      known->second.uid != request.worker_uid()) {
+    // Restarted faster than the worker timeout: the old process and its leases are gone.
+    LoseWorker(request.worker_address(), known->second, "restarted (a new process)");
+  }
+  if (auto known = workers_.find(request.worker_address());
       known != workers_.end() && known->second.lost) {
     // A lost worker came back (restarted, or its network healed): it starts over like a new
     // one; its old tasks stay lost and are deleted below if it still runs them.
@@ -328,6 +334,7 @@ absl::StatusOr<proto::WorkerHeartbeatResponse> DispatcherState::WorkerHeartbeat(
   }
   WorkerInfo& worker = workers_[request.worker_address()];
   worker.last_heartbeat = absl::Now();
+  worker.uid = request.worker_uid();
   worker.stats = request.stats();
   for (int64_t id : request.finished_tasks()) {
     auto it = tasks_.find(id);

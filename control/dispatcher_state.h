@@ -199,13 +199,14 @@ class DispatcherState {
     absl::Time last_heartbeat;
     proto::WorkerStats stats;
     bool lost = false;
+    std::string uid;  // of the process behind the address (WorkerHeartbeatRequest)
   };
   // Worker churn (dispatcher_state_churn.cc).
   // Garbage-collects jobs whose clients are all gone for job_gc_timeout.
   void CollectJobs(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Forgets a job and its tasks (workers are told to delete them); journals it if `journal`.
   void RemoveJob(int64_t job_id, bool journal) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void LoseWorker(const std::string& address, WorkerInfo& worker)
+  void LoseWorker(const std::string& address, WorkerInfo& worker, const std::string& why)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void LaunchRecoveries(Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The splits of `task`'s leases, keyed and with what clients already received attached.

@@ -23,7 +23,9 @@ void DispatcherState::CheckLiveness(absl::Time now) {
   absl::MutexLock lock(&mu_);
   for (auto& [address, worker] : workers_) {
     if (!worker.lost && now - worker.last_heartbeat > config_.worker_timeout) {
-      LoseWorker(address, worker);
+      LoseWorker(
+          address, worker,
+          absl::StrCat("missed heartbeats for ", absl::FormatDuration(config_.worker_timeout)));
     }
   }
   for (auto& [id, job] : jobs_) {
@@ -86,10 +88,10 @@ void DispatcherState::RemoveJob(int64_t job_id, bool journal) {
   }
 }
 
-void DispatcherState::LoseWorker(const std::string& address, WorkerInfo& worker) {
+void DispatcherState::LoseWorker(const std::string& address, WorkerInfo& worker,
+                                 const std::string& why) {
   worker.lost = true;
-  std::cerr << "sluice dispatcher: worker " << address << " missed heartbeats for "
-            << absl::FormatDuration(config_.worker_timeout) << "; giving up its tasks\n";
+  std::cerr << "sluice dispatcher: worker " << address << " " << why << "; giving up its tasks\n";
   const absl::Time now = absl::Now();
   for (int64_t id : worker.task_ids) {
     Task& task = tasks_.at(id);

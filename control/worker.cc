@@ -3,7 +3,9 @@
 #include <deque>
 #include <iostream>
 
+#include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "common/status_macros.h"
 #include "control/proto_handler.h"
 
@@ -100,6 +102,8 @@ class RemoteSplitFeed final : public engine::SplitFeed {
 
 absl::StatusOr<std::unique_ptr<Worker>> Worker::Start(const WorkerOptions& options) {
   std::unique_ptr<Worker> worker(new Worker(options));
+  absl::BitGen gen;
+  worker->uid_ = absl::StrFormat("%016x", absl::Uniform<uint64_t>(gen));
   transport::RpcOptions rpc_options;
   rpc_options.scheme = options.bind.scheme;
   rpc_options.transport = options.transport;
@@ -161,6 +165,7 @@ proto::WorkerStats Worker::stats() {
 absl::Status Worker::Heartbeat() {
   proto::WorkerHeartbeatRequest request;
   request.set_worker_address(address_);
+  request.set_worker_uid(uid_);
   *request.mutable_stats() = stats();
   {
     absl::MutexLock lock(&mu_);

@@ -60,6 +60,7 @@ class Worker {
 
   const WorkerOptions options_;
   std::string address_;
+  std::string uid_;  // random per process: tells the dispatcher this process restarted
   std::unique_ptr<transport::RpcEndpoint> rpc_;
   std::shared_ptr<transport::SlabPool> pool_;
 

@@ -5,6 +5,8 @@
 #include <signal.h>
 #include <stdlib.h>
 
+#include <cstdlib>
+
 #include <algorithm>
 #include <filesystem>
 
@@ -78,6 +80,48 @@ TEST(FaultToleranceTest, KilledWorkersSplitsAreReissuedWithoutLossOrDuplicates) 
   EXPECT_EQ(s["jobs"][0]["lost_tasks"], 1);
   EXPECT_GT(s["jobs"][0]["reissued_splits"].get<int64_t>(), 0);
   EXPECT_EQ(s["jobs"][0]["finished"], true);
+}
+
+int PortOf(const std::string& address) {
+  return std::atoi(address.substr(address.rfind(':') + 1).c_str());
+}
+
+// Killed and restarted on the same address well within the worker timeout: the new process
+// (a new worker uid) makes the dispatcher give up the old one's tasks at once.
+TEST(FaultToleranceTest, WorkerRestartedOnItsAddressLosesNothingInDynamicMode) {
+  Cluster cluster(3);
+  auto read = StartRead(cluster.address(), kPipeline, "dynamic", "", {"--max-outstanding", "2"});
+  const std::string first = read->WaitForOutput("values", absl::Seconds(30));
+  ASSERT_FALSE(first.empty()) << read->stderr_text();
+  const std::string victim = nlohmann::json::parse(first)["worker"].get<std::string>();
+  int victim_index = -1;
+  for (int i = 0; i < cluster.num_workers(); ++i) {
+    if (cluster.worker_address(i) == victim) victim_index = i;
+  }
+  ASSERT_GE(victim_index, 0) << victim;
+  cluster.KillWorker(victim_index);
+  cluster.AddWorker(PortOf(victim));
+  ExpectEachValueTimes(Values(*read), 100000, 1);
+}
+
+// OFF mode, as in tf.data: a restarted worker reads its pass from the beginning, so each
+// element comes from the survivor once, from the restarted worker once, and perhaps from the
+// killed process's partial pass.
+TEST(FaultToleranceTest, WorkerRestartedInOffModeStartsItsPassOver) {
+  Cluster cluster(2);
+  auto read = StartRead(cluster.address(), kPipeline, "off", "", {"--max-outstanding", "2"});
+  ASSERT_FALSE(read->WaitForOutput("values", absl::Seconds(30)).empty()) << read->stderr_text();
+  cluster.KillWorker(0);
+  cluster.AddWorker(PortOf(cluster.worker_address(0)));
+  std::map<int64_t, int> counts = Values(*read);
+  ASSERT_EQ(counts.size(), 100000u);
+  int thrice = 0;
+  for (const auto& [value, count] : counts) {
+    ASSERT_GE(count, 2) << value;
+    ASSERT_LE(count, 3) << value;
+    thrice += count == 3 ? 1 : 0;
+  }
+  EXPECT_LT(thrice, 100000) << "the killed process cannot have finished its pass";
 }
 
 TEST(FaultToleranceTest, DispatcherRestartedWithoutStateIsReportedClearly) {
