@@ -60,6 +60,49 @@ TEST_P(DataPathTest, TransportAddsNoCopyBeyondAssembly) {
   EXPECT_EQ(stats.batches_served(), 10);
 }
 
+// tf.data's "ideal model speed" set-up: the cached batch is assembled once and every repeat
+// is served from that same registered slab, with no copy at all.
+TEST_P(DataPathTest, RepeatedCachedBatchIsServedFromItsSlabWithoutCopies) {
+  LocalClusterOptions cluster_options;
+  cluster_options.num_workers = 1;
+  cluster_options.dispatcher.transport.ucx_tls = GetParam();
+  cluster_options.worker.transport.ucx_tls = GetParam();
+  cluster_options.worker.slab_bytes = 1 << 20;
+  auto cluster = LocalCluster::Start(cluster_options);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  ClientOptions client_options;
+  client_options.dispatcher = (*cluster)->dispatcher_address();
+  client_options.transport.ucx_tls = GetParam();
+  auto client = Client::Connect(client_options);
+  ASSERT_TRUE(client.ok()) << client.status();
+  auto dataset = (*client)->RegisterDataset(
+      *engine::ParsePipeline("range(8192) | batch(8192) | take(1) | cache() | repeat(20)"));
+  ASSERT_TRUE(dataset.ok()) << dataset.status();
+  ReadOptions read;
+  read.mode = proto::OFF;
+  read.slab_bytes = 1 << 20;
+  auto reader = (*client)->Read(*dataset, read);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  int64_t batches = 0;
+  int64_t batch_bytes = 0;
+  while (true) {
+    auto batch = (*reader)->Next();
+    ASSERT_TRUE(batch.ok()) << batch.status();
+    if (!batch->has_value()) break;
+    auto values = (**batch).view().tensor(0).values<int64_t>();
+    ASSERT_EQ(values.size(), 8192u);
+    for (int64_t i = 0; i < 8192; ++i) ASSERT_EQ(values[i], i) << "batch " << batches;
+    batch_bytes = static_cast<int64_t>((**batch).view().bytes().size());
+    ++batches;
+  }
+  EXPECT_EQ(batches, 20);
+  proto::WorkerStats stats = (*cluster)->workers()[0]->stats();
+  EXPECT_EQ(stats.bytes_assembled(), batch_bytes) << "assembled once";
+  EXPECT_EQ(stats.bytes_reused(), 19 * batch_bytes) << "then served from the same slab";
+  EXPECT_EQ(stats.bytes_served(), 20 * batch_bytes);
+  EXPECT_EQ((*client)->transport_stats().payload_bytes_copied.load(), 0u);
+}
+
 INSTANTIATE_TEST_SUITE_P(Transports, DataPathTest,
                          ::testing::Values("posix,sysv,cma,self", "tcp,self"));
 

@@ -59,6 +59,17 @@ void TaskRunner::Produce() {
   Serve();
 }
 
+bool TaskRunner::SameBuffers(const engine::Element& a, const engine::Element& b) {
+  if (a.empty() || a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!a[i].SharesBufferWith(b[i]) || a[i].dtype() != b[i].dtype() ||
+        a[i].shape() != b[i].shape()) {
+      return false;
+    }
+  }
+  return true;
+}
+
 absl::Status TaskRunner::ProduceAll(engine::ElementIterator& iterator) {
   for (int64_t index = 0;; ++index) {
     {
@@ -75,6 +86,24 @@ absl::Status TaskRunner::ProduceAll(engine::ElementIterator& iterator) {
     bool end = false;
     SLUICE_RETURN_IF_ERROR(iterator.GetNext(&batch, &end));
     if (end) return absl::OkStatus();
+    if (SameBuffers(batch, last_batch_)) {
+      // The pipeline handed out the batch it handed out last (cache() | repeat() shares
+      // tensor buffers): serve the slab it was assembled into again, copying nothing.
+      ReadyBatch ready{last_slab_, last_size_, index, {}};
+      if (const engine::Provenance* provenance = engine::ElementProvenance(batch)) {
+        provenance->ToProto(&ready.provenance);
+      }
+      {
+        absl::MutexLock lock(&mu_);
+        stats_.bytes_reused += static_cast<int64_t>(last_size_);
+        ready_.push_back(std::move(ready));
+      }
+      Serve();
+      continue;
+    }
+    // Let the previous batch's slab go back to the pool once its sends are done.
+    last_slab_.reset();
+    last_batch_.clear();
     const size_t size = engine::EncodedBatchSize(batch);
     if (size > pool_->slab_bytes()) {
       return absl::ResourceExhaustedError(
@@ -88,6 +117,11 @@ absl::Status TaskRunner::ProduceAll(engine::ElementIterator& iterator) {
     }
     SLUICE_ASSIGN_OR_RETURN(size_t written, engine::EncodeBatch(batch, slab->span()));
     ReadyBatch ready{std::make_shared<transport::Slab>(std::move(*slab)), written, index, {}};
+    // Keeping the batch keeps its buffers alive, so an address cannot be reused by another
+    // batch and fool SameBuffers.
+    last_batch_ = std::move(batch);
+    last_slab_ = ready.slab;
+    last_size_ = written;
     if (const engine::Provenance* provenance = engine::ElementProvenance(batch)) {
       provenance->ToProto(&ready.provenance);
     }

@@ -42,6 +42,8 @@ struct TaskRunnerStats {
   int64_t bytes_served = 0;
   int64_t bytes_assembled = 0;
   int64_t bad_records_skipped = 0;
+  // Bytes served again from a slab already holding the same batch (no copy).
+  int64_t bytes_reused = 0;
 };
 
 class TaskRunner {
@@ -104,6 +106,8 @@ class TaskRunner {
              std::unique_ptr<engine::SplitFeed> feed, const TaskRunnerOptions& options);
   void Produce();
   absl::Status ProduceAll(engine::ElementIterator& iterator);
+  // Whether two batches are the same tensors (shared buffers, same dtypes and shapes).
+  static bool SameBuffers(const engine::Element& a, const engine::Element& b);
   // Pairs parked requests with ready batches (or with the end); replies outside the lock.
   void Serve();
   // Serve() for coordinated reads; fills `matched` and `ended` under mu_.
@@ -116,6 +120,11 @@ class TaskRunner {
   const std::unique_ptr<engine::SplitFeed> feed_;
   const TaskRunnerOptions options_;
   engine::PipelineStats pipeline_stats_;
+  // The last batch assembled and its slab (producer thread only): a batch the pipeline
+  // hands out again is served from that slab without assembling it again.
+  engine::Element last_batch_;
+  std::shared_ptr<transport::Slab> last_slab_;
+  size_t last_size_ = 0;
 
   mutable absl::Mutex mu_;
   std::deque<ReadyBatch> ready_ ABSL_GUARDED_BY(mu_);

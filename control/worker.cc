@@ -156,6 +156,7 @@ proto::WorkerStats Worker::stats() {
     stats.set_bytes_served(stats.bytes_served() + s.bytes_served);
     stats.set_bytes_assembled(stats.bytes_assembled() + s.bytes_assembled);
     stats.set_bad_records_skipped(stats.bad_records_skipped() + s.bad_records_skipped);
+    stats.set_bytes_reused(stats.bytes_reused() + s.bytes_reused);
   }
   stats.set_transport_bytes_copied(
       static_cast<int64_t>(rpc_->transport().stats().payload_bytes_copied.load()));
@@ -209,6 +210,7 @@ absl::Status Worker::Heartbeat() {
         retired_stats_.set_bytes_assembled(retired_stats_.bytes_assembled() + s.bytes_assembled);
         retired_stats_.set_bad_records_skipped(retired_stats_.bad_records_skipped() +
                                                s.bad_records_skipped);
+        retired_stats_.set_bytes_reused(retired_stats_.bytes_reused() + s.bytes_reused);
         removed.push_back(std::move(it->second));
         runners_.erase(it);
       }

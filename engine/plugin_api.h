@@ -36,7 +36,7 @@
 namespace sluice::engine {
 
 // Bump when anything a plugin and its host share changes incompatibly.
-inline constexpr uint32_t kPluginAbiVersion = 1;
+inline constexpr uint32_t kPluginAbiVersion = 2;  // 2: tensors share buffers (copy-on-write)
 
 // Compared field by field when a plugin is loaded.
 struct PluginAbi {

@@ -149,8 +149,8 @@ Tensor::Tensor(DType dtype, std::vector<int64_t> shape, int64_t num_elements)
 Tensor::Tensor(DType dtype, std::vector<int64_t> shape, int64_t num_elements, size_t byte_size)
     : dtype_(dtype), shape_(std::move(shape)), num_elements_(num_elements), byte_size_(byte_size) {
   if (byte_size_ > 0) {
-    data_.reset(
-        static_cast<std::byte*>(::operator new[](byte_size_, std::align_val_t{kAlignment})));
+    data_.reset(static_cast<std::byte*>(::operator new[](byte_size_, std::align_val_t{kAlignment})),
+                AlignedFree{});
     std::memset(data_.get(), 0, byte_size_);
   }
 }
@@ -236,9 +236,19 @@ std::vector<std::string_view> Tensor::string_values() const {
 }
 
 Tensor::Tensor(const Tensor& other)
-    : Tensor(other.dtype_, other.shape_, other.num_elements_, other.byte_size_) {
-  if (other.byte_size() > 0) std::memcpy(data_.get(), other.data_.get(), other.byte_size());
-  provenance_ = other.provenance_;
+    : dtype_(other.dtype_),
+      shape_(other.shape_),
+      num_elements_(other.num_elements_),
+      byte_size_(other.byte_size_),
+      data_(other.data_),
+      provenance_(other.provenance_) {}
+
+void Tensor::Unshare() {
+  std::shared_ptr<std::byte[]> own(
+      static_cast<std::byte*>(::operator new[](byte_size_, std::align_val_t{kAlignment})),
+      AlignedFree{});
+  std::memcpy(own.get(), data_.get(), byte_size_);
+  data_ = std::move(own);
 }
 
 Tensor& Tensor::operator=(const Tensor& other) {

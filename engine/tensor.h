@@ -176,6 +176,9 @@ class Tensor {
   [[nodiscard]] static absl::StatusOr<Tensor> FromBuffer(DType dtype, std::vector<int64_t> shape,
                                                          std::span<const std::byte> bytes);
 
+  // Copies share the buffer (copy-on-write): cache, repeat, shuffle and prefetch hand out
+  // copies of large tensors without copying bytes; the first mutable_data() or
+  // mutable_values() on a shared buffer gives that tensor its own copy.
   Tensor(const Tensor& other);
   Tensor& operator=(const Tensor& other);
   // A moved-from tensor holds no bytes; only assign to or destroy it.
@@ -191,7 +194,16 @@ class Tensor {
   size_t byte_size() const { return byte_size_; }
   // Null when byte_size() == 0.
   const std::byte* data() const { return data_.get(); }
-  std::byte* mutable_data() { return data_.get(); }
+  // Unshares the buffer first when a copy shares it; do not keep the pointer across a copy
+  // of this tensor (writes through it would show in the copy).
+  std::byte* mutable_data() {
+    if (data_ != nullptr && data_.use_count() > 1) Unshare();
+    return data_.get();
+  }
+  // Whether `other` shares this tensor's buffer (a copy not yet written to).
+  bool SharesBufferWith(const Tensor& other) const {
+    return data_ != nullptr && data_ == other.data_;
+  }
 
   template <TensorValue T>
   std::span<const T> values() const {
@@ -201,7 +213,7 @@ class Tensor {
   template <TensorValue T>
   std::span<T> mutable_values() {
     assert(DTypeOf<T>::value == dtype_ && "Tensor::mutable_values<T>: T does not match dtype");
-    return {reinterpret_cast<T*>(data_.get()), static_cast<size_t>(num_elements_)};
+    return {reinterpret_cast<T*>(mutable_data()), static_cast<size_t>(num_elements_)};
   }
 
   // String i (0 <= i < num_elements()) of a kString tensor; valid while the tensor lives.
@@ -235,12 +247,14 @@ class Tensor {
   // Zero-filled buffer of exactly `byte_size` bytes.
   Tensor(DType dtype, std::vector<int64_t> shape, int64_t num_elements, size_t byte_size);
   static int64_t CheckedNumElements(std::span<const int64_t> shape, size_t value_count);
+  // Gives this tensor its own copy of a shared buffer.
+  void Unshare();
 
   DType dtype_;
   std::vector<int64_t> shape_;
   int64_t num_elements_;
   size_t byte_size_;
-  std::unique_ptr<std::byte[], AlignedFree> data_;
+  std::shared_ptr<std::byte[]> data_;  // freed with AlignedFree; shared by copies
   std::shared_ptr<const Provenance> provenance_;
 };
 

@@ -100,12 +100,12 @@ TEST(TensorTest, CreateZeroFillsAndRejectsBadShapes) {
   EXPECT_EQ(empty->data(), nullptr);
 }
 
-TEST(TensorTest, CopiesAreDeepAndCompareByValue) {
+TEST(TensorTest, CopiesHaveValueSemanticsAndCompareByValue) {
   Tensor a = Tensor::FromVector<int32_t>({3}, std::vector<int32_t>{1, 2, 3});
   Tensor b = a;
   EXPECT_EQ(a, b);
-  EXPECT_NE(a.data(), b.data());
   b.mutable_values<int32_t>()[0] = 9;
+  EXPECT_NE(a.data(), b.data());
   EXPECT_THAT(a.values<int32_t>(), ElementsAre(1, 2, 3));
   EXPECT_FALSE(a == b);
   EXPECT_FALSE(a == Tensor::FromVector<int32_t>({3, 1}, std::vector<int32_t>{1, 2, 3}));
@@ -167,7 +167,6 @@ TEST(StringTensorTest, CreateGivesEmptyStringsAndCopiesCompareByValue) {
   EXPECT_TRUE(a.shape().empty());
   Tensor b = a;
   EXPECT_EQ(a, b);
-  EXPECT_NE(a.data(), b.data());
   EXPECT_EQ(b.string_value(0), "hello");
   EXPECT_FALSE(a == Tensor::StringScalar("hellp"));
   EXPECT_FALSE(a == Tensor::FromStrings({1}, std::vector<std::string>{"hello"}));
@@ -205,6 +204,26 @@ TEST(StringTensorTest, CheckStringBufferRejectsBadOffsets) {
 TEST(TensorDeathTest, FromVectorWithWrongValueCountAborts) {
   std::vector<int32_t> v = {1, 2, 3};
   EXPECT_DEATH(Tensor::FromVector<int32_t>({2, 2}, v), "shape \\[2, 2\\] needs 4 values, got 3");
+}
+
+TEST(TensorTest, CopiesShareTheBufferUntilOneIsWritten) {
+  Tensor a = Tensor::FromVector<int64_t>({3}, {1, 2, 3});
+  Tensor b = a;
+  EXPECT_TRUE(b.SharesBufferWith(a));
+  EXPECT_EQ(b.data(), a.data()) << "no bytes copied";
+  b.mutable_values<int64_t>()[0] = 7;
+  EXPECT_FALSE(b.SharesBufferWith(a));
+  EXPECT_EQ(a.values<int64_t>()[0], 1) << "the original is untouched";
+  EXPECT_EQ(b.values<int64_t>()[0], 7);
+  // A sole owner writes in place.
+  const std::byte* before = b.data();
+  b.mutable_data();
+  EXPECT_EQ(b.data(), before);
+  Tensor c = Tensor::FromStrings({2}, std::vector<std::string>{"x", "yz"});
+  Tensor d;
+  d = c;
+  EXPECT_TRUE(d.SharesBufferWith(c));
+  EXPECT_EQ(d, c);
 }
 
 }  // namespace

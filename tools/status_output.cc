@@ -22,6 +22,7 @@ nlohmann::json StatusToJson(const proto::GetStatusResponse& status) {
                        {"batches_served", w.stats().batches_served()},
                        {"bytes_served", w.stats().bytes_served()},
                        {"bytes_assembled", w.stats().bytes_assembled()},
+                       {"bytes_reused", w.stats().bytes_reused()},
                        {"bad_records_skipped", w.stats().bad_records_skipped()},
                        {"lost", w.lost()}});
   }
