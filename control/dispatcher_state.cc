@@ -442,9 +442,15 @@ absl::StatusOr<proto::GetSplitResponse> DispatcherState::GetSplit(
     // Older passes cannot hold this task's unread splits any more: keep the map bounded.
     task.lease_ranges.erase(task.lease_ranges.begin(),
                             task.lease_ranges.lower_bound(request.repetition() - 1));
-    task.lease_ranges[request.repetition()].emplace_back(first_split_index,
-                                                         provider->next_split_index());
-    PruneOldPasses(job);
+    std::vector<std::pair<int64_t, int64_t>>& ranges = task.lease_ranges[request.repetition()];
+    const bool new_pass = ranges.empty();
+    if (!ranges.empty() && ranges.back().second == first_split_index) {
+      ranges.back().second = provider->next_split_index();  // one worker leasing alone
+    } else {
+      ranges.emplace_back(first_split_index, provider->next_split_index());
+    }
+    // Passes can only be left when some task enters a new one.
+    if (new_pass) PruneOldPasses(job);
   }
   if (request.lease_seq() > 0) {
     job.last_leases[lease_key] = Job::Lease{request.lease_seq(), first_split_index,

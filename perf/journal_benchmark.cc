@@ -54,7 +54,10 @@ struct Dispatcher {
     job.set_dataset_id(*dataset);
     job.set_mode(proto::DYNAMIC);
     request.set_job_id(state.GetOrCreateJob(job)->job_id());
-    request.set_task_id(1);
+    // GetSplit serves only the job's tasks: register a worker to get one.
+    proto::WorkerHeartbeatRequest worker;
+    worker.set_worker_address("ucx://127.0.0.1:1");
+    request.set_task_id(state.WorkerHeartbeat(worker)->new_tasks(0).task_id());
     request.set_max_splits(1);
   }
 
