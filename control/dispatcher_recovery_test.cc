@@ -129,5 +129,80 @@ TEST(DispatcherRecoveryTest, SnapshotsTakenByCompactionRestoreTheSameState) {
   ExpectRestoredStateContinues(tmp.dir(), before, 2);
 }
 
+// A worker lost, its splits handed to a recovery task that leased one of them, then the
+// dispatcher dies: the restarted one knows the recovery task, answers its retried lease with
+// the same split and hands it exactly the rest (with what clients already received).
+// Run once replaying updates only and once from snapshots (compaction every 3 updates).
+void RecoveryTaskSurvivesARestart(int64_t compact_every) {
+  TempDir tmp;
+  int64_t job_id = 0;
+  int64_t recovery_task = 0;
+  std::vector<int64_t> lost_begins;
+  proto::GetSplitResponse first_recovery_lease;
+  {
+    std::unique_ptr<JournalWriter> journal = *JournalWriter::Open(tmp.dir(), {});
+    DispatcherState state({.elements_per_split = 10, .worker_timeout = absl::Milliseconds(50)});
+    state.AttachJournal(journal.get(), compact_every);
+    const std::string ds = *state.RegisterDataset(*engine::ParsePipeline("range(1000)"));
+    proto::GetOrCreateJobRequest job;
+    job.set_dataset_id(ds);
+    job.set_mode(proto::DYNAMIC);
+    const proto::GetOrCreateJobResponse created = *state.GetOrCreateJob(job);
+    job_id = created.job_id();
+    proto::WorkerHeartbeatRequest a;
+    a.set_worker_address("ucx://a:1");
+    const int64_t doomed = state.WorkerHeartbeat(a)->new_tasks(0).task_id();
+    const proto::GetSplitResponse leased = *state.GetSplit(Lease(job_id, doomed, 1));
+    lost_begins = Begins(leased);
+    proto::ClientHeartbeatRequest client;
+    client.set_job_id(job_id);
+    client.set_client_id(created.client_id());
+    proto::ProvenanceRun* run = client.add_delivered();
+    run->set_split_key(leased.splits(0).key());
+    run->set_count(4);
+    ASSERT_TRUE(state.ClientHeartbeat(client).ok());
+    client.clear_delivered();
+    absl::SleepFor(absl::Milliseconds(100));
+    proto::WorkerHeartbeatRequest b;
+    b.set_worker_address("ucx://b:1");
+    ASSERT_TRUE(state.WorkerHeartbeat(b).ok());
+    state.CheckLiveness(absl::Now());
+    client.add_abandoned_tasks(doomed);
+    ASSERT_TRUE(state.ClientHeartbeat(client).ok());
+    proto::WorkerHeartbeatResponse survivor = *state.WorkerHeartbeat(b);
+    recovery_task = survivor.new_tasks(survivor.new_tasks_size() - 1).task_id();
+    proto::GetSplitRequest one = Lease(job_id, recovery_task, 1);
+    one.set_max_splits(1);
+    first_recovery_lease = *state.GetSplit(one);
+    ASSERT_EQ(first_recovery_lease.splits_size(), 1);
+    ASSERT_TRUE(journal->Flush().ok());
+  }
+  absl::StatusOr<Recovered> recovered = Recover(tmp.dir());
+  ASSERT_TRUE(recovered.ok()) << recovered.status();
+  DispatcherState state({.elements_per_split = 10});
+  ASSERT_TRUE(state.Restore(*recovered).ok());
+
+  proto::GetSplitRequest retry = Lease(job_id, recovery_task, 1);
+  retry.set_max_splits(1);
+  absl::StatusOr<proto::GetSplitResponse> again = state.GetSplit(retry);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->SerializeAsString(), first_recovery_lease.SerializeAsString());
+  ASSERT_EQ(again->splits(0).delivered_size(), 1);
+  EXPECT_EQ(again->splits(0).delivered(0).end(), 4);
+  absl::StatusOr<proto::GetSplitResponse> rest = state.GetSplit(Lease(job_id, recovery_task, 2));
+  ASSERT_TRUE(rest.ok()) << rest.status();
+  EXPECT_TRUE(rest->end_of_splits());
+  std::vector<int64_t> all = Begins(*again);
+  for (int64_t begin : Begins(*rest)) all.push_back(begin);
+  EXPECT_EQ(all, lost_begins) << "exactly the lost task's splits, once";
+}
+
+TEST(DispatcherRecoveryTest, RecoveryTasksAndTheirLeasesSurviveARestart) {
+  for (int64_t compact_every : {0, 3}) {
+    SCOPED_TRACE(compact_every);
+    RecoveryTaskSurvivesARestart(compact_every);
+  }
+}
+
 }  // namespace
 }  // namespace sluice::control

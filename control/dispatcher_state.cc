@@ -189,7 +189,8 @@ absl::StatusOr<proto::GetOrCreateJobResponse> DispatcherState::GetOrCreateJob(
   return response;
 }
 
-void DispatcherState::CreateTask(Job& job, const std::string& worker_address) {
+void DispatcherState::CreateTask(Job& job, const std::string& worker_address,
+                                 const std::map<int64_t, std::vector<proto::Split>>* reissued) {
   const int64_t id = next_id_++;
   int64_t starting_round = 0;
   if (job.num_consumers > 0 && !job.client_rounds.empty()) {
@@ -214,6 +215,17 @@ void DispatcherState::CreateTask(Job& job, const std::string& worker_address) {
   update.mutable_create_task()->set_job_id(job.id);
   update.mutable_create_task()->set_worker_address(worker_address);
   update.mutable_create_task()->set_starting_round(starting_round);
+  if (reissued != nullptr) {
+    Task& task = tasks_.at(id);
+    task.recovery = true;
+    task.recovery_splits = *reissued;
+    update.mutable_create_task()->set_recovery(true);
+    for (const auto& [repetition, splits] : *reissued) {
+      proto::Update::ReissuedPass* pass = update.mutable_create_task()->add_reissued();
+      pass->set_repetition(repetition);
+      for (const proto::Split& split : splits) *pass->add_splits() = split;
+    }
+  }
   Journal(update);
 }
 
@@ -403,7 +415,7 @@ absl::StatusOr<proto::GetSplitResponse> DispatcherState::GetSplit(
                      " was given up after its worker missed heartbeats; its splits went "
                      "to another worker"));
   }
-  if (task.recovery) return GetRecoverySplits(task, request);
+  if (task.recovery) return GetRecoverySplits(job, task, request);
   const std::pair<int64_t, int64_t> lease_key{request.task_id(), request.repetition()};
   proto::GetSplitResponse response;
   if (request.lease_seq() > 0) {

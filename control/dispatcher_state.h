@@ -149,12 +149,16 @@ class DispatcherState {
     // A recovery task reads only re-issued splits, per repetition; its leases are kept
     // whole (they are not index ranges) in case it is lost too.
     bool recovery = false;
-    std::map<int64_t, std::deque<proto::Split>> recovery_queue;
-    std::map<int64_t, std::vector<proto::Split>> recovery_leases;
+    // Per pass: its splits, and how many it has leased (the rest wait).
+    std::map<int64_t, std::vector<proto::Split>> recovery_splits;
+    std::map<int64_t, int64_t> recovery_next;
   };
 
   bool JobFinished(const Job& job) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void CreateTask(Job& job, const std::string& worker_address) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // `reissued`: makes it a recovery task reading exactly these splits, per pass.
+  void CreateTask(Job& job, const std::string& worker_address,
+                  const std::map<int64_t, std::vector<proto::Split>>* reissued = nullptr)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void AddTask(Job& job, int64_t task_id, const std::string& worker_address)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void AddDataset(const std::string& id, const proto::PipelineDef& pipeline)
@@ -210,12 +214,12 @@ class DispatcherState {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void LaunchRecoveries(Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The splits of `task`'s leases, keyed and with what clients already received attached.
-  absl::StatusOr<std::map<int64_t, std::deque<proto::Split>>> ReissuedSplits(Job& job,
-                                                                             const Task& task)
+  absl::StatusOr<std::map<int64_t, std::vector<proto::Split>>> ReissuedSplits(Job& job,
+                                                                              const Task& task)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RecordDelivered(Job& job, const proto::ProvenanceRun& run)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::StatusOr<proto::GetSplitResponse> GetRecoverySplits(Task& task,
+  absl::StatusOr<proto::GetSplitResponse> GetRecoverySplits(Job& job, Task& task,
                                                             const proto::GetSplitRequest& request)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::map<std::string, WorkerInfo> workers_ ABSL_GUARDED_BY(mu_);

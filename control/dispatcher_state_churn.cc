@@ -130,7 +130,7 @@ void DispatcherState::LaunchRecoveries(Job& job) {
       }
     }
     if (host == nullptr) return;  // no live worker yet: the next registration launches it
-    absl::StatusOr<std::map<int64_t, std::deque<proto::Split>>> splits =
+    absl::StatusOr<std::map<int64_t, std::vector<proto::Split>>> splits =
         ReissuedSplits(job, tasks_.at(it->lost_task));
     if (!splits.ok()) {
       std::cerr << "sluice dispatcher: cannot re-issue the splits of lost task " << it->lost_task
@@ -138,22 +138,20 @@ void DispatcherState::LaunchRecoveries(Job& job) {
       ++it;
       continue;
     }
-    CreateTask(job, *host);
+    CreateTask(job, *host, &*splits);  // journals the splits with the task
     Task& recovery = tasks_.at(job.task_ids.back());
-    recovery.recovery = true;
     for (const auto& [repetition, queue] : *splits) {
       job.reissued_splits += static_cast<int64_t>(queue.size());
     }
-    recovery.recovery_queue = *std::move(splits);
     std::cerr << "sluice dispatcher: the splits of lost task " << it->lost_task << " go to task "
               << recovery.id << " on " << *host << "\n";
     it = job.recoveries.erase(it);
   }
 }
 
-absl::StatusOr<std::map<int64_t, std::deque<proto::Split>>> DispatcherState::ReissuedSplits(
+absl::StatusOr<std::map<int64_t, std::vector<proto::Split>>> DispatcherState::ReissuedSplits(
     Job& job, const Task& task) {
-  std::map<int64_t, std::deque<proto::Split>> out;
+  std::map<int64_t, std::vector<proto::Split>> out;
   for (const auto& [repetition, leases] : task.lease_ranges) {
     // A range can be listed twice after a recovery (snapshot plus a later cursor).
     const std::set<std::pair<int64_t, int64_t>> ranges(leases.begin(), leases.end());
@@ -169,11 +167,8 @@ absl::StatusOr<std::map<int64_t, std::deque<proto::Split>>> DispatcherState::Rei
     }
   }
   // A lost recovery task: what it leased and what it had not leased yet.
-  for (const auto& [repetition, leased] : task.recovery_leases) {
-    for (const proto::Split& split : leased) out[repetition].push_back(split);
-  }
-  for (const auto& [repetition, queue] : task.recovery_queue) {
-    for (const proto::Split& split : queue) out[repetition].push_back(split);
+  for (const auto& [repetition, splits] : task.recovery_splits) {
+    for (const proto::Split& split : splits) out[repetition].push_back(split);
   }
   for (auto& [repetition, queue] : out) {
     for (proto::Split& split : queue) {
@@ -209,17 +204,43 @@ void DispatcherState::RecordDelivered(Job& job, const proto::ProvenanceRun& run)
 }
 
 absl::StatusOr<proto::GetSplitResponse> DispatcherState::GetRecoverySplits(
-    Task& task, const proto::GetSplitRequest& request) {
-  std::deque<proto::Split>& queue = task.recovery_queue[request.repetition()];
-  proto::GetSplitResponse response;
-  const int wanted = std::clamp(request.max_splits(), 1, 64);
-  while (response.splits_size() < wanted && !queue.empty()) {
-    task.recovery_leases[request.repetition()].push_back(queue.front());
-    *response.add_splits() = std::move(queue.front());
-    queue.pop_front();
+    Job& job, Task& task, const proto::GetSplitRequest& request) {
+  const int64_t repetition = request.repetition();
+  const std::vector<proto::Split>& splits = task.recovery_splits[repetition];
+  int64_t& next = task.recovery_next[repetition];
+  const std::pair<int64_t, int64_t> lease_key{task.id, repetition};
+  int64_t first = next;
+  if (request.lease_seq() > 0) {
+    auto last = job.last_leases.find(lease_key);
+    if (last != job.last_leases.end() && last->second.seq == request.lease_seq()) {
+      first = last->second.first;  // a retry after a lost reply: the same splits again
+    }
   }
-  response.set_end_of_splits(queue.empty());
+  const int64_t total = static_cast<int64_t>(splits.size());
+  const int64_t end = first == next
+                          ? std::min(total, next + std::clamp<int64_t>(request.max_splits(), 1, 64))
+                          : next;
+  proto::GetSplitResponse response;
+  for (int64_t i = first; i < end; ++i) *response.add_splits() = splits[i];
+  response.set_end_of_splits(end == total);
   if (response.splits_size() > 0) *response.mutable_split() = response.splits(0);
+  if (first == next && end > next) {
+    next = end;
+    if (request.lease_seq() > 0) {
+      job.last_leases[lease_key] = Job::Lease{request.lease_seq(), first, end, end == total};
+    }
+    proto::Update update;
+    proto::Update::SplitCursor* cursor = update.mutable_split_cursor();
+    cursor->set_job_id(job.id);
+    cursor->set_repetition(repetition);
+    cursor->set_leased_by_task(task.id);
+    cursor->set_first_split_index(first);
+    cursor->set_next_split_index(end);
+    cursor->set_end_of_splits(end == total);
+    cursor->set_lease_seq(request.lease_seq());
+    cursor->set_recovery(true);
+    Journal(update);
+  }
   return response;
 }
 

@@ -70,6 +70,14 @@ proto::Snapshot DispatcherState::SnapshotLocked() const {
       c->set_next_split_index(cursor.first);
     }
     for (int64_t task_id : job.task_ids) {
+      for (const auto& [repetition, next] : tasks_.at(task_id).recovery_next) {
+        proto::Update::SplitCursor* c = snapshot.add_cursors();
+        c->set_job_id(id);
+        c->set_repetition(repetition);
+        c->set_next_split_index(next);
+        c->set_leased_by_task(task_id);
+        c->set_recovery(true);
+      }
       for (const auto& [repetition, ranges] : tasks_.at(task_id).lease_ranges) {
         for (const auto& [first, next] : ranges) {
           proto::Update::SplitCursor* c = snapshot.add_cursors();
@@ -90,6 +98,8 @@ proto::Snapshot DispatcherState::SnapshotLocked() const {
       c->set_leased_by_task(key.first);
       c->set_first_split_index(lease.first);
       c->set_lease_seq(lease.seq);
+      auto task = tasks_.find(key.first);
+      c->set_recovery(task != tasks_.end() && task->second.recovery);
     }
   }
   for (const auto& [address, worker] : workers_) snapshot.add_workers()->set_address(address);
@@ -99,6 +109,12 @@ proto::Snapshot DispatcherState::SnapshotLocked() const {
     t->set_job_id(task.job_id);
     t->set_worker_address(task.worker_address);
     t->set_starting_round(task.starting_round);
+    t->set_recovery(task.recovery);
+    for (const auto& [repetition, splits] : task.recovery_splits) {
+      proto::Update::ReissuedPass* pass = t->add_reissued();
+      pass->set_repetition(repetition);
+      for (const proto::Split& split : splits) *pass->add_splits() = split;
+    }
     if (task.finished) snapshot.add_finished_task_ids(id);
   }
   return snapshot;
@@ -194,7 +210,12 @@ absl::Status DispatcherState::Apply(const proto::Update& update) {
       auto it = jobs_.find(t.job_id());
       if (it == jobs_.end()) return corrupt("unknown job");
       AddTask(it->second, t.task_id(), t.worker_address());
-      tasks_.at(t.task_id()).starting_round = t.starting_round();
+      Task& task = tasks_.at(t.task_id());
+      task.starting_round = t.starting_round();
+      task.recovery = t.recovery();
+      for (const auto& pass : t.reissued()) {
+        task.recovery_splits[pass.repetition()].assign(pass.splits().begin(), pass.splits().end());
+      }
       SeeId(t.task_id());
       return absl::OkStatus();
     }
@@ -208,6 +229,17 @@ absl::Status DispatcherState::Apply(const proto::Update& update) {
       const auto& c = update.split_cursor();
       auto it = jobs_.find(c.job_id());
       if (it == jobs_.end()) return corrupt("unknown job");
+      if (c.recovery()) {
+        auto task = tasks_.find(c.leased_by_task());
+        if (task == tasks_.end() || !task->second.recovery) return corrupt("unknown recovery task");
+        int64_t& next = task->second.recovery_next[c.repetition()];
+        next = std::max(next, c.next_split_index());
+        if (c.lease_seq() > 0) {
+          it->second.last_leases[{c.leased_by_task(), c.repetition()}] = Job::Lease{
+              c.lease_seq(), c.first_split_index(), c.next_split_index(), c.end_of_splits()};
+        }
+        return absl::OkStatus();
+      }
       int64_t& cursor = it->second.restored_cursors[c.repetition()];
       cursor = std::max(cursor, c.next_split_index());
       if (auto task = tasks_.find(c.leased_by_task());
