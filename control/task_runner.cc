@@ -117,14 +117,14 @@ absl::Status TaskRunner::ProduceAll(engine::ElementIterator& iterator) {
     }
     SLUICE_ASSIGN_OR_RETURN(size_t written, engine::EncodeBatch(batch, slab->span()));
     ReadyBatch ready{std::make_shared<transport::Slab>(std::move(*slab)), written, index, {}};
+    if (const engine::Provenance* provenance = engine::ElementProvenance(batch)) {
+      provenance->ToProto(&ready.provenance);
+    }
     // Keeping the batch keeps its buffers alive, so an address cannot be reused by another
     // batch and fool SameBuffers.
     last_batch_ = std::move(batch);
     last_slab_ = ready.slab;
     last_size_ = written;
-    if (const engine::Provenance* provenance = engine::ElementProvenance(batch)) {
-      provenance->ToProto(&ready.provenance);
-    }
     {
       absl::MutexLock lock(&mu_);
       stats_.bytes_assembled += static_cast<int64_t>(written);
