@@ -305,30 +305,56 @@ void BatchReader::Fetch(size_t task_index, std::shared_ptr<transport::Slab> slab
                   });
 }
 
+BatchReader::FetchOutcome BatchReader::Examine(Task& task, const transport::Slab& slab,
+                                               const absl::StatusOr<transport::CallResult>& result,
+                                               absl::string_view what,
+                                               proto::GetElementResponse* response) {
+  const absl::Time now = absl::Now();
+  if (!result.ok() && IsUnreachable(result.status()) &&
+      now - std::min(task.unreachable_since, now) < options_.request_timeout) {
+    // Perhaps the worker died: wait for the dispatcher to say so, or for it to answer.
+    task.unreachable_since = std::min(task.unreachable_since, now);
+    return FetchOutcome::kUnreachable;
+  }
+  if (!result.ok()) {
+    if (error_.ok()) {
+      error_ = absl::Status(result.status().code(),
+                            absl::StrCat("reading ", what, " from worker ", task.worker_text, ": ",
+                                         result.status().message()));
+    }
+    return FetchOutcome::kFailed;
+  }
+  if (!response->ParseFromString(result->response)) {
+    error_ = absl::DataLossError(
+        absl::StrCat("malformed GetElementResponse from worker ", task.worker_text));
+    return FetchOutcome::kFailed;
+  }
+  const bool carries_batch = !response->retry_later() && !response->end_of_sequence();
+  if (carries_batch &&
+      (result->payload.size != response->batch_bytes() || result->payload.data != slab.data())) {
+    error_ = absl::DataLossError(absl::StrCat("worker ", task.worker_text, " announced a batch of ",
+                                              response->batch_bytes(), " bytes but ",
+                                              result->payload.size, " bytes arrived"));
+    return FetchOutcome::kFailed;
+  }
+  if (carries_batch) task.unreachable_since = absl::InfiniteFuture();
+  return FetchOutcome::kReply;
+}
+
 bool BatchReader::OnRoundFetched(Task& task, transport::Slab slab, absl::Time sent,
                                  const absl::StatusOr<transport::CallResult>& result,
                                  int64_t round) {
   const absl::Time now = absl::Now();
   proto::GetElementResponse response;
-  if (!result.ok() && IsUnreachable(result.status()) &&
-      now - std::min(task.unreachable_since, now) < options_.request_timeout) {
-    // Ask again; if its worker was lost meanwhile, PumpRounds skips the round instead.
-    task.unreachable_since = std::min(task.unreachable_since, now);
-    rounds_to_retry_[round] = now + kUnreachableBackoff;
-    return false;
-  }
-  if (!result.ok()) {
-    if (error_.ok()) {
-      error_ = absl::Status(result.status().code(),
-                            absl::StrCat("reading round ", round, " from worker ", task.worker_text,
-                                         ": ", result.status().message()));
-    }
-    return false;
-  }
-  if (!response.ParseFromString(result->response)) {
-    error_ = absl::DataLossError(
-        absl::StrCat("malformed GetElementResponse from worker ", task.worker_text));
-    return false;
+  switch (Examine(task, slab, result, absl::StrCat("round ", round), &response)) {
+    case FetchOutcome::kUnreachable:
+      // Ask again; if its worker was lost meanwhile, PumpRounds skips the round instead.
+      rounds_to_retry_[round] = now + kUnreachableBackoff;
+      return false;
+    case FetchOutcome::kFailed:
+      return false;
+    case FetchOutcome::kReply:
+      break;
   }
   if (response.retry_later()) {
     rounds_to_retry_[round] = now + kRetryLater;
@@ -340,13 +366,6 @@ bool BatchReader::OnRoundFetched(Task& task, transport::Slab slab, absl::Time se
                      task.worker_text, " reached its end"));
     return false;
   }
-  if (result->payload.size != response.batch_bytes() || result->payload.data != slab.data()) {
-    error_ = absl::DataLossError(absl::StrCat("worker ", task.worker_text, " announced a batch of ",
-                                              response.batch_bytes(), " bytes but ",
-                                              result->payload.size, " bytes arrived"));
-    return false;
-  }
-  task.unreachable_since = absl::InfiniteFuture();
   rounds_ready_.emplace(round, Ready{task.worker_text, response.batch_index(), std::move(slab),
                                      result->payload.size, now - sent, round});
   AdvanceRounds();
@@ -399,39 +418,21 @@ bool BatchReader::OnTaskFetched(Task& task, transport::Slab slab, absl::Time sen
                                 const absl::StatusOr<transport::CallResult>& result) {
   if (task.lost) return false;  // its splits are re-issued; this batch is not delivered
   const absl::Time now = absl::Now();
-  if (!result.ok() && IsUnreachable(result.status()) &&
-      now - std::min(task.unreachable_since, now) < options_.request_timeout) {
-    // Perhaps the worker died: wait for the dispatcher to say so, or for it to answer.
-    task.unreachable_since = std::min(task.unreachable_since, now);
-    task.retry_at = now + kUnreachableBackoff;
-    return false;
-  }
-  if (!result.ok()) {
-    if (error_.ok()) {
-      error_ = absl::Status(result.status().code(),
-                            absl::StrCat("reading task ", task.id, " from worker ",
-                                         task.worker_text, ": ", result.status().message()));
-    }
-    return false;
-  }
   proto::GetElementResponse response;
-  if (!response.ParseFromString(result->response)) {
-    error_ = absl::DataLossError(
-        absl::StrCat("malformed GetElementResponse from worker ", task.worker_text));
-    return false;
+  switch (Examine(task, slab, result, absl::StrCat("task ", task.id), &response)) {
+    case FetchOutcome::kUnreachable:
+      task.retry_at = now + kUnreachableBackoff;
+      return false;
+    case FetchOutcome::kFailed:
+      return false;
+    case FetchOutcome::kReply:
+      break;
   }
   if (response.retry_later()) return false;  // the next heartbeat tick asks again
   if (response.end_of_sequence()) {
     task.ended = true;
     return true;
   }
-  if (result->payload.size != response.batch_bytes() || result->payload.data != slab.data()) {
-    error_ = absl::DataLossError(absl::StrCat("worker ", task.worker_text, " announced a batch of ",
-                                              response.batch_bytes(), " bytes but ",
-                                              result->payload.size, " bytes arrived"));
-    return false;
-  }
-  task.unreachable_since = absl::InfiniteFuture();
   unreported_.MergeFrom(response.provenance());
   ready_.push_back(Ready{task.worker_text, response.batch_index(), std::move(slab),
                          result->payload.size, now - sent});

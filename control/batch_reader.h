@@ -144,6 +144,13 @@ class BatchReader {
                  absl::StatusOr<transport::CallResult> result, int64_t round);
   // Moves rounds that are next in order (or skipped) from rounds_ready_ to ready_.
   void AdvanceRounds() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  enum class FetchOutcome { kUnreachable, kFailed, kReply };
+  // Shared by the OnFetched paths. kUnreachable: the worker could not be reached (and has
+  // not been for long); kFailed: error_ is set; kReply: *response holds the parsed reply,
+  // whose batch, when it carries one, arrived whole. `what` names the request in errors.
+  FetchOutcome Examine(Task& task, const transport::Slab& slab,
+                       const absl::StatusOr<transport::CallResult>& result, absl::string_view what,
+                       proto::GetElementResponse* response) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // OnFetched's bookkeeping for a task's next batch; returns whether to Pump.
   bool OnTaskFetched(Task& task, transport::Slab slab, absl::Time sent,
                      const absl::StatusOr<transport::CallResult>& result)

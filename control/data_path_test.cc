@@ -13,13 +13,18 @@ namespace {
 
 class DataPathTest : public ::testing::TestWithParam<const char*> {};
 
+// One worker with 1 MiB slabs, everything over `ucx_tls`.
+absl::StatusOr<std::unique_ptr<LocalCluster>> StartCluster(const char* ucx_tls) {
+  LocalClusterOptions options;
+  options.num_workers = 1;
+  options.dispatcher.transport.ucx_tls = ucx_tls;
+  options.worker.transport.ucx_tls = ucx_tls;
+  options.worker.slab_bytes = 1 << 20;
+  return LocalCluster::Start(options);
+}
+
 TEST_P(DataPathTest, TransportAddsNoCopyBeyondAssembly) {
-  LocalClusterOptions cluster_options;
-  cluster_options.num_workers = 1;
-  cluster_options.dispatcher.transport.ucx_tls = GetParam();
-  cluster_options.worker.transport.ucx_tls = GetParam();
-  cluster_options.worker.slab_bytes = 1 << 20;
-  auto cluster = LocalCluster::Start(cluster_options);
+  auto cluster = StartCluster(GetParam());
   ASSERT_TRUE(cluster.ok()) << cluster.status();
 
   ClientOptions client_options;
@@ -63,12 +68,7 @@ TEST_P(DataPathTest, TransportAddsNoCopyBeyondAssembly) {
 // tf.data's "ideal model speed" set-up: the cached batch is assembled once and every repeat
 // is served from that same registered slab, with no copy at all.
 TEST_P(DataPathTest, RepeatedCachedBatchIsServedFromItsSlabWithoutCopies) {
-  LocalClusterOptions cluster_options;
-  cluster_options.num_workers = 1;
-  cluster_options.dispatcher.transport.ucx_tls = GetParam();
-  cluster_options.worker.transport.ucx_tls = GetParam();
-  cluster_options.worker.slab_bytes = 1 << 20;
-  auto cluster = LocalCluster::Start(cluster_options);
+  auto cluster = StartCluster(GetParam());
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   ClientOptions client_options;
   client_options.dispatcher = (*cluster)->dispatcher_address();

@@ -30,13 +30,19 @@ proto::GetSplitResponse Lease(DispatcherState& state, int64_t job, int64_t task,
   return response.ok() ? *response : proto::GetSplitResponse();
 }
 
+// A DYNAMIC job over `pipeline`, created by its first client.
+proto::GetOrCreateJobResponse DynamicJob(DispatcherState& state, const char* pipeline) {
+  proto::GetOrCreateJobRequest request;
+  request.set_dataset_id(*state.RegisterDataset(*engine::ParsePipeline(pipeline)));
+  request.set_mode(proto::DYNAMIC);
+  absl::StatusOr<proto::GetOrCreateJobResponse> job = state.GetOrCreateJob(request);
+  EXPECT_TRUE(job.ok()) << job.status();
+  return job.ok() ? *job : proto::GetOrCreateJobResponse();
+}
+
 TEST(DispatcherChurnTest, LostTasksSplitsAreReissuedOnceClientsConfirm) {
   DispatcherState state({.elements_per_split = 10, .worker_timeout = absl::Milliseconds(50)});
-  const std::string dataset = *state.RegisterDataset(*engine::ParsePipeline("range(100)"));
-  proto::GetOrCreateJobRequest job_request;
-  job_request.set_dataset_id(dataset);
-  job_request.set_mode(proto::DYNAMIC);
-  const proto::GetOrCreateJobResponse job = *state.GetOrCreateJob(job_request);
+  const proto::GetOrCreateJobResponse job = DynamicJob(state, "range(100)");
   const int64_t doomed = Heartbeat(state, "ucx://a:1").new_tasks(0).task_id();
   Heartbeat(state, "ucx://b:1");
 
@@ -95,11 +101,7 @@ TEST(DispatcherChurnTest, LostTasksSplitsAreReissuedOnceClientsConfirm) {
 
 TEST(DispatcherChurnTest, DeliveredRangesMergeAcrossReports) {
   DispatcherState state({.elements_per_split = 10, .worker_timeout = absl::Milliseconds(50)});
-  const std::string dataset = *state.RegisterDataset(*engine::ParsePipeline("range(100)"));
-  proto::GetOrCreateJobRequest job_request;
-  job_request.set_dataset_id(dataset);
-  job_request.set_mode(proto::DYNAMIC);
-  const proto::GetOrCreateJobResponse job = *state.GetOrCreateJob(job_request);
+  const proto::GetOrCreateJobResponse job = DynamicJob(state, "range(100)");
   const int64_t doomed = Heartbeat(state, "ucx://a:1").new_tasks(0).task_id();
   const proto::GetSplitResponse leased = Lease(state, job.job_id(), doomed, 1);
   proto::ClientHeartbeatRequest client;

@@ -49,6 +49,15 @@ TEST(FaultToleranceTest, KilledDispatcherRestartsFromItsJournalAndTheReadComplet
   ExpectEachValueTimes(counts, 100000, 1);
 }
 
+// The index of the worker that served a `read --format jsonl` line; -1 if none did.
+int WorkerThatServed(Cluster& cluster, const std::string& line) {
+  const std::string worker = nlohmann::json::parse(line)["worker"].get<std::string>();
+  for (int i = 0; i < cluster.num_workers(); ++i) {
+    if (cluster.worker_address(i) == worker) return i;
+  }
+  return -1;
+}
+
 // tf.data loses the splits a dead worker held; here they are re-issued to a live worker,
 // minus the elements clients already received.
 TEST(FaultToleranceTest, KilledWorkersSplitsAreReissuedWithoutLossOrDuplicates) {
@@ -57,12 +66,8 @@ TEST(FaultToleranceTest, KilledWorkersSplitsAreReissuedWithoutLossOrDuplicates) 
   const std::string first = read->WaitForOutput("values", absl::Seconds(30));
   ASSERT_FALSE(first.empty()) << read->stderr_text();
   // Kill a worker known to hold splits: the one that served the first batch.
-  const std::string victim = nlohmann::json::parse(first)["worker"].get<std::string>();
-  int victim_index = -1;
-  for (int i = 0; i < cluster.num_workers(); ++i) {
-    if (cluster.worker_address(i) == victim) victim_index = i;
-  }
-  ASSERT_GE(victim_index, 0) << victim;
+  const int victim_index = WorkerThatServed(cluster, first);
+  ASSERT_GE(victim_index, 0) << first;
   cluster.KillWorker(victim_index);
   const std::string before = read->stdout_text();
   EXPECT_LT(std::count(before.begin(), before.end(), '\n'), 10000 / 2)
@@ -93,14 +98,10 @@ TEST(FaultToleranceTest, WorkerRestartedOnItsAddressLosesNothingInDynamicMode) {
   auto read = StartRead(cluster.address(), kPipeline, "dynamic", "", {"--max-outstanding", "2"});
   const std::string first = read->WaitForOutput("values", absl::Seconds(30));
   ASSERT_FALSE(first.empty()) << read->stderr_text();
-  const std::string victim = nlohmann::json::parse(first)["worker"].get<std::string>();
-  int victim_index = -1;
-  for (int i = 0; i < cluster.num_workers(); ++i) {
-    if (cluster.worker_address(i) == victim) victim_index = i;
-  }
-  ASSERT_GE(victim_index, 0) << victim;
+  const int victim_index = WorkerThatServed(cluster, first);
+  ASSERT_GE(victim_index, 0) << first;
   cluster.KillWorker(victim_index);
-  cluster.AddWorker(PortOf(victim));
+  cluster.AddWorker(PortOf(cluster.worker_address(victim_index)));
   ExpectEachValueTimes(Values(*read), 100000, 1);
 }
 
