@@ -174,6 +174,8 @@ class DispatcherState {
                            proto::GetSplitResponse* response) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Journal(const proto::Update& update) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   proto::Snapshot SnapshotLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Bounds one lease so a single worker cannot drain a job's splits in one call.
+  static constexpr int kMaxSplitsPerLease = 64;
   // Coordinated reads: how far past the furthest consumer the task list is fixed. Consumers
   // learn the horizon from heartbeats (every 100 ms), so it must cover more rounds than a
   // consumer reads between two of them.

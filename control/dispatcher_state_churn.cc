@@ -217,9 +217,10 @@ absl::StatusOr<proto::GetSplitResponse> DispatcherState::GetRecoverySplits(
     }
   }
   const int64_t total = static_cast<int64_t>(splits.size());
-  const int64_t end = first == next
-                          ? std::min(total, next + std::clamp<int64_t>(request.max_splits(), 1, 64))
-                          : next;
+  const int64_t end =
+      first == next
+          ? std::min(total, next + std::clamp<int64_t>(request.max_splits(), 1, kMaxSplitsPerLease))
+          : next;
   proto::GetSplitResponse response;
   for (int64_t i = first; i < end; ++i) *response.add_splits() = splits[i];
   response.set_end_of_splits(end == total);

@@ -1,7 +1,9 @@
 #include "engine/parallel_map.h"
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
-#include <map>
 #include <mutex>
 #include <thread>
 #include <utility>
@@ -12,6 +14,16 @@
 
 namespace sluice::engine {
 namespace {
+
+// A worker's chunk grows until transforming it takes about this long, so that the hand-offs
+// (two lock acquisitions per chunk, a wake-up of the consumer per run of chunks) cost a few
+// per cent of the work: 20 µs elements go 10 at a time, 200 µs ones one at a time. Also
+// the longest a worker keeps pulling to fill a chunk, so a slow input is not held back.
+constexpr std::chrono::nanoseconds kChunkTarget{200'000};
+// The largest chunk: buffering is at most 2 x parallel x kMaxChunk elements.
+constexpr int kMaxChunk = 16;
+// The consumer sleeps until up to this many claimed elements are ready.
+constexpr int64_t kMaxRun = 64;
 
 // Runs the transform; its output element gets the input's provenance (engine/provenance.h),
 // whatever the function did with component 0.
@@ -52,6 +64,13 @@ class SequentialMapIterator : public ElementIterator {
   int64_t index_ = 0;
 };
 
+// Sequence numbers count the input's elements (plus one for an input error, reported in
+// the slot after the last element). Element `seq` lives in slots_[seq % slots_.size()] from
+// its claim until the consumer has taken it: the claiming worker fills the slot without the
+// lock and publishes it by setting Slot::seq under mu_; the consumer, once it has seen that
+// under mu_, reads the slot without the lock and later hands it back by advancing released_.
+// Claims never reach past released_ + Window() <= released_ + slots_.size(), so no two live
+// elements share a slot.
 class ParallelMapIterator : public ElementIterator {
  public:
   ParallelMapIterator(std::unique_ptr<ElementIterator> input, ElementTransform transform,
@@ -60,38 +79,31 @@ class ParallelMapIterator : public ElementIterator {
         transform_(std::move(transform)),
         label_(std::move(label)),
         parallel_(parallel),
-        capacity_(2 * static_cast<int64_t>(parallel)) {}
+        slots_(2 * static_cast<size_t>(parallel) * kMaxChunk) {}
 
   ~ParallelMapIterator() override {
     {
       std::lock_guard<std::mutex> lock(mu_);
       cancelled_ = true;
     }
-    cv_.notify_all();
+    workers_cv_.notify_all();
     for (std::thread& t : threads_) t.join();
   }
 
   absl::Status GetNext(Element* out, bool* end_of_sequence) override {
-    std::unique_lock<std::mutex> lock(mu_);
-    if (threads_.empty()) {
-      for (int i = 0; i < parallel_; ++i) threads_.emplace_back([this] { Work(); });
-    }
     while (true) {
-      cv_.wait(lock, [this] {
-        return results_.contains(next_output_) || (input_done_ && next_output_ >= end_seq_);
-      });
-      auto it = results_.find(next_output_);
-      if (it == results_.end()) {
+      // Hands slots back once per chunk's worth, so workers rarely wait for room.
+      if ((next_take_ == ready_end_ || next_take_ - handed_back_ >= hand_back_every_) &&
+          !WaitForResults()) {
         *end_of_sequence = true;
         return absl::OkStatus();
       }
-      Slot slot = std::move(it->second);
-      results_.erase(it);
-      ++next_output_;
-      cv_.notify_all();  // A result slot is free again.
-      if (!slot.status.ok()) return slot.status;
-      if (slot.element.has_value()) {
-        *out = *std::move(slot.element);
+      Slot& slot = slots_[next_take_++ % slots_.size()];
+      absl::Status status = std::exchange(slot.status, absl::OkStatus());
+      std::optional<Element> element = std::exchange(slot.element, std::nullopt);
+      if (!status.ok()) return status;
+      if (element.has_value()) {
+        *out = *std::move(element);
         *end_of_sequence = false;
         return absl::OkStatus();
       }
@@ -100,44 +112,120 @@ class ParallelMapIterator : public ElementIterator {
 
  private:
   struct Slot {
+    int64_t seq = -1;  // Which element the slot holds; set (under mu_) when it is ready.
     absl::Status status;
     std::optional<Element> element;
   };
 
+  // In-flight plus waiting elements at most: 2 x parallel chunks, as 2 x parallel elements
+  // were before chunking (and still are for slow elements).
+  int64_t Window() const { return 2 * static_cast<int64_t>(parallel_) * chunk_; }
+  // A whole chunk fits in the window, and no other worker is pulling.
+  bool CanClaim() const { return !input_busy_ && next_input_ + chunk_ <= released_ + Window(); }
+  bool Ready(int64_t seq) const { return slots_[seq % slots_.size()].seq == seq; }
+
+  // Hands back the slots taken since the last call and waits until element next_take_ is
+  // ready (then ready_end_ is past the run of ready ones) or the input has ended (false).
+  bool WaitForResults() {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (threads_.empty()) {
+      for (int i = 0; i < parallel_; ++i) threads_.emplace_back([this] { Work(); });
+    }
+    released_ = handed_back_ = next_take_;
+    hand_back_every_ = chunk_;
+    if (workers_waiting_ > 0 && CanClaim()) workers_cv_.notify_one();
+    // Sleeps until the elements claimed so far (up to kMaxRun) are all ready, so that it wakes
+    // once per run of chunks rather than once per chunk; each time it waits for the last one
+    // missing, which is claimed, so the worker that publishes it will wake it.
+    const int64_t last =
+        std::max(next_take_,
+                 std::min(next_input_, next_take_ + std::min<int64_t>(Window() / 2, kMaxRun)) - 1);
+    while (!Ready(next_take_)) {
+      if (input_done_ && next_take_ >= end_seq_) return false;
+      int64_t missing = last;
+      while (missing >= next_take_ && Ready(missing)) --missing;
+      if (missing < next_take_) break;
+      consumer_waits_for_ = missing;
+      consumer_cv_.wait(lock);
+      consumer_waits_for_ = -1;
+    }
+    ready_end_ = std::max(ready_end_, next_take_ + 1);
+    while (ready_end_ < next_input_ && Ready(ready_end_)) ++ready_end_;
+    return true;
+  }
+
   void Work() {
+    std::vector<Element> inputs;
+    int64_t first = 0;  // The chunk claimed: [first, first + inputs.size()).
+    int64_t chunk_nanos = 0;
+    absl::Status pulled;
     while (true) {
-      int64_t seq;
+      int64_t want;
       {
         std::unique_lock<std::mutex> lock(mu_);
-        cv_.wait(lock, [this] {
-          return cancelled_ || input_done_ ||
-                 (!input_busy_ && next_input_ - next_output_ < capacity_);
-        });
+        Publish(first, static_cast<int64_t>(inputs.size()), chunk_nanos, pulled);
+        ++workers_waiting_;
+        workers_cv_.wait(lock, [this] { return cancelled_ || input_done_ || CanClaim(); });
+        --workers_waiting_;
         if (cancelled_ || input_done_) return;
         input_busy_ = true;
-        seq = next_input_++;
+        first = next_input_;
+        want = chunk_;
       }
-      Element in;
+      // Only the worker with input_busy_ pulls, so the input sees one caller at a time.
+      inputs.clear();
       bool end = false;
-      absl::Status pulled = input_->GetNext(&in, &end);
+      const auto pull_start = std::chrono::steady_clock::now();
+      while (static_cast<int64_t>(inputs.size()) < want && !cancelled_.load()) {
+        Element in;
+        pulled = input_->GetNext(&in, &end);
+        if (!pulled.ok() || end) break;
+        inputs.push_back(std::move(in));
+        // A slow input is not held back to fill a chunk.
+        if (std::chrono::steady_clock::now() - pull_start > kChunkTarget) break;
+      }
       {
         std::lock_guard<std::mutex> lock(mu_);
         input_busy_ = false;
+        next_input_ = first + static_cast<int64_t>(inputs.size());
         if (!pulled.ok() || end) {
-          if (!pulled.ok()) results_[seq] = Slot{pulled, std::nullopt};
           input_done_ = true;
-          end_seq_ = pulled.ok() ? seq : seq + 1;
+          // The input's error is reported after the chunk, from the next slot (claimed).
+          if (!pulled.ok()) ++next_input_;
+          end_seq_ = next_input_;
+          workers_cv_.notify_all();  // Let waiting workers exit.
+          if (consumer_waits_for_ >= 0) consumer_cv_.notify_one();
+        } else if (workers_waiting_ > 0 && CanClaim()) {
+          workers_cv_.notify_one();  // The next chunk may be claimed.
         }
       }
-      cv_.notify_all();
-      if (!pulled.ok() || end) return;
-      Slot slot;
-      slot.status = Apply(transform_, label_, std::move(in), seq, &slot.element);
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        results_[seq] = std::move(slot);
+      const auto start = std::chrono::steady_clock::now();
+      for (size_t i = 0; i < inputs.size(); ++i) {
+        if (cancelled_.load()) return;
+        Slot& slot = slots_[(first + i) % slots_.size()];
+        slot.status = Apply(transform_, label_, std::move(inputs[i]), first + i, &slot.element);
       }
-      cv_.notify_all();
+      chunk_nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                        std::chrono::steady_clock::now() - start)
+                        .count();
+    }
+  }
+
+  // Under mu_: marks the chunk [first, first + n) ready, and the input's error after it if
+  // there is one, then wakes the consumer if it waits for one of them. Adapts chunk_.
+  void Publish(int64_t first, int64_t n, int64_t nanos, const absl::Status& pulled) {
+    int64_t end = first + n;
+    if (!pulled.ok()) slots_[end++ % slots_.size()].status = pulled;
+    if (end == first) return;
+    for (int64_t seq = first; seq < end; ++seq) slots_[seq % slots_.size()].seq = seq;
+    if (consumer_waits_for_ >= first && consumer_waits_for_ < end) consumer_cv_.notify_one();
+    if (n > 0) {
+      const double sample = static_cast<double>(nanos) / static_cast<double>(n);
+      nanos_per_element_ =
+          nanos_per_element_ < 0 ? sample : 0.75 * nanos_per_element_ + 0.25 * sample;
+      chunk_ = std::clamp(static_cast<int>(static_cast<double>(kChunkTarget.count()) /
+                                           std::max(nanos_per_element_, 1.0)),
+                          1, kMaxChunk);
     }
   }
 
@@ -145,18 +233,28 @@ class ParallelMapIterator : public ElementIterator {
   const ElementTransform transform_;
   const std::string label_;
   const int parallel_;
-  const int64_t capacity_;
+  std::vector<Slot> slots_;  // A ring of 2 x parallel x kMaxChunk.
+
+  // The consumer's own: next element to take, end of the run of ready ones.
+  int64_t next_take_ = 0;
+  int64_t ready_end_ = 0;
+  int64_t handed_back_ = 0;  // The released_ it last set.
+  int hand_back_every_ = 1;
 
   std::mutex mu_;
-  std::condition_variable cv_;
-  std::map<int64_t, Slot> results_;
-  int64_t next_input_ = 0;
-  int64_t next_output_ = 0;
-  int64_t end_seq_ = 0;
+  std::condition_variable consumer_cv_;
+  std::condition_variable workers_cv_;
+  int64_t next_input_ = 0;         // Next sequence number to claim.
+  int64_t released_ = 0;           // Slots before it are free again.
+  int64_t end_seq_ = 0;            // With input_done_: no element from here on.
+  int chunk_ = 1;                  // Elements per claim.
+  double nanos_per_element_ = -1;  // Running average of the transform's time; -1: none yet.
+  int workers_waiting_ = 0;
+  int64_t consumer_waits_for_ = -1;  // The element the consumer sleeps on, if it does.
   bool input_busy_ = false;
   bool input_done_ = false;
-  bool cancelled_ = false;
-  std::vector<std::thread> threads_;  // Last: joined before the rest is destroyed.
+  std::atomic<bool> cancelled_ = false;  // Written under mu_, also read without it.
+  std::vector<std::thread> threads_;     // Last: joined before the rest is destroyed.
 };
 
 }  // namespace

@@ -1,0 +1,176 @@
+// DispatcherState's DYNAMIC split leases: providers per pass, leases numbered so a retry
+// gets the same splits, the ranges each task holds (for re-issue), and pruning of passes
+// every task has left.
+#include <algorithm>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "control/dispatcher_state.h"
+
+namespace sluice::control {
+
+absl::StatusOr<proto::GetSplitResponse> DispatcherState::GetSplit(
+    const proto::GetSplitRequest& request) {
+  absl::MutexLock lock(&mu_);
+  auto it = jobs_.find(request.job_id());
+  if (it == jobs_.end()) {
+    return absl::NotFoundError(absl::StrCat("GetSplit for unknown job ", request.job_id()));
+  }
+  Job& job = it->second;
+  if (job.mode != proto::DYNAMIC) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("GetSplit for job ", job.id, " which is not in DYNAMIC mode"));
+  }
+  if (request.repetition() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("GetSplit with negative repetition ", request.repetition()));
+  }
+  auto task_it = tasks_.find(request.task_id());
+  if (task_it == tasks_.end() || task_it->second.job_id != job.id) {
+    return absl::NotFoundError(
+        absl::StrCat("GetSplit for task ", request.task_id(), " which job ", job.id, " lacks"));
+  }
+  Task& task = task_it->second;
+  if (task.lost) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("task ", task.id,
+                     " was given up after its worker missed heartbeats; its splits went "
+                     "to another worker"));
+  }
+  if (task.recovery) return GetRecoverySplits(job, task, request);
+  const std::pair<int64_t, int64_t> lease_key{request.task_id(), request.repetition()};
+  proto::GetSplitResponse response;
+  if (request.lease_seq() > 0) {
+    auto last = job.last_leases.find(lease_key);
+    if (last != job.last_leases.end() && last->second.seq == request.lease_seq()) {
+      // The worker did not get our reply (e.g. we restarted): the same splits again.
+      SLUICE_RETURN_IF_ERROR(ReplayLease(job, request.repetition(), last->second, &response));
+      for (int i = 0; i < response.splits_size(); ++i) {
+        response.mutable_splits(i)->set_key(SplitKey(request.repetition(), last->second.first + i));
+      }
+      if (response.splits_size() > 0) *response.mutable_split() = response.splits(0);
+      return response;
+    }
+  }
+  if (request.repetition() < job.pruned_below_repetition) {
+    // A pass every task has left (its provider was dropped): a late starter skips it.
+    response.set_end_of_splits(true);
+    return response;
+  }
+  SLUICE_ASSIGN_OR_RETURN(split::SplitProvider * provider, Provider(job, request.repetition()));
+  const int64_t first_split_index = provider->next_split_index();
+  const int wanted = std::clamp(request.max_splits(), 1, kMaxSplitsPerLease);
+  while (response.splits_size() < wanted) {
+    proto::Split split;
+    bool end = false;
+    SLUICE_RETURN_IF_ERROR(provider->GetNext(&split, &end));
+    if (end) {
+      response.set_end_of_splits(true);
+      break;
+    }
+    split.set_key(SplitKey(request.repetition(), first_split_index + response.splits_size()));
+    *response.add_splits() = std::move(split);
+  }
+  if (response.splits_size() > 0) *response.mutable_split() = response.splits(0);
+  if (response.splits_size() > 0) {
+    // Older passes cannot hold this task's unread splits any more: keep the map bounded.
+    task.lease_ranges.erase(task.lease_ranges.begin(),
+                            task.lease_ranges.lower_bound(request.repetition() - 1));
+    std::vector<std::pair<int64_t, int64_t>>& ranges = task.lease_ranges[request.repetition()];
+    const bool new_pass = ranges.empty();
+    if (!ranges.empty() && ranges.back().second == first_split_index) {
+      ranges.back().second = provider->next_split_index();  // one worker leasing alone
+    } else {
+      ranges.emplace_back(first_split_index, provider->next_split_index());
+    }
+    // Passes can only be left when some task enters a new one.
+    if (new_pass) PruneOldPasses(job);
+  }
+  if (request.lease_seq() > 0) {
+    job.last_leases[lease_key] = Job::Lease{request.lease_seq(), first_split_index,
+                                            provider->next_split_index(), response.end_of_splits()};
+  }
+  if (response.splits_size() > 0 || response.end_of_splits()) {
+    proto::Update update;
+    proto::Update::SplitCursor* cursor = update.mutable_split_cursor();
+    cursor->set_job_id(job.id);
+    cursor->set_repetition(request.repetition());
+    cursor->set_next_split_index(provider->next_split_index());
+    cursor->set_end_of_splits(response.end_of_splits());
+    cursor->set_leased_by_task(request.task_id());
+    cursor->set_first_split_index(first_split_index);
+    cursor->set_lease_seq(request.lease_seq());
+    Journal(update);
+  }
+  return response;
+}
+
+void DispatcherState::PruneOldPasses(Job& job) {
+  // Infinite jobs (repeat()) would otherwise keep a provider, leases and a delivery log
+  // per pass forever. A pass below every live task's oldest lease can no longer be
+  // re-issued, so its state goes; passes stay while a recovery may still need them.
+  if (!job.recoveries.empty()) return;
+  int64_t oldest = std::numeric_limits<int64_t>::max();
+  for (int64_t id : job.task_ids) {
+    const Task& task = tasks_.at(id);
+    if (task.lost) continue;
+    if (task.recovery && !task.finished) return;
+    if (!task.lease_ranges.empty()) oldest = std::min(oldest, task.lease_ranges.begin()->first);
+  }
+  if (oldest == std::numeric_limits<int64_t>::max() || oldest <= job.pruned_below_repetition) {
+    return;
+  }
+  job.pruned_below_repetition = oldest;
+  job.providers.erase(job.providers.begin(), job.providers.lower_bound(oldest));
+  job.restored_cursors.erase(job.restored_cursors.begin(),
+                             job.restored_cursors.lower_bound(oldest));
+  job.delivered.erase(job.delivered.begin(), job.delivered.lower_bound(SplitKey(oldest, 0)));
+  for (auto it = job.last_leases.begin(); it != job.last_leases.end();) {
+    it = it->first.second < oldest ? job.last_leases.erase(it) : std::next(it);
+  }
+}
+
+absl::StatusOr<split::SplitProvider*> DispatcherState::Provider(Job& job, int64_t repetition) {
+  auto& provider = job.providers[repetition];
+  if (provider != nullptr) return provider.get();
+  split::SplitOptions options;
+  options.elements_per_split = job.elements_per_split;
+  options.data_roots = config_.data_roots;
+  options.repetition = repetition;
+  absl::StatusOr<std::unique_ptr<split::SplitProvider>> made =
+      split::CreateSplitProvider(datasets_.at(job.dataset_id), options);
+  if (!made.ok()) {
+    job.providers.erase(repetition);
+    return made.status();
+  }
+  if (auto cursor = job.restored_cursors.find(repetition); cursor != job.restored_cursors.end()) {
+    SLUICE_RETURN_IF_ERROR((*made)->Seek(cursor->second));
+  }
+  provider = *std::move(made);
+  return provider.get();
+}
+
+absl::Status DispatcherState::ReplayLease(const Job& job, int64_t repetition,
+                                          const Job::Lease& lease,
+                                          proto::GetSplitResponse* response) {
+  split::SplitOptions options;
+  options.elements_per_split = job.elements_per_split;
+  options.data_roots = config_.data_roots;
+  options.repetition = repetition;
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<split::SplitProvider> replay,
+                          split::CreateSplitProvider(datasets_.at(job.dataset_id), options));
+  SLUICE_RETURN_IF_ERROR(replay->Seek(lease.first));
+  for (int64_t i = lease.first; i < lease.next; ++i) {
+    proto::Split split;
+    bool end = false;
+    SLUICE_RETURN_IF_ERROR(replay->GetNext(&split, &end));
+    if (end) break;
+    *response->add_splits() = std::move(split);
+  }
+  response->set_end_of_splits(lease.end);
+  if (response->splits_size() > 0) *response->mutable_split() = response->splits(0);
+  return absl::OkStatus();
+}
+
+}  // namespace sluice::control
