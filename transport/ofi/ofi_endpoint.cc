@@ -3,7 +3,11 @@
 #include <rdma/fi_cm.h>
 #include <rdma/fi_rma.h>
 
+#include <cstdlib>
+#include <cstring>
+
 #include "absl/strings/str_cat.h"
+#include "transport/ofi/shm_names.h"
 
 namespace sluice::transport::ofi {
 namespace {
@@ -46,6 +50,18 @@ absl::StatusOr<std::unique_ptr<OfiEndpoint>> OfiEndpoint::Open(std::shared_ptr<O
   }
   self->av_.reset(av);
 
+  // shm regions get a name of our own that a reused pid cannot collide with (shm_names.h).
+  FiInfoPtr named;
+  if (provider == "shm") {
+    RemoveStaleShmRegions("/dev/shm");
+    named.reset(fi_dupinfo(info));
+    if (named == nullptr) return absl::ResourceExhaustedError("fi_dupinfo failed");
+    const std::string name = UniqueShmEndpointName();
+    free(named->src_addr);
+    named->src_addr = strdup(name.c_str());
+    named->src_addrlen = name.size() + 1;
+    info = named.get();
+  }
   fid_ep* ep = nullptr;
   if (rc = fi_endpoint(domain->domain(), const_cast<fi_info*>(info), &ep, nullptr); rc != 0) {
     return OfiError(rc, absl::StrCat("fi_endpoint (", provider, ")"));
