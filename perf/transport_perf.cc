@@ -21,6 +21,7 @@ constexpr uint32_t kEcho = 2;
 nlohmann::json TransportPerfResult::ToJson() const {
   return {{"transport", transport},
           {"ucx_tls", ucx_tls},
+          {"progress", progress},
           {"size", size},
           {"iterations", iterations},
           {"seconds", seconds},
@@ -174,6 +175,7 @@ absl::StatusOr<TransportPerfResult> RunTransportPerfClient(const transport::Addr
   TransportPerfResult result;
   result.transport = server.scheme;
   result.ucx_tls = EffectiveUcxTls(options.transport);
+  result.progress = options.transport.caller_driven_progress ? "caller" : "thread";
   result.size = options.size;
   result.iterations = options.iterations;
   result.seconds = std::chrono::duration<double>(end - start).count();

@@ -34,6 +34,7 @@ struct TransportPerfOptions {
 struct TransportPerfResult {
   std::string transport;  // scheme
   std::string ucx_tls;
+  std::string progress;  // "thread" or "caller" (TransportOptions::caller_driven_progress)
   size_t size = 0;
   int64_t iterations = 0;
   double seconds = 0;

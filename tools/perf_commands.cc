@@ -45,6 +45,10 @@ void AddTransportFlags(CLI::App* app, TransportFlags& flags) {
   app->add_option("--latency-iterations", flags.latency_iterations,
                   "8-byte round trips in the latency run (0: skip)")
       ->capture_default_str();
+  app->add_option("--progress", flags.progress,
+                  "How the client waits for a reply: 'thread' (its progress thread wakes it) or "
+                  "'caller' (it drives the transport itself while it waits)")
+      ->capture_default_str();
   app->add_flag("--json", flags.json, "Print one JSON object");
 }
 
@@ -53,6 +57,9 @@ int RunTransportCommand(const TransportFlags& flags) {
   if (!size.ok()) return Fail("transport", size.status().message());
   if (flags.transport != "ucx" && flags.transport != "ofi") {
     return Fail("transport", "--transport must be ucx or ofi, got '" + flags.transport + "'");
+  }
+  if (flags.progress != "thread" && flags.progress != "caller") {
+    return Fail("transport", "--progress must be thread or caller, got '" + flags.progress + "'");
   }
   Subprocess server({SelfBinary(), "transport-server", "--transport", flags.transport});
   std::string ready = server.WaitForOutput("ready ", absl::Seconds(20));
@@ -65,6 +72,7 @@ int RunTransportCommand(const TransportFlags& flags) {
   options.iterations = flags.iterations;
   options.window = flags.window;
   options.latency_iterations = flags.latency_iterations;
+  options.transport.caller_driven_progress = flags.progress == "caller";
   options.progress = ProgressLine("transport");
   absl::StatusOr<perf::TransportPerfResult> result =
       perf::RunTransportPerfClient(*address, options);
@@ -76,9 +84,9 @@ int RunTransportCommand(const TransportFlags& flags) {
     std::cout << result->ToJson().dump() << std::endl;
   } else {
     std::cout << absl::StrFormat(
-        "%s (UCX_TLS=%s) %s x %d: %.1f MB/s; 8-byte latency %.2f us one-way (%.2f us round "
-        "trip); %d payload bytes copied on receive\n",
-        result->transport, result->ucx_tls, FormatByteSize(result->size), result->iterations,
+        "%s (UCX_TLS=%s, %s progress) %s x %d: %.1f MB/s; 8-byte latency %.2f us one-way "
+        "(%.2f us round trip); %d payload bytes copied on receive\n",
+        result->transport, result->ucx_tls, result->progress, FormatByteSize(result->size), result->iterations,
         result->bandwidth_mb_s, result->latency_us, result->round_trip_us,
         result->payload_bytes_copied);
   }

@@ -18,6 +18,7 @@ struct TransportFlags {
   int64_t iterations = 2000;
   int window = 8;
   int64_t latency_iterations = 20000;
+  std::string progress = "thread";
   bool json = false;
 };
 

@@ -15,6 +15,7 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "common/mutex_checks.h"
 #include "common/status_macros.h"
 #include "control/client.h"
 #include "control/dispatcher.h"
@@ -388,4 +389,7 @@ int Main(int argc, char** argv) {
 }  // namespace
 }  // namespace sluice::tools
 
-int main(int argc, char** argv) { return sluice::tools::Main(argc, argv); }
+int main(int argc, char** argv) {
+  sluice::ConfigureMutexChecksForProduction();
+  return sluice::tools::Main(argc, argv);
+}

@@ -14,6 +14,7 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/mutex_checks.h"
 #include "common/subprocess.h"
 #include "perf/transport_perf.h"
 #include "tools/perf_commands.h"
@@ -88,4 +89,7 @@ int Main(int argc, char** argv) {
 }  // namespace
 }  // namespace sluice::tools
 
-int main(int argc, char** argv) { return sluice::tools::Main(argc, argv); }
+int main(int argc, char** argv) {
+  sluice::ConfigureMutexChecksForProduction();
+  return sluice::tools::Main(argc, argv);
+}

@@ -162,7 +162,8 @@ absl::StatusOr<CallResult> RpcEndpoint::Call(ConnectionId to, uint32_t method, s
     result = std::move(r);
     done.Notify();
   });
-  done.WaitForNotification();
+  // With caller-driven progress the reply is usually handled on this very thread.
+  if (!transport_->DriveUntil([&] { return done.HasBeenNotified(); })) done.WaitForNotification();
   return result;
 }
 

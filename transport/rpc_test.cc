@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -22,13 +23,15 @@ namespace {
 using ::testing::HasSubstr;
 
 constexpr uint32_t kEcho = 1;
-constexpr uint32_t kBlob = 2;     // replies with a payload of N bytes (N = request as text)
-constexpr uint32_t kNoReply = 3;  // never replies
+constexpr uint32_t kBlob = 2;      // replies with a payload of N bytes (N = request as text)
+constexpr uint32_t kNoReply = 3;   // never replies
+constexpr uint32_t kSlowEcho = 4;  // replies after 50 ms, from a pool thread
 
 struct TransportCase {
   const char* name;
-  const char* scheme;   // "ucx" or "ofi"
-  const char* setting;  // UCX_TLS for ucx, the libfabric provider for ofi
+  const char* scheme;          // "ucx" or "ofi"
+  const char* setting;         // UCX_TLS for ucx, the libfabric provider for ofi
+  bool caller_driven = false;  // TransportOptions::caller_driven_progress
 };
 
 class RpcTest : public ::testing::TestWithParam<TransportCase> {
@@ -41,6 +44,7 @@ class RpcTest : public ::testing::TestWithParam<TransportCase> {
     RpcOptions& options = options_;
     options.scheme = GetParam().scheme;
     (ofi ? options.transport.ofi_provider : options.transport.ucx_tls) = GetParam().setting;
+    options.transport.caller_driven_progress = GetParam().caller_driven;
     auto server = RpcEndpoint::Create(options);
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = std::move(*server);
@@ -53,6 +57,10 @@ class RpcTest : public ::testing::TestWithParam<TransportCase> {
       std::iota(blob->begin(), blob->end(), uint8_t{7});
       call->Reply(absl::OkStatus(), "blob", Payload{blob->data(), blob->size()},
                   [blob](absl::Status) {});
+    });
+    server_->Handle(kSlowEcho, [](std::shared_ptr<ServerCall> call) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      call->Reply(absl::OkStatus(), "slow:" + call->request());
     });
     server_->Handle(kNoReply, [this](std::shared_ptr<ServerCall> call) {
       absl::MutexLock lock(&mu_);
@@ -240,8 +248,56 @@ TEST_P(RpcTest, PeerWithHigherRendezvousThresholdStillFitsOurBuffers) {
   EXPECT_EQ(std::memcmp(result->payload.data, blob->data(), blob->size()), 0);
 }
 
+// With caller-driven progress a synchronous caller handles its own reply; without it (and on
+// libfabric, which does not offer it) the progress thread does.
+TEST_P(RpcTest, CallerDrivesProgressOnlyWhenAskedTo) {
+  auto connection = client_->ConnectTo(address_);
+  ASSERT_TRUE(connection.ok());
+  absl::Notification done;
+  std::thread::id replied_on;
+  client_->CallAsync(*connection, kEcho, "x", {}, [&](absl::StatusOr<CallResult> r) {
+    EXPECT_TRUE(r.ok()) << r.status();
+    replied_on = std::this_thread::get_id();
+    done.Notify();
+  });
+  bool drove = false;
+  for (int i = 0; i < 1000 && !done.HasBeenNotified(); ++i) {
+    drove = client_->transport().DriveUntil([&] { return done.HasBeenNotified(); });
+  }
+  ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  if (GetParam().caller_driven) {
+    EXPECT_TRUE(drove);
+    EXPECT_EQ(replied_on, std::this_thread::get_id());
+  } else {
+    EXPECT_FALSE(drove);
+    EXPECT_NE(replied_on, std::this_thread::get_id());
+  }
+}
+
+TEST_P(RpcTest, ConcurrentCallersAndSlowRepliesAllComplete) {
+  auto connection = client_->ConnectTo(address_);
+  ASSERT_TRUE(connection.ok());
+  std::vector<std::thread> callers;
+  std::atomic<int> good{0};
+  for (int t = 0; t < 4; ++t) {
+    callers.emplace_back([&, t] {
+      for (int i = 0; i < 150; ++i) {
+        const std::string text = std::to_string(t) + "/" + std::to_string(i);
+        const bool slow = i % 50 == 0;  // a few replies outlast any spin
+        auto result = client_->Call(*connection, slow ? kSlowEcho : kEcho, text, {});
+        if (result.ok() && result->response == (slow ? "slow:" : "echo:") + text) ++good;
+      }
+    });
+  }
+  for (auto& t : callers) t.join();
+  EXPECT_EQ(good.load(), 4 * 150);
+}
+
 INSTANTIATE_TEST_SUITE_P(Transports, RpcTest,
                          ::testing::Values(TransportCase{"shm", "ucx", "posix,sysv,cma,self"},
+                                           TransportCase{"shm_caller", "ucx", "posix,sysv,cma,self",
+                                                         true},
+                                           TransportCase{"tcp_caller", "ucx", "tcp,self", true},
                                            TransportCase{"shmalias", "ucx", "shm,self"},
                                            TransportCase{"tcp", "ucx", "tcp,self"},
                                            TransportCase{"ofi_tcp", "ofi", "tcp;ofi_rxm"},

@@ -7,7 +7,8 @@
 //
 // Threading: every implementation runs one progress thread that owns its C handles. Send,
 // Connect, Close and RegisterMemory may be called from any thread; they hand work to the
-// progress thread. MessageHandler callbacks run *on* the progress thread and must not block.
+// progress thread. MessageHandler callbacks run on the thread that drives progress (the
+// progress thread, or a caller inside DriveUntil) and must not block.
 //
 //   auto t = CreateTransport(options, &handler);
 //   absl::StatusOr<Address> bound = (*t)->Listen(*ParseAddress("ucx://0.0.0.0:0"));
@@ -105,6 +106,14 @@ struct TransportOptions {
   size_t rendezvous_threshold = 16 * 1024;
   // How long the progress thread keeps polling after the last event before it sleeps.
   absl::Duration spin_before_sleep = absl::Microseconds(50);
+  // Lets a thread waiting for a reply drive progress itself (Transport::DriveUntil) instead
+  // of sleeping until the progress thread wakes it: one thread hop less per round trip, at
+  // the price of the caller polling while it waits (never longer than spin_before_sleep
+  // without an event). UCX only; the others ignore it.
+  bool caller_driven_progress = false;
+  // After a driven call completes, how long the progress thread leaves the engine to the
+  // next call before taking it back (see progress_baton.h). Nothing else progresses meanwhile.
+  absl::Duration caller_linger = absl::Microseconds(200);
   // Bound on establishing a connection (socket connect plus the address exchange).
   absl::Duration connect_timeout = absl::Seconds(10);
   // Name used in log lines and error messages.
@@ -130,6 +139,14 @@ class Transport {
   // Largest header Send accepts; bigger control messages must travel as the payload.
   [[nodiscard]] virtual size_t max_header_size() const = 0;
   [[nodiscard]] virtual const TransportStats& stats() const = 0;
+  // Drives progress on the calling thread until `done()` holds (true), or until nothing has
+  // happened for TransportOptions::spin_before_sleep, another thread drives, or the transport
+  // does not offer it (false: wait the usual way). Callbacks, `done()` included, run on this
+  // thread meanwhile. Must not be called from a transport callback.
+  [[nodiscard]] virtual bool DriveUntil(const std::function<bool()>& done) {
+    (void)done;
+    return false;
+  }
 };
 
 // Creates the transport for `scheme` ("ucx"; "ofi" when built with libfabric). `handler`

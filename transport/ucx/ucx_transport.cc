@@ -20,6 +20,39 @@ constexpr unsigned kActiveMessageId = 0;
 constexpr int kSleepTimeoutMs = 5;
 constexpr auto kTickInterval = std::chrono::milliseconds(5);
 
+// Polling loops read the clock once every this many turns: a turn without events costs
+// about as much as a clock read in a VM.
+constexpr unsigned kClockEvery = 16;
+
+// Tells a polling loop when it has handled nothing for `spin`.
+class IdleTimer {
+ public:
+  explicit IdleTimer(absl::Duration spin)
+      : spin_(std::chrono::nanoseconds(absl::ToInt64Nanoseconds(spin))) {}
+  // After a turn that handled something.
+  void Active() { active_ = true; }
+  // After a turn that handled nothing: true once nothing has been handled for `spin`.
+  bool Expired() {
+    if (++idle_turns_ % kClockEvery != 0) return false;
+    auto now = std::chrono::steady_clock::now();
+    if (active_) {
+      active_ = false;
+      since_ = now;
+    }
+    return now - since_ >= spin_;
+  }
+  void Restart() {
+    active_ = false;
+    since_ = std::chrono::steady_clock::now();
+  }
+
+ private:
+  const std::chrono::nanoseconds spin_;
+  bool active_ = false;
+  unsigned idle_turns_ = 0;
+  std::chrono::steady_clock::time_point since_ = std::chrono::steady_clock::now();
+};
+
 // The token that prefixes every message header.
 using Token = uint64_t;
 // How long an accepting transport waits for a connecting peer's hello.
@@ -50,14 +83,14 @@ absl::StatusOr<std::unique_ptr<UcxTransport>> UcxTransport::Create(const Transpo
 }
 
 UcxTransport::UcxTransport(const TransportOptions& options, MessageHandler* handler)
-    : options_(options), handler_(handler) {}
+    : options_(options), handler_(handler), baton_(options.caller_linger) {}
 
 absl::Status UcxTransport::Start() {
   SLUICE_ASSIGN_OR_RETURN(context_, UcxContext::Create(options_.ucx_tls));
 
   ucp_worker_params_t worker_params{};
   worker_params.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-  worker_params.thread_mode = UCS_THREAD_MODE_SINGLE;
+  worker_params.thread_mode = UCS_THREAD_MODE_SERIALIZED;
   ucp_worker_h worker = nullptr;
   if (ucs_status_t s = ucp_worker_create(context_->get(), &worker_params, &worker); s != UCS_OK) {
     return UcsError(s, "ucp_worker_create");
@@ -154,8 +187,12 @@ void UcxTransport::Post(std::function<void()> task) {
   }
 }
 
+bool UcxTransport::DrivesWorker() const {
+  return std::this_thread::get_id() == progress_thread_id_ || baton_.HeldByThisThread();
+}
+
 void UcxTransport::RunSync(const std::function<void()>& task) {
-  if (std::this_thread::get_id() == progress_thread_id_) {
+  if (DrivesWorker()) {
     task();
     return;
   }
@@ -177,42 +214,79 @@ void UcxTransport::DrainQueue() {
   for (auto& task : tasks) task();
 }
 
+unsigned UcxTransport::ProgressOnce() {
+  DrainQueue();
+  unsigned events = 0;
+  while (unsigned n = ucp_worker_progress(worker_.get())) events += n;
+  if (++turns_ % kClockEvery == 0) {
+    if (auto now = std::chrono::steady_clock::now(); now >= next_tick_) {
+      handler_->OnTick();
+      next_tick_ = now + kTickInterval;
+    }
+  }
+  return events;
+}
+
+bool UcxTransport::DriveUntil(const std::function<bool()>& done) {
+  if (!options_.caller_driven_progress || DrivesWorker()) return false;
+  auto wake = [this] {
+    if (sleeping_.load(std::memory_order_seq_cst)) {
+      uint64_t one = 1;
+      (void)!write(event_fd_, &one, sizeof(one));
+    }
+  };
+  if (!baton_.TryTake(wake, absl::Milliseconds(1))) return false;
+  IdleTimer idle(options_.spin_before_sleep);
+  while (true) {
+    const unsigned events = ProgressOnce();
+    if (done()) {
+      baton_.Lend();
+      return true;
+    }
+    if (events > 0 || has_posts_.load(std::memory_order_acquire)) {
+      idle.Active();
+    } else if (idle.Expired() || stopping_.load(std::memory_order_acquire)) {
+      // A slow reply: the progress thread waits for it in epoll, not this thread in a spin.
+      baton_.Return();
+      return false;
+    }
+  }
+}
+
 void UcxTransport::ProgressLoop() {
   progress_thread_id_ = std::this_thread::get_id();
   ucp_worker_h worker = worker_.get();
-  auto next_tick = std::chrono::steady_clock::now() + kTickInterval;
+  next_tick_ = std::chrono::steady_clock::now() + kTickInterval;
   // Spinning a little after the last event keeps request/response latency low (an epoll
   // wake-up costs tens of microseconds) without burning a core while idle.
-  const auto spin = std::chrono::nanoseconds(absl::ToInt64Nanoseconds(options_.spin_before_sleep));
-  auto last_event = std::chrono::steady_clock::now();
+  IdleTimer idle(options_.spin_before_sleep);
   while (true) {
-    DrainQueue();
+    if (baton_.ParkIfAsked()) {
+      idle.Restart();
+      continue;
+    }
     // The queue lock is taken only once stopping (not on every spin of the loop).
     if (stopping_.load(std::memory_order_acquire)) {
+      DrainQueue();
       absl::MutexLock lock(&queue_mu_);
       if (queue_.empty()) break;
     }
-    unsigned events = 0;
-    while (unsigned n = ucp_worker_progress(worker)) events += n;
-    if (auto tick_now = std::chrono::steady_clock::now(); tick_now >= next_tick) {
-      handler_->OnTick();
-      next_tick = tick_now + kTickInterval;
-    }
-    auto now = std::chrono::steady_clock::now();
+    const unsigned events = ProgressOnce();
     if (events > 0 || has_posts_.load(std::memory_order_acquire)) {
-      last_event = now;
+      idle.Active();
       continue;
     }
-    if (now - last_event < spin) continue;
+    if (!idle.Expired() || baton_.asked()) continue;
     if (ucp_worker_arm(worker) == UCS_ERR_BUSY) continue;
     epoll_event ready[16];
     sleeping_.store(true, std::memory_order_seq_cst);
-    // A post that raced with going to sleep did not write the eventfd: do not sleep on it.
-    int n = has_posts_.load(std::memory_order_seq_cst)
+    // A post or a baton request that raced with going to sleep did not write the eventfd: do
+    // not sleep on it.
+    int n = has_posts_.load(std::memory_order_seq_cst) || baton_.asked()
                 ? 0
                 : epoll_wait(epoll_fd_, ready, 16, kSleepTimeoutMs);
     sleeping_.store(false, std::memory_order_release);
-    last_event = std::chrono::steady_clock::now();
+    idle.Restart();
     for (int i = 0; i < n; ++i) {
       int fd = ready[i].data.fd;
       if (fd == event_fd_) {
@@ -361,7 +435,7 @@ void UcxTransport::Close(ConnectionId connection) {
 }
 
 void UcxTransport::Send(ConnectionId to, std::string header, Payload payload, SendCallback done) {
-  if (std::this_thread::get_id() == progress_thread_id_) {
+  if (DrivesWorker()) {
     // Replies from inline handlers go out at once, without a trip through the queue.
     DoSend(to, std::move(header), payload, std::move(done));
     return;

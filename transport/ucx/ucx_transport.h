@@ -1,8 +1,10 @@
 // The UCX implementation of Transport: one ucp_worker driven by one progress thread.
 //
-// The worker is created in UCS_THREAD_MODE_SINGLE: only the progress thread calls into UCX.
-// Public methods enqueue closures for it and wake it through an eventfd; methods that must
-// return a result (Listen, Connect, RegisterMemory) wait for their closure to run.
+// The worker is created in UCS_THREAD_MODE_SERIALIZED: one thread at a time calls into UCX,
+// the progress thread or, with caller_driven_progress, a caller that holds the baton
+// (progress_baton.h). Public methods enqueue closures for whichever drives and wake the
+// progress thread through an eventfd; methods that must return a result (Listen, Connect,
+// RegisterMemory) wait for their closure to run.
 // Messages are active messages with one AM id; payloads at or above the rendezvous threshold
 // are sent with UCP_AM_SEND_FLAG_RNDV so they land in the buffer the receiver picks.
 // Endpoints use UCP_ERR_HANDLING_MODE_PEER so that a dead peer is reported, never a hang.
@@ -14,6 +16,7 @@
 #define SLUICE_TRANSPORT_UCX_UCX_TRANSPORT_H_
 
 #include <atomic>
+#include <chrono>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -22,6 +25,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 #include "transport/bootstrap.h"
+#include "transport/progress_baton.h"
 #include "transport/transport.h"
 #include "transport/ucx/ucx_handles.h"
 
@@ -41,6 +45,7 @@ class UcxTransport final : public Transport {
   absl::StatusOr<std::unique_ptr<MemoryRegion>> RegisterMemory(void* base, size_t size) override;
   size_t max_header_size() const override { return max_header_size_ - sizeof(uint64_t); }
   const TransportStats& stats() const override { return stats_; }
+  bool DriveUntil(const std::function<bool()>& done) override;
 
   [[nodiscard]] const std::string& tls() const { return context_->tls(); }
 
@@ -63,6 +68,10 @@ class UcxTransport final : public Transport {
   void RunSync(const std::function<void()>& task);
   void ProgressLoop();
   void DrainQueue();
+  // One turn of progress by whoever holds the worker: returns the UCX events handled.
+  unsigned ProgressOnce();
+  // The calling thread may call into the worker (progress thread, or the baton's holder).
+  [[nodiscard]] bool DrivesWorker() const;
 
   // Progress-thread-only helpers.
   absl::Status CreateEndpoint(ConnectionId id, const Hello& remote, std::string peer,
@@ -102,9 +111,12 @@ class UcxTransport final : public Transport {
   std::atomic<bool> stopping_{false};
   std::atomic<bool> has_posts_{false};
   std::atomic<bool> sleeping_{false};
+  ProgressBaton baton_;
 
   std::atomic<ConnectionId> next_connection_id_{1};
-  // Progress-thread-only state.
+  // State of whoever drives the worker.
+  std::chrono::steady_clock::time_point next_tick_;
+  unsigned turns_ = 0;
   absl::flat_hash_map<ConnectionId, Endpoint> endpoints_;
   absl::flat_hash_map<ucp_ep_h, ConnectionId> connection_by_ep_;
   absl::flat_hash_map<int, ConnectionId> connection_by_socket_;

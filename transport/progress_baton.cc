@@ -1,0 +1,96 @@
+#include "transport/progress_baton.h"
+
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <ctime>
+
+namespace sluice::transport {
+namespace {
+
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+int* FutexWord(std::atomic<int32_t>* word) {
+  static_assert(sizeof(std::atomic<int32_t>) == sizeof(int32_t));
+  return reinterpret_cast<int*>(word);
+}
+
+}  // namespace
+
+void ProgressBaton::WaitWhile(int32_t expected, absl::Duration timeout) {
+  timespec ts = absl::ToTimespec(timeout);
+  syscall(SYS_futex, FutexWord(&state_), FUTEX_WAIT_PRIVATE, expected, &ts, nullptr, 0);
+}
+
+void ProgressBaton::WakeParked() {
+  syscall(SYS_futex, FutexWord(&state_), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+}
+
+bool ProgressBaton::ParkIfAsked() {
+  if (!asked_.load(std::memory_order_acquire)) return false;
+  // Lent with an old timestamp: the first caller gets a whole `linger` to take it.
+  lent_at_ns_.store(NowNs(), std::memory_order_relaxed);
+  state_.store(kLent, std::memory_order_seq_cst);
+  while (true) {
+    int32_t state = state_.load(std::memory_order_acquire);
+    if (state == kThread) return true;  // Return()ed
+    if (state == kLent) {
+      const int64_t idle_ns = NowNs() - lent_at_ns_.load(std::memory_order_relaxed);
+      const int64_t linger_ns = absl::ToInt64Nanoseconds(linger_);
+      if (idle_ns >= linger_ns) {
+        // A caller that takes the baton at this moment wins the race or retries.
+        if (state_.compare_exchange_strong(state, kThread, std::memory_order_acq_rel)) return true;
+        continue;
+      }
+      WaitWhile(kLent, absl::Nanoseconds(linger_ns - idle_ns));
+      continue;
+    }
+    WaitWhile(kHeld, linger_);
+  }
+}
+
+bool ProgressBaton::TryTake(const std::function<void()>& wake, absl::Duration wait) {
+  if (claimed_.exchange(true, std::memory_order_acquire)) return false;
+  const int64_t deadline = NowNs() + absl::ToInt64Nanoseconds(wait);
+  bool woke = false;
+  for (int spins = 0;; ++spins) {
+    int32_t lent = kLent;
+    if (state_.compare_exchange_weak(lent, kHeld, std::memory_order_acq_rel)) break;
+    if (!asked_.load(std::memory_order_relaxed)) asked_.store(true, std::memory_order_seq_cst);
+    if (!woke) {
+      wake();
+      woke = true;
+    }
+    if (NowNs() > deadline) {
+      asked_.store(false, std::memory_order_relaxed);
+      claimed_.store(false, std::memory_order_release);
+      return false;
+    }
+    if (spins > 64) std::this_thread::yield();
+  }
+  asked_.store(false, std::memory_order_relaxed);
+  holder_.store(std::this_thread::get_id(), std::memory_order_release);
+  return true;
+}
+
+void ProgressBaton::Lend() {
+  holder_.store(std::thread::id(), std::memory_order_relaxed);
+  lent_at_ns_.store(NowNs(), std::memory_order_relaxed);
+  state_.store(kLent, std::memory_order_release);
+  claimed_.store(false, std::memory_order_release);
+}
+
+void ProgressBaton::Return() {
+  holder_.store(std::thread::id(), std::memory_order_relaxed);
+  state_.store(kThread, std::memory_order_release);
+  claimed_.store(false, std::memory_order_release);
+  WakeParked();
+}
+
+}  // namespace sluice::transport

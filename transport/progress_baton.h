@@ -1,0 +1,80 @@
+// Who drives a transport's progress engine: its progress thread, or a caller that waits for
+// a reply and drives the engine itself meanwhile.
+//
+// A synchronous call that sleeps until the progress thread wakes it pays a thread hop per
+// reply (several microseconds on a busy host, and a third runnable thread on a two-core
+// machine). With the baton, the caller takes over the engine, sends, and polls for its own
+// reply, as ucx_perftest's ping-pong does. Exactly one thread holds the baton at a time,
+// so a UCS_THREAD_MODE_SERIALIZED worker stays serialised.
+//
+// The handover: the caller asks (and wakes the progress thread if it sleeps); the progress
+// thread, at the top of its loop, sees the request and parks. When the caller is done it
+// gives the baton back in one of two ways:
+//   - Lend(): its call completed. The parked thread takes the baton back after `linger`
+//     unless another call takes it first, so a tight loop of calls hands over once, not
+//     once per call. Nothing progresses the engine while the baton is lent (at most
+//     `linger`).
+//   - Return(): it stopped waiting before its reply came (idle); the thread resumes now.
+//
+//   ProgressBaton baton(absl::Microseconds(200));
+//   // progress thread, every loop turn:   if (baton.ParkIfAsked()) continue;
+//   // caller:
+//   if (baton.TryTake([&] { WakeProgressThread(); }, absl::Milliseconds(1))) {
+//     while (!replied) Progress();
+//     baton.Lend();
+//   }
+#ifndef SLUICE_TRANSPORT_PROGRESS_BATON_H_
+#define SLUICE_TRANSPORT_PROGRESS_BATON_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <thread>
+
+#include "absl/time/time.h"
+
+namespace sluice::transport {
+
+class ProgressBaton {
+ public:
+  explicit ProgressBaton(absl::Duration linger) : linger_(linger) {}
+  ProgressBaton(const ProgressBaton&) = delete;
+  ProgressBaton& operator=(const ProgressBaton&) = delete;
+
+  // Progress thread. Cheap when nobody asked. When a caller asked: hands the baton over and
+  // blocks until it is back (Return, or `linger` after Lend); returns true then.
+  bool ParkIfAsked();
+  // Progress thread: a caller is waiting for the baton (do not go to sleep).
+  [[nodiscard]] bool asked() const { return asked_.load(std::memory_order_seq_cst); }
+
+  // Caller. Takes the baton, calling `wake` once if the progress thread has to be woken to
+  // see the request. False when another caller holds it, or the progress thread did not
+  // hand over within `wait` (it is busy in a long callback).
+  [[nodiscard]] bool TryTake(const std::function<void()>& wake, absl::Duration wait);
+  // Holder: done, the call completed. See the file comment.
+  void Lend();
+  // Holder: done without a reply; the progress thread resumes at once.
+  void Return();
+  // True on the thread that holds the baton.
+  [[nodiscard]] bool HeldByThisThread() const {
+    return holder_.load(std::memory_order_acquire) == std::this_thread::get_id();
+  }
+
+ private:
+  enum State : int32_t { kThread = 0, kLent = 1, kHeld = 2 };
+
+  // Sleeps while state_ == expected, at most `timeout`.
+  void WaitWhile(int32_t expected, absl::Duration timeout);
+  void WakeParked();
+
+  const absl::Duration linger_;
+  std::atomic<int32_t> state_{kThread};
+  std::atomic<bool> asked_{false};
+  std::atomic<bool> claimed_{false};  // one caller at a time
+  std::atomic<std::thread::id> holder_{};
+  std::atomic<int64_t> lent_at_ns_{0};
+};
+
+}  // namespace sluice::transport
+
+#endif  // SLUICE_TRANSPORT_PROGRESS_BATON_H_

@@ -1,0 +1,161 @@
+// The baton between a progress thread and callers, with real threads: one holder at a time,
+// lending lingers, returning resumes the thread at once, wake-ups reach a sleeping thread.
+#include "transport/progress_baton.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+
+namespace sluice::transport {
+namespace {
+
+// A stand-in for a transport's progress loop: counts its turns, and counts how many threads
+// are "inside the engine" at once (must never exceed one).
+class FakeProgressThread {
+ public:
+  explicit FakeProgressThread(ProgressBaton* baton) : baton_(baton) {
+    thread_ = std::thread([this] { Loop(); });
+  }
+  ~FakeProgressThread() {
+    stop_.store(true);
+    Wake();
+    thread_.join();
+  }
+  void Enter() { max_inside_ = std::max(max_inside_.load(), ++inside_); }
+  void Leave() { --inside_; }
+  int max_inside() const { return max_inside_.load(); }
+  int64_t turns() const { return turns_.load(); }
+  // When `sleepy`, the loop sleeps until woken between turns (like epoll_wait).
+  void set_sleepy(bool sleepy) { sleepy_.store(sleepy); }
+  void Wake() {
+    absl::MutexLock lock(&mu_);
+    woken_ = true;
+  }
+
+ private:
+  void Loop() {
+    while (!stop_.load()) {
+      if (baton_->ParkIfAsked()) continue;
+      Enter();
+      turns_.fetch_add(1);
+      Leave();
+      if (sleepy_.load() && !baton_->asked()) {
+        absl::MutexLock lock(&mu_);
+        mu_.Await(absl::Condition(&woken_));
+        woken_ = false;
+      }
+    }
+  }
+
+  ProgressBaton* baton_;
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> sleepy_{false};
+  std::atomic<int> inside_{0};
+  std::atomic<int> max_inside_{0};
+  std::atomic<int64_t> turns_{0};
+  absl::Mutex mu_;
+  bool woken_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;
+};
+
+TEST(ProgressBatonTest, OneHolderAtATimeUnderContention) {
+  ProgressBaton baton(absl::Microseconds(50));
+  FakeProgressThread progress(&baton);
+  std::atomic<int> taken{0};
+  std::vector<std::thread> callers;
+  for (int c = 0; c < 3; ++c) {
+    callers.emplace_back([&, c] {
+      for (int i = 0; i < 2000; ++i) {
+        if (!baton.TryTake([] {}, absl::Milliseconds(50))) continue;
+        EXPECT_TRUE(baton.HeldByThisThread());
+        progress.Enter();
+        progress.Leave();
+        taken.fetch_add(1);
+        ((i + c) % 2 == 0) ? baton.Lend() : baton.Return();
+        EXPECT_FALSE(baton.HeldByThisThread());
+      }
+    });
+  }
+  for (auto& t : callers) t.join();
+  EXPECT_EQ(progress.max_inside(), 1);
+  EXPECT_GT(taken.load(), 100);
+}
+
+TEST(ProgressBatonTest, SecondCallerIsRefusedWhileHeld) {
+  ProgressBaton baton(absl::Microseconds(50));
+  FakeProgressThread progress(&baton);
+  ASSERT_TRUE(baton.TryTake([] {}, absl::Seconds(5)));
+  bool second = true;
+  std::thread([&] { second = baton.TryTake([] {}, absl::Milliseconds(20)); }).join();
+  EXPECT_FALSE(second);
+  baton.Return();
+}
+
+TEST(ProgressBatonTest, LentBatonKeepsTheThreadParkedForTheLinger) {
+  ProgressBaton baton(absl::Milliseconds(300));
+  FakeProgressThread progress(&baton);
+  ASSERT_TRUE(baton.TryTake([] {}, absl::Seconds(5)));
+  baton.Lend();
+  const int64_t parked_at = progress.turns();
+  absl::SleepFor(absl::Milliseconds(50));
+  EXPECT_EQ(progress.turns(), parked_at) << "the thread resumed before the linger";
+  // The next call takes the lent baton at once, without a handshake.
+  EXPECT_TRUE(baton.TryTake([] { ADD_FAILURE() << "woke a parked thread"; }, absl::Seconds(5)));
+  baton.Lend();
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (progress.turns() == parked_at && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  EXPECT_GT(progress.turns(), parked_at) << "the thread never took the baton back";
+}
+
+TEST(ProgressBatonTest, ReturnedBatonResumesTheThreadAtOnce) {
+  ProgressBaton baton(absl::Seconds(30));
+  FakeProgressThread progress(&baton);
+  ASSERT_TRUE(baton.TryTake([] {}, absl::Seconds(5)));
+  const int64_t parked_at = progress.turns();
+  baton.Return();
+  const absl::Time deadline = absl::Now() + absl::Seconds(5);
+  while (progress.turns() == parked_at && absl::Now() < deadline)
+    absl::SleepFor(absl::Milliseconds(1));
+  EXPECT_GT(progress.turns(), parked_at);
+}
+
+TEST(ProgressBatonTest, WakesASleepingThreadToHandOver) {
+  ProgressBaton baton(absl::Microseconds(50));
+  FakeProgressThread progress(&baton);
+  progress.set_sleepy(true);
+  absl::SleepFor(absl::Milliseconds(20));  // let it fall asleep
+  int wakes = 0;
+  EXPECT_TRUE(baton.TryTake(
+      [&] {
+        ++wakes;
+        progress.Wake();
+      },
+      absl::Seconds(5)));
+  EXPECT_EQ(wakes, 1);
+  baton.Return();
+  progress.set_sleepy(false);
+  progress.Wake();
+}
+
+TEST(ProgressBatonTest, GivesUpWhenTheThreadDoesNotHandOver) {
+  ProgressBaton baton(absl::Microseconds(50));
+  // No progress thread looks at the baton (one stuck in a long callback).
+  const absl::Time start = absl::Now();
+  EXPECT_FALSE(baton.TryTake([] {}, absl::Milliseconds(30)));
+  EXPECT_GE(absl::Now() - start, absl::Milliseconds(30));
+  EXPECT_FALSE(baton.asked()) << "a stale request would park the thread for nobody";
+  // Once it comes back, the thread hands over to the next caller as usual.
+  FakeProgressThread progress(&baton);
+  EXPECT_TRUE(baton.TryTake([] {}, absl::Seconds(5)));
+  baton.Return();
+}
+
+}  // namespace
+}  // namespace sluice::transport
