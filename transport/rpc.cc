@@ -158,12 +158,16 @@ absl::StatusOr<CallResult> RpcEndpoint::Call(ConnectionId to, uint32_t method, s
                                              const CallOptions& options) {
   absl::Notification done;
   absl::StatusOr<CallResult> result;
-  CallAsync(to, method, std::move(request), options, [&](absl::StatusOr<CallResult> r) {
-    result = std::move(r);
-    done.Notify();
-  });
-  // With caller-driven progress the reply is usually handled on this very thread.
-  if (!transport_->DriveUntil([&] { return done.HasBeenNotified(); })) done.WaitForNotification();
+  // With caller-driven progress the request goes out and its reply is handled on this thread.
+  const bool drove = transport_->DriveUntil(
+      [&] {
+        CallAsync(to, method, std::move(request), options, [&](absl::StatusOr<CallResult> r) {
+          result = std::move(r);
+          done.Notify();
+        });
+      },
+      [&] { return done.HasBeenNotified(); });
+  if (!drove) done.WaitForNotification();
   return result;
 }
 

@@ -262,7 +262,7 @@ TEST_P(RpcTest, CallerDrivesProgressOnlyWhenAskedTo) {
   });
   bool drove = false;
   for (int i = 0; i < 1000 && !done.HasBeenNotified(); ++i) {
-    drove = client_->transport().DriveUntil([&] { return done.HasBeenNotified(); });
+    drove = client_->transport().DriveUntil({}, [&] { return done.HasBeenNotified(); });
   }
   ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(10)));
   if (GetParam().caller_driven) {

@@ -139,12 +139,15 @@ class Transport {
   // Largest header Send accepts; bigger control messages must travel as the payload.
   [[nodiscard]] virtual size_t max_header_size() const = 0;
   [[nodiscard]] virtual const TransportStats& stats() const = 0;
-  // Drives progress on the calling thread until `done()` holds (true), or until nothing has
-  // happened for TransportOptions::spin_before_sleep, another thread drives, or the transport
-  // does not offer it (false: wait the usual way). Callbacks, `done()` included, run on this
-  // thread meanwhile. Must not be called from a transport callback.
-  [[nodiscard]] virtual bool DriveUntil(const std::function<bool()>& done) {
+  // Runs `start` (when set; it typically sends a request), then drives progress on the
+  // calling thread until `done()` holds (true), or until nothing has happened for
+  // TransportOptions::spin_before_sleep, another thread drives, or the transport does not
+  // offer it (false: wait the usual way). `start` runs exactly once in every case. Callbacks,
+  // `done()` included, run on this thread meanwhile. Not for use inside a transport callback.
+  [[nodiscard]] virtual bool DriveUntil(const std::function<void()>& start,
+                                        const std::function<bool()>& done) {
     (void)done;
+    if (start) start();
     return false;
   }
 };

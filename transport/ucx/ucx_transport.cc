@@ -188,7 +188,8 @@ void UcxTransport::Post(std::function<void()> task) {
 }
 
 bool UcxTransport::DrivesWorker() const {
-  return std::this_thread::get_id() == progress_thread_id_ || baton_.HeldByThisThread();
+  return std::this_thread::get_id() == progress_thread_id_.load(std::memory_order_acquire) ||
+         baton_.HeldByThisThread();
 }
 
 void UcxTransport::RunSync(const std::function<void()>& task) {
@@ -206,12 +207,16 @@ void UcxTransport::RunSync(const std::function<void()>& task) {
 
 void UcxTransport::DrainQueue() {
   if (!has_posts_.exchange(false, std::memory_order_acq_rel)) return;
-  std::deque<std::function<void()>> tasks;
+  // The two vectors trade places so that no drain allocates (a task may itself drain).
+  std::vector<std::function<void()>> tasks;
+  tasks.swap(spare_queue_);
   {
     absl::MutexLock lock(&queue_mu_);
     tasks.swap(queue_);
   }
   for (auto& task : tasks) task();
+  tasks.clear();
+  spare_queue_.swap(tasks);
 }
 
 unsigned UcxTransport::ProgressOnce() {
@@ -227,15 +232,22 @@ unsigned UcxTransport::ProgressOnce() {
   return events;
 }
 
-bool UcxTransport::DriveUntil(const std::function<bool()>& done) {
-  if (!options_.caller_driven_progress || DrivesWorker()) return false;
+bool UcxTransport::DriveUntil(const std::function<void()>& start,
+                              const std::function<bool()>& done) {
+  auto start_undriven = [&] {
+    if (start) start();
+    return false;
+  };
+  if (!options_.caller_driven_progress || DrivesWorker()) return start_undriven();
   auto wake = [this] {
     if (sleeping_.load(std::memory_order_seq_cst)) {
       uint64_t one = 1;
       (void)!write(event_fd_, &one, sizeof(one));
     }
   };
-  if (!baton_.TryTake(wake, absl::Milliseconds(1))) return false;
+  if (!baton_.TryTake(wake, absl::Milliseconds(1))) return start_undriven();
+  // Holding the worker, `start`'s sends go out directly instead of through the queue.
+  if (start) start();
   IdleTimer idle(options_.spin_before_sleep);
   while (true) {
     const unsigned events = ProgressOnce();
@@ -254,7 +266,7 @@ bool UcxTransport::DriveUntil(const std::function<bool()>& done) {
 }
 
 void UcxTransport::ProgressLoop() {
-  progress_thread_id_ = std::this_thread::get_id();
+  progress_thread_id_.store(std::this_thread::get_id(), std::memory_order_release);
   ucp_worker_h worker = worker_.get();
   next_tick_ = std::chrono::steady_clock::now() + kTickInterval;
   // Spinning a little after the last event keeps request/response latency low (an epoll

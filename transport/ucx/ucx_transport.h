@@ -17,10 +17,10 @@
 
 #include <atomic>
 #include <chrono>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <thread>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
@@ -45,7 +45,7 @@ class UcxTransport final : public Transport {
   absl::StatusOr<std::unique_ptr<MemoryRegion>> RegisterMemory(void* base, size_t size) override;
   size_t max_header_size() const override { return max_header_size_ - sizeof(uint64_t); }
   const TransportStats& stats() const override { return stats_; }
-  bool DriveUntil(const std::function<bool()>& done) override;
+  bool DriveUntil(const std::function<void()>& start, const std::function<bool()>& done) override;
 
   [[nodiscard]] const std::string& tls() const { return context_->tls(); }
 
@@ -103,10 +103,11 @@ class UcxTransport final : public Transport {
   int event_fd_ = -1;
   int epoll_fd_ = -1;
   std::thread progress_thread_;
-  std::thread::id progress_thread_id_;
+  std::atomic<std::thread::id> progress_thread_id_{};
 
   absl::Mutex queue_mu_;
-  std::deque<std::function<void()>> queue_ ABSL_GUARDED_BY(queue_mu_);
+  std::vector<std::function<void()>> queue_ ABSL_GUARDED_BY(queue_mu_);
+  std::vector<std::function<void()>> spare_queue_;  // of whoever drives the worker
   // Set once, after the last Post; read by the progress loop without taking queue_mu_.
   std::atomic<bool> stopping_{false};
   std::atomic<bool> has_posts_{false};
