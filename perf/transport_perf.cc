@@ -21,6 +21,7 @@ constexpr uint32_t kEcho = 2;
 nlohmann::json TransportPerfResult::ToJson() const {
   return {{"transport", transport},
           {"ucx_tls", ucx_tls},
+          {"ofi_provider", ofi_provider},
           {"progress", progress},
           {"size", size},
           {"iterations", iterations},
@@ -35,6 +36,12 @@ std::string EffectiveUcxTls(const transport::TransportOptions& options) {
   if (!options.ucx_tls.empty()) return options.ucx_tls;
   const char* env = std::getenv("UCX_TLS");
   return env != nullptr ? env : "all";
+}
+
+std::string EffectiveOfiProvider(const transport::TransportOptions& options) {
+  if (!options.ofi_provider.empty()) return options.ofi_provider;
+  const char* env = std::getenv("SLUICE_OFI_PROVIDER");
+  return env != nullptr && *env != '\0' ? env : "tcp;ofi_rxm";
 }
 
 absl::Status RunTransportPerfServer(const transport::Address& bind,
@@ -174,7 +181,11 @@ absl::StatusOr<TransportPerfResult> RunTransportPerfClient(const transport::Addr
   }
   TransportPerfResult result;
   result.transport = server.scheme;
-  result.ucx_tls = EffectiveUcxTls(options.transport);
+  if (server.scheme == "ofi") {
+    result.ofi_provider = EffectiveOfiProvider(options.transport);
+  } else {
+    result.ucx_tls = EffectiveUcxTls(options.transport);
+  }
   result.progress = options.transport.caller_driven_progress ? "caller" : "thread";
   result.size = options.size;
   result.iterations = options.iterations;

@@ -32,9 +32,10 @@ struct TransportPerfOptions {
 };
 
 struct TransportPerfResult {
-  std::string transport;  // scheme
-  std::string ucx_tls;
-  std::string progress;  // "thread" or "caller" (TransportOptions::caller_driven_progress)
+  std::string transport;     // scheme
+  std::string ucx_tls;       // UCX_TLS in effect (for ucx)
+  std::string ofi_provider;  // the libfabric provider (for ofi)
+  std::string progress;      // "thread" or "caller" (TransportOptions::caller_driven_progress)
   size_t size = 0;
   int64_t iterations = 0;
   double seconds = 0;
@@ -57,6 +58,8 @@ struct TransportPerfResult {
 
 // The UCX_TLS in effect for a transport created with `options` ("all" when unset).
 std::string EffectiveUcxTls(const transport::TransportOptions& options);
+// The libfabric provider a transport with `options` uses.
+std::string EffectiveOfiProvider(const transport::TransportOptions& options);
 
 }  // namespace sluice::perf
 
