@@ -102,6 +102,7 @@ absl::Status BatchReader::HeartbeatOnce() {
     return called;
   }
   std::vector<Task> added;
+  std::vector<std::pair<transport::Address, std::string>> given_up;
   {
     absl::MutexLock lock(&mu_);
     for (int64_t lost : response.lost_tasks()) {
@@ -109,6 +110,7 @@ absl::Status BatchReader::HeartbeatOnce() {
         if (task.id == lost && !task.lost) {
           task.lost = true;
           task.ended = true;
+          given_up.emplace_back(task.worker, task.worker_text);
         }
       }
     }
@@ -129,6 +131,13 @@ absl::Status BatchReader::HeartbeatOnce() {
       task.ended = info.lost();
       added.push_back(std::move(task));
     }
+  }
+  // A lost worker may be alive behind a partition, where nothing ever closes the connection:
+  // stop waiting for its replies now rather than at their deadline (its splits are re-issued
+  // to others, and this client's abandonment is what lets the dispatcher do so).
+  for (const auto& [worker, text] : given_up) {
+    rpc_->Disconnect(worker, absl::UnavailableError(
+                                 absl::StrCat("the dispatcher declared worker ", text, " lost")));
   }
   // Connect here, off the transport's progress thread, so fetches find the connection ready
   // (a worker that cannot be reached is retried by Pump, and reported lost by the dispatcher).

@@ -108,6 +108,20 @@ absl::StatusOr<ConnectionId> RpcEndpoint::ConnectTo(const Address& peer) {
   return id;
 }
 
+void RpcEndpoint::Disconnect(const Address& peer, const absl::Status& why) {
+  ConnectionId id = kNoConnection;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = connections_.find(peer.ToString());
+    if (it == connections_.end()) return;
+    id = it->second;
+    connections_.erase(it);
+  }
+  // OnDisconnect (from the transport, after it cancelled the connection's requests) fails
+  // the calls still pending on it.
+  transport_->Abort(id, why);
+}
+
 void RpcEndpoint::SendFrame(ConnectionId to, uint8_t kind, uint32_t method, uint64_t request_id,
                             const absl::Status& status, std::string body, Payload payload,
                             SendCallback on_sent) {
@@ -266,7 +280,11 @@ void RpcEndpoint::OnDisconnect(ConnectionId connection, absl::Status why) {
   {
     absl::MutexLock lock(&mu_);
     if (auto it = peer_of_.find(connection); it != peer_of_.end()) {
-      connections_.erase(it->second);
+      // Disconnect may already have replaced it with a new connection to the same peer.
+      if (auto c = connections_.find(it->second);
+          c != connections_.end() && c->second == connection) {
+        connections_.erase(c);
+      }
       peer_of_.erase(it);
     }
     for (auto it = pending_.begin(); it != pending_.end();) {

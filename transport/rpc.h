@@ -100,6 +100,10 @@ class RpcEndpoint final : public MessageHandler {
   [[nodiscard]] absl::StatusOr<Address> Listen(const Address& bind);
   // Returns the live connection to `peer`, connecting if there is none.
   [[nodiscard]] absl::StatusOr<ConnectionId> ConnectTo(const Address& peer);
+  // Gives up on `peer` (known lost, e.g. behind a partition): the calls pending on its
+  // connection fail with `why` once the transport has let go of their landing buffers, and
+  // the next ConnectTo(peer) connects afresh.
+  void Disconnect(const Address& peer, const absl::Status& why);
 
   void CallAsync(ConnectionId to, uint32_t method, std::string request, const CallOptions& options,
                  CallCallback done);

@@ -206,6 +206,41 @@ TEST_P(RpcTest, PeerDeathFailsOutstandingCall) {
   EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
 }
 
+// A peer behind a partition never closes anything; giving up on it must fail what is pending
+// at once (not at the deadline) and leave the endpoint able to connect again.
+TEST_P(RpcTest, DisconnectFailsPendingCallsAtOnceAndAllowsReconnecting) {
+  auto connection = client_->ConnectTo(address_);
+  ASSERT_TRUE(connection.ok());
+  CallOptions options;
+  options.timeout = absl::Seconds(60);
+  absl::Notification done;
+  absl::Status status;
+  client_->CallAsync(*connection, kNoReply, "", options, [&](absl::StatusOr<CallResult> r) {
+    status = r.status();
+    done.Notify();
+  });
+  for (int i = 0; i < 500; ++i) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (!parked_.empty()) break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const absl::Time start = absl::Now();
+  client_->Disconnect(address_, absl::UnavailableError("gave up on the peer"));
+  ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
+  EXPECT_THAT(status.message(), HasSubstr("gave up on the peer"));
+
+  auto again = client_->ConnectTo(address_);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_NE(*again, *connection);
+  auto echo = client_->Call(*again, kEcho, "after", {});
+  ASSERT_TRUE(echo.ok()) << echo.status();
+  EXPECT_EQ(echo->response, "echo:after");
+}
+
 TEST_P(RpcTest, ClosingOneOfTwoConnectionsToAPeerKeepsTheOther) {
   // Both connections share the peer's transport address (one AV entry for libfabric).
   auto extra = client_->transport().Connect(address_);

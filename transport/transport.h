@@ -134,6 +134,10 @@ class Transport {
   virtual void Send(ConnectionId to, std::string header, Payload payload, SendCallback done) = 0;
   // Closes a connection (no OnDisconnect for it).
   virtual void Close(ConnectionId connection) = 0;
+  // Gives up on a connection whose peer is presumed gone (e.g. unreachable behind a network
+  // partition, where nothing ever closes): its sends and receives in flight are cancelled,
+  // so no buffer they named is touched afterwards, then OnDisconnect(connection, why) runs.
+  virtual void Abort(ConnectionId connection, absl::Status why) = 0;
   [[nodiscard]] virtual absl::StatusOr<std::unique_ptr<MemoryRegion>> RegisterMemory(
       void* base, size_t size) = 0;
   // Largest header Send accepts; bigger control messages must travel as the payload.

@@ -128,6 +128,10 @@ void OfiTransport::Close(ConnectionId connection) {
   progress_->Post([this, connection] { CloseConnection(connection); });
 }
 
+void OfiTransport::Abort(ConnectionId connection, absl::Status why) {
+  progress_->Post([this, connection, why = std::move(why)] { FailConnection(connection, why); });
+}
+
 absl::StatusOr<std::unique_ptr<MemoryRegion>> OfiTransport::RegisterMemory(void* base,
                                                                            size_t size) {
   absl::StatusOr<std::unique_ptr<MemoryRegion>> region =

@@ -61,6 +61,7 @@ class OfiTransport final : public Transport {
   absl::StatusOr<ConnectionId> Connect(const Address& peer) override;
   void Send(ConnectionId to, std::string header, Payload payload, SendCallback done) override;
   void Close(ConnectionId connection) override;
+  void Abort(ConnectionId connection, absl::Status why) override;
   absl::StatusOr<std::unique_ptr<MemoryRegion>> RegisterMemory(void* base, size_t size) override;
   size_t max_header_size() const override { return kMaxHeaderSize; }
   const TransportStats& stats() const override { return stats_; }

@@ -55,8 +55,6 @@ class IdleTimer {
 
 // The token that prefixes every message header.
 using Token = uint64_t;
-// How long an accepting transport waits for a connecting peer's hello.
-constexpr absl::Duration kAcceptHelloTimeout = absl::Seconds(2);
 
 }  // namespace
 
@@ -155,14 +153,26 @@ UcxTransport::~UcxTransport() {
       for (const auto& [id, endpoint] : endpoints_) ids.push_back(id);
       for (ConnectionId id : ids) CloseEndpoint(id, /*force=*/false);
     });
-    // Give graceful closes a bounded time; a dead peer must not hang shutdown.
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-    while (std::chrono::steady_clock::now() < deadline) {
-      bool done = false;
-      RunSync([&] { done = inflight_closes_ == 0; });
-      if (done) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
+    // Flushes get a bounded time: a peer behind a partition never acknowledges. What is left
+    // is then force-closed, which cancels its requests, so that no request is still ours
+    // when the worker is destroyed (UCX asserts on that).
+    auto wait_until = [this](auto done_pred) {
+      auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+      while (std::chrono::steady_clock::now() < deadline) {
+        bool done = false;
+        RunSync([&] { done = done_pred(); });
+        if (done) return;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+    };
+    wait_until([this] { return flushing_.empty(); });
+    RunSync([this] {
+      std::vector<ucp_ep_h> left;
+      for (const auto& [ep, id] : flushing_) left.push_back(ep);
+      flushing_.clear();  // their flushes now complete (cancelled) without closing again
+      for (ucp_ep_h ep : left) ForceClose(ep);
+    });
+    wait_until([this] { return inflight_closes_ == 0; });
     stopping_.store(true, std::memory_order_seq_cst);
     has_posts_.store(true, std::memory_order_seq_cst);  // makes the loop look once more
     uint64_t one = 1;
@@ -314,136 +324,6 @@ void UcxTransport::ProgressLoop() {
       }
     }
   }
-}
-
-absl::StatusOr<Address> UcxTransport::Listen(const Address& bind) {
-  Address bound = bind;
-  SLUICE_ASSIGN_OR_RETURN(ScopedFd socket, ListenSocket(bind, &bound.port));
-  RunSync([&] {
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.fd = socket.get();
-    epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, socket.get(), &ev);
-    listen_socket_ = std::move(socket);
-  });
-  return bound;
-}
-
-void UcxTransport::AcceptConnections() {
-  while (true) {
-    absl::Time deadline = absl::Now() + kAcceptHelloTimeout;
-    absl::StatusOr<AcceptedPeer> accepted;
-    if (!AcceptPeer(listen_socket_.get(), deadline, &accepted)) return;
-    if (!accepted.ok()) continue;
-    ConnectionId id = next_connection_id_.fetch_add(1);
-    int fd = accepted->socket.get();
-    if (!CreateEndpoint(id, accepted->hello, std::move(accepted->peer), std::move(accepted->socket))
-             .ok()) {
-      continue;
-    }
-    // The handler has not seen this connection yet: drop it without an OnDisconnect.
-    if (!SendHello(fd, Hello{id, worker_address_}, deadline).ok()) CloseEndpoint(id, true);
-  }
-}
-
-absl::StatusOr<ConnectionId> UcxTransport::Connect(const Address& peer) {
-  absl::Time deadline = absl::Now() + options_.connect_timeout;
-  SLUICE_ASSIGN_OR_RETURN(ScopedFd socket, ConnectSocket(peer, options_.connect_timeout));
-  ConnectionId id = next_connection_id_.fetch_add(1);
-  SLUICE_RETURN_IF_ERROR(SendHello(socket.get(), Hello{id, worker_address_}, deadline));
-  absl::StatusOr<Hello> remote = ReceiveHello(socket.get(), deadline);
-  if (!remote.ok()) {
-    return absl::Status(remote.status().code(), absl::StrCat("connecting to ", peer.ToString(),
-                                                             ": ", remote.status().message()));
-  }
-  absl::Status status;
-  RunSync([&] { status = CreateEndpoint(id, *remote, peer.ToString(), std::move(socket)); });
-  SLUICE_RETURN_IF_ERROR(status);
-  return id;
-}
-
-absl::Status UcxTransport::CreateEndpoint(ConnectionId id, const Hello& remote, std::string peer,
-                                          ScopedFd socket) {
-  ucp_ep_params_t params{};
-  params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLER |
-                      UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
-  params.address = reinterpret_cast<const ucp_address_t*>(remote.worker_address.data());
-  params.err_mode =
-      context_->peer_failure_handling() ? UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;
-  params.err_handler.cb = &UcxTransport::OnEndpointError;
-  params.err_handler.arg = this;
-  ucp_ep_h ep = nullptr;
-  ucs_status_t s = ucp_ep_create(worker_.get(), &params, &ep);
-  if (s == UCS_ERR_UNREACHABLE && params.err_mode == UCP_ERR_HANDLING_MODE_PEER) {
-    // No transport to this peer handles peer failure (see UcxContext::
-    // peer_failure_handling); the bootstrap socket reports the peer's death instead.
-    params.err_mode = UCP_ERR_HANDLING_MODE_NONE;
-    s = ucp_ep_create(worker_.get(), &params, &ep);
-  }
-  if (s != UCS_OK) {
-    return UcsError(
-        s, absl::StrCat("cannot create endpoint to ", peer, " (UCX_TLS=", context_->tls(), ")"));
-  }
-  epoll_event ev{};
-  ev.events = EPOLLIN | EPOLLRDHUP;
-  ev.data.fd = socket.get();
-  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, socket.get(), &ev);
-  connection_by_socket_[socket.get()] = id;
-  connection_by_ep_[ep] = id;
-  endpoints_[id] = Endpoint{ep, std::move(peer), remote.token, std::move(socket)};
-  return absl::OkStatus();
-}
-
-void UcxTransport::OnEndpointError(void* arg, ucp_ep_h ep, ucs_status_t status) {
-  auto* self = static_cast<UcxTransport*>(arg);
-  auto it = self->connection_by_ep_.find(ep);
-  if (it == self->connection_by_ep_.end()) return;
-  ConnectionId id = it->second;
-  self->FailConnection(id,
-                       UcsError(status, absl::StrCat("connection to ", self->endpoints_[id].peer)));
-}
-
-void UcxTransport::FailConnection(ConnectionId id, const absl::Status& why) {
-  auto it = endpoints_.find(id);
-  if (it == endpoints_.end()) return;
-  // Stop watching now; the endpoint is closed later because UCX does not allow closing an
-  // endpoint from inside its own error callback.
-  ucp_ep_h ep = it->second.ep;
-  if (int fd = it->second.socket.get(); fd >= 0) {
-    epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
-    connection_by_socket_.erase(fd);
-    it->second.socket.reset();
-  }
-  connection_by_ep_.erase(ep);
-  Post([this, id] { CloseEndpoint(id, /*force=*/true); });
-  handler_->OnDisconnect(id, why);
-}
-
-void UcxTransport::CloseEndpoint(ConnectionId id, bool force) {
-  auto it = endpoints_.find(id);
-  if (it == endpoints_.end()) return;
-  ucp_ep_h ep = it->second.ep;
-  if (int fd = it->second.socket.get(); fd >= 0) {
-    epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
-    connection_by_socket_.erase(fd);
-  }
-  endpoints_.erase(it);
-  connection_by_ep_.erase(ep);
-  ucp_request_param_t param{};
-  param.op_attr_mask =
-      UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
-  param.flags = force ? UCP_EP_CLOSE_FLAG_FORCE : 0;
-  param.user_data = this;
-  param.cb.send = [](void* request, ucs_status_t, void* user_data) {
-    --static_cast<UcxTransport*>(user_data)->inflight_closes_;
-    ucp_request_free(request);
-  };
-  ucs_status_ptr_t request = ucp_ep_close_nbx(ep, &param);
-  if (UCS_PTR_IS_PTR(request)) ++inflight_closes_;
-}
-
-void UcxTransport::Close(ConnectionId connection) {
-  Post([this, connection] { CloseEndpoint(connection, /*force=*/false); });
 }
 
 void UcxTransport::Send(ConnectionId to, std::string header, Payload payload, SendCallback done) {

@@ -42,6 +42,7 @@ class UcxTransport final : public Transport {
   absl::StatusOr<ConnectionId> Connect(const Address& peer) override;
   void Send(ConnectionId to, std::string header, Payload payload, SendCallback done) override;
   void Close(ConnectionId connection) override;
+  void Abort(ConnectionId connection, absl::Status why) override;
   absl::StatusOr<std::unique_ptr<MemoryRegion>> RegisterMemory(void* base, size_t size) override;
   size_t max_header_size() const override { return max_header_size_ - sizeof(uint64_t); }
   const TransportStats& stats() const override { return stats_; }
@@ -78,7 +79,9 @@ class UcxTransport final : public Transport {
                               ScopedFd socket);
   void AcceptConnections();
   void FailConnection(ConnectionId id, const absl::Status& why);
+  // Graceful (flush, then close) or forced (cancels the endpoint's requests at once).
   void CloseEndpoint(ConnectionId id, bool force);
+  void ForceClose(ucp_ep_h ep);
   void DoSend(ConnectionId to, std::string header, Payload payload, SendCallback done);
   ucs_status_t OnActiveMessage(const void* header, size_t header_length, void* data, size_t length,
                                const ucp_am_recv_param_t* param);
@@ -122,6 +125,8 @@ class UcxTransport final : public Transport {
   absl::flat_hash_map<ucp_ep_h, ConnectionId> connection_by_ep_;
   absl::flat_hash_map<int, ConnectionId> connection_by_socket_;
   int inflight_closes_ = 0;
+  // Endpoints closed gracefully whose flush has not completed yet.
+  absl::flat_hash_map<ucp_ep_h, ConnectionId> flushing_;
 };
 
 }  // namespace sluice::transport::ucx

@@ -1,0 +1,130 @@
+// Multi-host behaviour on one machine: the dispatcher, two workers and the reader each run
+// in their own network namespace ("host"), connected only by a bridge, as on a cluster
+// (netns_lab.h). Run over UCX tcp and libfabric tcp; skipped without root or iproute2.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <set>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "nlohmann/json.hpp"
+#include "tests/integration/cluster.h"
+#include "tests/integration/netns_lab.h"
+
+namespace sluice::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr int kDispatcherHost = 0;
+constexpr int kClientHost = 3;
+constexpr int kDispatcherPort = 7070;
+
+class MultiHostTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto lab = NetnsLab::Create(4);
+    if (!lab.ok()) GTEST_SKIP() << "no network namespaces here: " << lab.status().message();
+    lab_ = std::move(*lab);
+    dispatcher_address_ =
+        absl::StrCat(Scheme(), "://", lab_->ip(kDispatcherHost), ":", kDispatcherPort);
+  }
+
+  // A dispatcher listening on every interface of its host.
+  void StartDispatcher(const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> argv = {Binary(),     "--transport", Scheme(),
+                                     "dispatcher", "--port",      std::to_string(kDispatcherPort),
+                                     "--host",     "0.0.0.0",     "--elements-per-split",
+                                     "100"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    dispatcher_ = std::make_unique<Subprocess>(lab_->Run(kDispatcherHost, argv));
+    ASSERT_FALSE(dispatcher_->WaitForOutput("listening on", absl::Seconds(20)).empty())
+        << dispatcher_->stderr_text();
+  }
+
+  // A worker on `host` with default addresses: it binds every interface and advertises the
+  // IP it reaches the dispatcher from. Returns the address it serves at.
+  std::string StartWorker(int host) {
+    auto worker = std::make_unique<Subprocess>(
+        lab_->Run(host, {Binary(), "worker", "--dispatcher", dispatcher_address_, "--slab-bytes",
+                         "1048576", "--slabs", "8"}));
+    const std::string line = worker->WaitForOutput("serving at", absl::Seconds(20));
+    EXPECT_FALSE(line.empty()) << worker->stderr_text();
+    workers_.push_back(std::move(worker));
+    std::string address = line.substr(line.find("serving at ") + 11);
+    while (!address.empty() && (address.back() == '\n' || address.back() == ' ')) {
+      address.pop_back();
+    }
+    return address;
+  }
+
+  std::unique_ptr<Subprocess> StartRead(const std::string& pipeline) {
+    return std::make_unique<Subprocess>(lab_->Run(
+        kClientHost, {Binary(), "read", "--dispatcher", dispatcher_address_, "--pipeline", pipeline,
+                      "--mode", "dynamic", "--format", "jsonl", "--max-outstanding", "2"}));
+  }
+
+  std::unique_ptr<NetnsLab> lab_;
+  std::string dispatcher_address_;
+  std::unique_ptr<Subprocess> dispatcher_;
+  std::vector<std::unique_ptr<Subprocess>> workers_;
+};
+
+std::set<std::string> WorkersThatServed(const std::string& jsonl) {
+  std::set<std::string> workers;
+  std::istringstream lines(jsonl);
+  for (std::string line; std::getline(lines, line);) {
+    workers.insert(nlohmann::json::parse(line)["worker"].get<std::string>());
+  }
+  return workers;
+}
+
+TEST_F(MultiHostTest, WorkersOnOtherHostsAreReachedAtTheAddressesTheyAdvertise) {
+  StartDispatcher();
+  const std::string first = StartWorker(1);
+  const std::string second = StartWorker(2);
+  EXPECT_THAT(first, HasSubstr(lab_->ip(1) + ":")) << "advertised the IP facing the dispatcher";
+  EXPECT_THAT(second, HasSubstr(lab_->ip(2) + ":"));
+
+  auto read = StartRead("range(20000) | batch(10)");
+  ASSERT_EQ(read->Wait(absl::Seconds(120)), 0) << read->stderr_text();
+  const std::string output = read->stdout_text();
+  EXPECT_EQ(WorkersThatServed(output), (std::set<std::string>{first, second}));
+  std::map<int64_t, int> counts = Values(*read);
+  ExpectEachValueTimes(counts, 20000, 1);
+}
+
+// A host that drops off the network sends no FIN and no RST: nothing closes, peers only stop
+// hearing from it. The dispatcher must notice by heartbeats, the reader must stop waiting on
+// it, and DYNAMIC sharding must re-issue its splits without loss or duplicates.
+TEST_F(MultiHostTest, WorkerCutOffTheNetworkMidEpochLosesNothing) {
+  StartDispatcher({"--worker-timeout", "2s"});
+  const std::string workers[] = {StartWorker(1), StartWorker(2)};
+  auto read = StartRead("range(100000) | batch(10)");
+  const std::string first_line = read->WaitForOutput("values", absl::Seconds(30));
+  ASSERT_FALSE(first_line.empty()) << read->stderr_text();
+  const std::string victim = nlohmann::json::parse(first_line)["worker"].get<std::string>();
+  const int victim_host = victim == workers[0] ? 1 : 2;
+  ASSERT_TRUE(lab_->SetLinkUp(victim_host, false).ok());
+  const absl::Time cut = absl::Now();
+  const std::string before = read->stdout_text();
+  EXPECT_LT(std::count(before.begin(), before.end(), '\n'), 10000 / 2)
+      << "the cut should land early in the epoch";
+
+  std::map<int64_t, int> counts = Values(*read);
+  // Bounded by the worker timeout and heartbeats, not by the 60 s fetch deadline.
+  EXPECT_LT(absl::Now() - cut, absl::Seconds(30));
+  ExpectEachValueTimes(counts, 100000, 1);
+
+  Subprocess status(
+      lab_->Run(kClientHost, {Binary(), "status", "--dispatcher", dispatcher_address_, "--json"}));
+  ASSERT_EQ(status.Wait(absl::Seconds(30)), 0) << status.stderr_text();
+  nlohmann::json s = nlohmann::json::parse(status.stdout_text());
+  int lost = 0;
+  for (const auto& w : s["workers"]) lost += w["lost"].get<bool>() ? 1 : 0;
+  EXPECT_EQ(lost, 1);
+}
+
+}  // namespace
+}  // namespace sluice::testing

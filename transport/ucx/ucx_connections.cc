@@ -1,0 +1,182 @@
+// UcxTransport, second part: connections. Listening and accepting, connecting, endpoint
+// creation, and the three ways a connection ends: the peer fails (FailConnection), the
+// application closes it (Close: flush, then close) or gives up on it (Abort: force close).
+// Everything here runs on the thread that drives the worker. See ucx_transport.h.
+#include <sys/epoll.h>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "transport/ucx/ucx_transport.h"
+
+namespace sluice::transport::ucx {
+namespace {
+
+// How long an accepting transport waits for a connecting peer's hello.
+constexpr absl::Duration kAcceptHelloTimeout = absl::Seconds(2);
+
+}  // namespace
+
+absl::StatusOr<Address> UcxTransport::Listen(const Address& bind) {
+  Address bound = bind;
+  SLUICE_ASSIGN_OR_RETURN(ScopedFd socket, ListenSocket(bind, &bound.port));
+  RunSync([&] {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = socket.get();
+    epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, socket.get(), &ev);
+    listen_socket_ = std::move(socket);
+  });
+  return bound;
+}
+
+void UcxTransport::AcceptConnections() {
+  while (true) {
+    absl::Time deadline = absl::Now() + kAcceptHelloTimeout;
+    absl::StatusOr<AcceptedPeer> accepted;
+    if (!AcceptPeer(listen_socket_.get(), deadline, &accepted)) return;
+    if (!accepted.ok()) continue;
+    ConnectionId id = next_connection_id_.fetch_add(1);
+    int fd = accepted->socket.get();
+    if (!CreateEndpoint(id, accepted->hello, std::move(accepted->peer), std::move(accepted->socket))
+             .ok()) {
+      continue;
+    }
+    // The handler has not seen this connection yet: drop it without an OnDisconnect.
+    if (!SendHello(fd, Hello{id, worker_address_}, deadline).ok()) CloseEndpoint(id, true);
+  }
+}
+
+absl::StatusOr<ConnectionId> UcxTransport::Connect(const Address& peer) {
+  absl::Time deadline = absl::Now() + options_.connect_timeout;
+  SLUICE_ASSIGN_OR_RETURN(ScopedFd socket, ConnectSocket(peer, options_.connect_timeout));
+  ConnectionId id = next_connection_id_.fetch_add(1);
+  SLUICE_RETURN_IF_ERROR(SendHello(socket.get(), Hello{id, worker_address_}, deadline));
+  absl::StatusOr<Hello> remote = ReceiveHello(socket.get(), deadline);
+  if (!remote.ok()) {
+    return absl::Status(remote.status().code(), absl::StrCat("connecting to ", peer.ToString(),
+                                                             ": ", remote.status().message()));
+  }
+  absl::Status status;
+  RunSync([&] { status = CreateEndpoint(id, *remote, peer.ToString(), std::move(socket)); });
+  SLUICE_RETURN_IF_ERROR(status);
+  return id;
+}
+
+absl::Status UcxTransport::CreateEndpoint(ConnectionId id, const Hello& remote, std::string peer,
+                                          ScopedFd socket) {
+  ucp_ep_params_t params{};
+  params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLER |
+                      UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
+  params.address = reinterpret_cast<const ucp_address_t*>(remote.worker_address.data());
+  params.err_mode =
+      context_->peer_failure_handling() ? UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;
+  params.err_handler.cb = &UcxTransport::OnEndpointError;
+  params.err_handler.arg = this;
+  ucp_ep_h ep = nullptr;
+  ucs_status_t s = ucp_ep_create(worker_.get(), &params, &ep);
+  if (s == UCS_ERR_UNREACHABLE && params.err_mode == UCP_ERR_HANDLING_MODE_PEER) {
+    // No transport to this peer handles peer failure (see UcxContext::
+    // peer_failure_handling); the bootstrap socket reports the peer's death instead.
+    params.err_mode = UCP_ERR_HANDLING_MODE_NONE;
+    s = ucp_ep_create(worker_.get(), &params, &ep);
+  }
+  if (s != UCS_OK) {
+    return UcsError(
+        s, absl::StrCat("cannot create endpoint to ", peer, " (UCX_TLS=", context_->tls(), ")"));
+  }
+  epoll_event ev{};
+  ev.events = EPOLLIN | EPOLLRDHUP;
+  ev.data.fd = socket.get();
+  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, socket.get(), &ev);
+  connection_by_socket_[socket.get()] = id;
+  connection_by_ep_[ep] = id;
+  endpoints_[id] = Endpoint{ep, std::move(peer), remote.token, std::move(socket)};
+  return absl::OkStatus();
+}
+
+void UcxTransport::OnEndpointError(void* arg, ucp_ep_h ep, ucs_status_t status) {
+  auto* self = static_cast<UcxTransport*>(arg);
+  auto it = self->connection_by_ep_.find(ep);
+  if (it == self->connection_by_ep_.end()) return;
+  ConnectionId id = it->second;
+  self->FailConnection(id,
+                       UcsError(status, absl::StrCat("connection to ", self->endpoints_[id].peer)));
+}
+
+void UcxTransport::FailConnection(ConnectionId id, const absl::Status& why) {
+  auto it = endpoints_.find(id);
+  if (it == endpoints_.end()) return;
+  // Stop watching now; the endpoint is closed later because UCX does not allow closing an
+  // endpoint from inside its own error callback.
+  ucp_ep_h ep = it->second.ep;
+  if (int fd = it->second.socket.get(); fd >= 0) {
+    epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
+    connection_by_socket_.erase(fd);
+    it->second.socket.reset();
+  }
+  connection_by_ep_.erase(ep);
+  Post([this, id] { CloseEndpoint(id, /*force=*/true); });
+  handler_->OnDisconnect(id, why);
+}
+
+void UcxTransport::CloseEndpoint(ConnectionId id, bool force) {
+  auto it = endpoints_.find(id);
+  if (it == endpoints_.end()) return;
+  ucp_ep_h ep = it->second.ep;
+  if (int fd = it->second.socket.get(); fd >= 0) {
+    epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
+    connection_by_socket_.erase(fd);
+  }
+  endpoints_.erase(it);
+  connection_by_ep_.erase(ep);
+  if (force) {
+    ForceClose(ep);
+    return;
+  }
+  // Graceful: flush what was sent, then close. A graceful ucp_ep_close_nbx to a peer that
+  // never answers would stay pending for good; a flush can be given up on (destructor).
+  ucp_request_param_t param{};
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  flushing_[ep] = id;
+  param.user_data = new std::pair<UcxTransport*, ucp_ep_h>(this, ep);
+  param.cb.send = [](void* request, ucs_status_t, void* user_data) {
+    std::unique_ptr<std::pair<UcxTransport*, ucp_ep_h>> op(
+        static_cast<std::pair<UcxTransport*, ucp_ep_h>*>(user_data));
+    if (request != nullptr) ucp_request_free(request);
+    UcxTransport* self = op->first;
+    if (self->flushing_.erase(op->second) > 0) self->ForceClose(op->second);
+  };
+  ucs_status_ptr_t request = ucp_ep_flush_nbx(ep, &param);
+  if (!UCS_PTR_IS_PTR(request)) param.cb.send(nullptr, UCS_PTR_STATUS(request), param.user_data);
+}
+
+void UcxTransport::ForceClose(ucp_ep_h ep) {
+  // With the flush done (or given up on), nothing is lost by not waiting for the peer.
+  ucp_request_param_t param{};
+  param.op_attr_mask =
+      UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  param.flags = UCP_EP_CLOSE_FLAG_FORCE;
+  param.user_data = this;
+  param.cb.send = [](void* request, ucs_status_t, void* user_data) {
+    --static_cast<UcxTransport*>(user_data)->inflight_closes_;
+    ucp_request_free(request);
+  };
+  ucs_status_ptr_t request = ucp_ep_close_nbx(ep, &param);
+  if (UCS_PTR_IS_PTR(request)) ++inflight_closes_;
+}
+
+void UcxTransport::Close(ConnectionId connection) {
+  Post([this, connection] { CloseEndpoint(connection, /*force=*/false); });
+}
+
+void UcxTransport::Abort(ConnectionId connection, absl::Status why) {
+  Post([this, connection, why = std::move(why)] {
+    if (!endpoints_.contains(connection)) return;
+    // Force-closing cancels the endpoint's requests first (a rendezvous receive in flight
+    // lets go of its buffer and fails its call); OnDisconnect then fails the rest.
+    CloseEndpoint(connection, /*force=*/true);
+    handler_->OnDisconnect(connection, why);
+  });
+}
+
+}  // namespace sluice::transport::ucx
