@@ -23,8 +23,12 @@ absl::Status FromCallback(absl::string_view what) {
 #if SLUICE_HAVE_CUDA
 // Starts one copy on `stream` and records `event` after it.
 absl::Status StartCopy(int device, const void* host, size_t bytes, void* device_ptr,
-                       cudaStream_t stream, cudaEvent_t event) {
+                       cudaStream_t stream, cudaEvent_t event, cudaEvent_t after) {
   SLUICE_ASSIGN_OR_RETURN(ScopedCudaDevice on_device, ScopedCudaDevice::Enter(device));
+  if (after != nullptr) {
+    SLUICE_RETURN_IF_ERROR(
+        internal::CudaCheck(cudaStreamWaitEvent(stream, after, 0), "cudaStreamWaitEvent"));
+  }
   SLUICE_RETURN_IF_ERROR(
       internal::CudaCheck(cudaMemcpyAsync(device_ptr, host, bytes, cudaMemcpyHostToDevice, stream),
                           absl::StrCat("cudaMemcpyAsync(", bytes, " bytes host to device)")));
@@ -78,7 +82,7 @@ DeviceCopyEngine::~DeviceCopyEngine() {
 }
 
 absl::Status DeviceCopyEngine::Submit(const void* host, size_t bytes, void* device_ptr,
-                                      CopyDone done) {
+                                      CopyDone done, CUevent_st* after) {
   if (host == nullptr || device_ptr == nullptr) {
     return absl::InvalidArgumentError("DeviceCopyEngine::Submit: null host or device pointer");
   }
@@ -98,9 +102,10 @@ absl::Status DeviceCopyEngine::Submit(const void* host, size_t bytes, void* devi
   }
 #if SLUICE_HAVE_CUDA
   absl::Status started = StartCopy(options_.device, host, bytes, device_ptr, streams_[stream].get(),
-                                   events_[event].get());
+                                   events_[event].get(), after);
 #else
   (void)stream;
+  (void)after;
   absl::Status started = absl::FailedPreconditionError("built without CUDA");
 #endif
   absl::MutexLock lock(&mu_);

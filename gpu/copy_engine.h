@@ -69,8 +69,11 @@ class DeviceCopyEngine {
   // until `done` runs. OK: `done` runs exactly once. Error: the copy was not started and
   // `done` never runs (InvalidArgument for null pointers, FailedPrecondition when called
   // from a callback, the CUDA error otherwise).
-  [[nodiscard]] absl::Status Submit(const void* host, size_t bytes, void* device_ptr,
-                                    CopyDone done);
+  // `after`, when set, is an event recorded on another stream (e.g. DeviceBufferLease::
+  // ready_after()): the copy starts on the device only once that event has completed, so the
+  // host never waits for work still reading `device_ptr`.
+  [[nodiscard]] absl::Status Submit(const void* host, size_t bytes, void* device_ptr, CopyDone done,
+                                    CUevent_st* after = nullptr);
 
   // Returns once every copy submitted so far has finished and its callback has run.
   // FailedPrecondition when called from a callback (it would wait on itself).

@@ -138,14 +138,15 @@ absl::StatusOr<bool> DeviceBatchReader::StartOne(DeviceBufferLease buffer) {
   pending->buffer = std::move(buffer);
   Pending* p = pending.get();
   // The callback owns the host batch, so its slab is freed the moment the copy is done.
-  SLUICE_RETURN_IF_ERROR(
-      engine_->Submit(bytes.data(), bytes.size(), p->buffer.data(),
-                      [this, p, owner = std::move(host->owner)](absl::Status status) mutable {
-                        owner.reset();
-                        absl::MutexLock lock(&mu_);
-                        p->status = std::move(status);
-                        p->copied = true;
-                      }));
+  SLUICE_RETURN_IF_ERROR(engine_->Submit(
+      bytes.data(), bytes.size(), p->buffer.data(),
+      [this, p, owner = std::move(host->owner)](absl::Status status) mutable {
+        owner.reset();
+        absl::MutexLock lock(&mu_);
+        p->status = std::move(status);
+        p->copied = true;
+      },
+      p->buffer.ready_after()));
   pending_.push_back(std::move(pending));
   return true;
 }

@@ -13,8 +13,8 @@
 //     if (!batch) break;
 //     const DeviceTensor& x = batch->tensor(0);  // x.data is a device pointer
 //     LaunchTraining(x.data, x.shape, stream);
-//     cudaStreamSynchronize(stream);  // before `batch` goes: its buffer is then reused
-//   }
+//     batch->ReleaseAfter(stream);  // the buffer is reused once the training step is done,
+//   }                               // without a cudaStreamSynchronize on the host
 //
 // Only kStagedThroughPinnedHost is implemented (see device_landing.h); Create refuses kDirect.
 // Next() is for one thread; DeviceBatch objects may be destroyed on any thread.
@@ -77,6 +77,10 @@ class DeviceBatch {
   [[nodiscard]] const DeviceTensor& tensor(size_t i) const { return tensors_.at(i); }
   [[nodiscard]] int64_t index() const { return index_; }
   [[nodiscard]] const std::string& worker() const { return worker_; }
+  // Gives the device buffer back without waiting on the host: the reader's next copy into
+  // it waits on the device for the work queued on `stream` so far (the kernels that read
+  // this batch). The batch must not be used afterwards.
+  absl::Status ReleaseAfter(CUstream_st* stream) { return buffer_.ReleaseAfter(stream); }
 
  private:
   friend class DeviceBatchReader;

@@ -7,11 +7,13 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstring>
 #include <memory>
 #include <random>
 #include <vector>
 
 #include "engine/batch_layout.h"
+#include "gpu/cuda_handles.h"
 #include "gpu/gpu_test_util.h"
 
 #if SLUICE_HAVE_CUDA
@@ -194,6 +196,47 @@ TEST(DeviceBatchReaderTest, CallerHoldingEveryBufferGetsDeadlineExceeded) {
   absl::StatusOr<std::optional<DeviceBatch>> c = (*reader)->Next();
   EXPECT_EQ(c.status().code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_THAT(std::string(c.status().message()), HasSubstr("device buffers"));
+}
+
+#if SLUICE_HAVE_CUDA
+void CUDART_CB SleepOnStream(void* milliseconds) {
+  absl::SleepFor(absl::Milliseconds(*static_cast<int*>(milliseconds)));
+}
+#endif
+
+// A consumer whose GPU work on each batch runs late (a 20 ms host function ahead of it on
+// its stream) and gives each batch back with ReleaseAfter, never synchronising: with two
+// device buffers the reader reuses each buffer while that work is still queued, so only the
+// stream order (the copy waits on the buffer's event) keeps the bytes the work reads intact.
+TEST(DeviceBatchReaderTest, StreamOrderedReleaseKeepsBytesUntilTheConsumersWorkRan) {
+  SLUICE_SKIP_WITHOUT_GPU();
+#if SLUICE_HAVE_CUDA
+  constexpr int kBatches = 12;
+  std::vector<std::vector<std::byte>> batches = RandomBatches(kBatches, 8);
+  auto reader = DeviceBatchReader::Create(
+      std::make_unique<FakeSource>(batches),
+      {.buffer_bytes = 256 << 10, .num_device_buffers = 2, .prefetch_depth = 1});
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  absl::StatusOr<CudaStreamPtr> stream = CreateCudaStream(0);
+  ASSERT_TRUE(stream.ok()) << stream.status();
+  std::vector<std::byte*> seen(kBatches, nullptr);  // pinned, written by the late work
+  int delay_ms = 20;
+  for (int k = 0; k < kBatches; ++k) {
+    absl::StatusOr<std::optional<DeviceBatch>> batch = (*reader)->Next();
+    ASSERT_TRUE(batch.ok() && batch->has_value()) << batch.status();
+    ASSERT_EQ(cudaMallocHost(reinterpret_cast<void**>(&seen[k]), (*batch)->size()), cudaSuccess);
+    ASSERT_EQ(cudaLaunchHostFunc(stream->get(), SleepOnStream, &delay_ms), cudaSuccess);
+    ASSERT_EQ(cudaMemcpyAsync(seen[k], (*batch)->data(), (*batch)->size(), cudaMemcpyDeviceToHost,
+                              stream->get()),
+              cudaSuccess);
+    ASSERT_TRUE((*batch)->ReleaseAfter(stream->get()).ok());
+  }
+  ASSERT_EQ(cudaStreamSynchronize(stream->get()), cudaSuccess);
+  for (int k = 0; k < kBatches; ++k) {
+    EXPECT_EQ(std::memcmp(seen[k], batches[k].data(), batches[k].size()), 0) << "batch " << k;
+    cudaFreeHost(seen[k]);
+  }
+#endif
 }
 
 }  // namespace

@@ -56,6 +56,14 @@ absl::StatusOr<HostRegistration> HostRegistration::Register(void* base, size_t b
   return HostRegistration(static_cast<std::byte*>(base), bytes);
 }
 
+absl::Status CopyDeviceToHost(int device, const std::byte* device_ptr, size_t bytes,
+                              std::byte* host) {
+  SLUICE_RETURN_IF_ERROR(RequireCudaDevice(device, "CopyDeviceToHost"));
+  SLUICE_ASSIGN_OR_RETURN(ScopedCudaDevice on_device, ScopedCudaDevice::Enter(device));
+  return internal::CudaCheck(cudaMemcpy(host, device_ptr, bytes, cudaMemcpyDeviceToHost),
+                             absl::StrCat("cudaMemcpy(", bytes, " bytes device to host)"));
+}
+
 #else  // !SLUICE_HAVE_CUDA: nothing is ever allocated, so the deleters never run.
 
 void DeviceBuffer::Free::operator()(std::byte*) const {}
@@ -78,6 +86,11 @@ absl::StatusOr<HostRegistration> HostRegistration::Register(void* base, size_t b
   SLUICE_RETURN_IF_ERROR(CheckSize(bytes, "HostRegistration::Register"));
   if (base == nullptr) return absl::InvalidArgumentError("HostRegistration::Register: null base");
   SLUICE_RETURN_IF_ERROR(RequireCudaDevice(0, "HostRegistration::Register"));
+  return absl::InternalError("unreachable: CUDA reported available in a build without CUDA");
+}
+
+absl::Status CopyDeviceToHost(int device, const std::byte*, size_t, std::byte*) {
+  SLUICE_RETURN_IF_ERROR(RequireCudaDevice(device, "CopyDeviceToHost"));
   return absl::InternalError("unreachable: CUDA reported available in a build without CUDA");
 }
 

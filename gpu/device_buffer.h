@@ -24,6 +24,11 @@
 
 namespace sluice::gpu {
 
+// Copies `bytes` from device memory on `device` to host memory and waits for it (for tools
+// and checks, not for the data path).
+[[nodiscard]] absl::Status CopyDeviceToHost(int device, const std::byte* device_ptr, size_t bytes,
+                                            std::byte* host);
+
 class DeviceBuffer {
  public:
   // `bytes` > 0 on `device`; cudaMalloc aligns to at least 256 bytes.

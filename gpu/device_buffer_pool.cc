@@ -6,6 +6,12 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 
+#if SLUICE_HAVE_CUDA
+#include <cuda_runtime_api.h>
+
+#include "gpu/cuda_error.h"
+#endif
+
 namespace sluice::gpu {
 
 DeviceBufferLease& DeviceBufferLease::operator=(DeviceBufferLease&& other) noexcept {
@@ -15,16 +21,38 @@ DeviceBufferLease& DeviceBufferLease::operator=(DeviceBufferLease&& other) noexc
     index_ = other.index_;
     data_ = std::exchange(other.data_, nullptr);
     capacity_ = std::exchange(other.capacity_, 0);
+    ready_after_ = std::exchange(other.ready_after_, nullptr);
   }
   return *this;
 }
 
 void DeviceBufferLease::Release() {
   if (data_ == nullptr) return;
-  pool_->Return(index_);
+  // Work the previous holder queued may still be pending if nobody waited on it: keep it.
+  pool_->Return(index_, /*recorded=*/ready_after_ != nullptr);
   data_ = nullptr;
   capacity_ = 0;
+  ready_after_ = nullptr;
   pool_.reset();
+}
+
+absl::Status DeviceBufferLease::ReleaseAfter(CUstream_st* stream) {
+  if (data_ == nullptr) return absl::OkStatus();
+  absl::Status recorded = absl::FailedPreconditionError("built without CUDA");
+#if SLUICE_HAVE_CUDA
+  recorded = [&]() -> absl::Status {
+    SLUICE_ASSIGN_OR_RETURN(ScopedCudaDevice on_device, ScopedCudaDevice::Enter(pool_->device()));
+    return internal::CudaCheck(cudaEventRecord(pool_->released_[index_].get(), stream),
+                               "cudaEventRecord");
+  }();
+  if (!recorded.ok()) cudaStreamSynchronize(stream);  // the slow, safe way
+#endif
+  pool_->Return(index_, recorded.ok());
+  data_ = nullptr;
+  capacity_ = 0;
+  ready_after_ = nullptr;
+  pool_.reset();
+  return recorded;
 }
 
 absl::StatusOr<std::shared_ptr<DeviceBufferPool>> DeviceBufferPool::Create(int device,
@@ -36,18 +64,26 @@ absl::StatusOr<std::shared_ptr<DeviceBufferPool>> DeviceBufferPool::Create(int d
                      buffer_bytes, " and ", num_buffers));
   }
   std::vector<DeviceBuffer> buffers;
+  std::vector<CudaEventPtr> released;
   buffers.reserve(num_buffers);
   for (size_t i = 0; i < num_buffers; ++i) {
     SLUICE_ASSIGN_OR_RETURN(DeviceBuffer buffer, DeviceBuffer::Allocate(device, buffer_bytes));
     buffers.push_back(std::move(buffer));
+    SLUICE_ASSIGN_OR_RETURN(CudaEventPtr event, CreateCudaEvent(device));
+    released.push_back(std::move(event));
   }
   return std::shared_ptr<DeviceBufferPool>(
-      new DeviceBufferPool(device, buffer_bytes, std::move(buffers)));
+      new DeviceBufferPool(device, buffer_bytes, std::move(buffers), std::move(released)));
 }
 
 DeviceBufferPool::DeviceBufferPool(int device, size_t buffer_bytes,
-                                   std::vector<DeviceBuffer> buffers)
-    : device_(device), buffer_bytes_(buffer_bytes), buffers_(std::move(buffers)) {
+                                   std::vector<DeviceBuffer> buffers,
+                                   std::vector<CudaEventPtr> released)
+    : device_(device),
+      buffer_bytes_(buffer_bytes),
+      buffers_(std::move(buffers)),
+      released_(std::move(released)),
+      recorded_(buffers_.size(), false) {
   free_.reserve(buffers_.size());
   for (size_t i = buffers_.size(); i-- > 0;) free_.push_back(i);
 }
@@ -59,11 +95,13 @@ std::optional<DeviceBufferLease> DeviceBufferPool::Acquire(absl::Duration timeou
   size_t index = free_.back();
   free_.pop_back();
   max_in_use_ = std::max(max_in_use_, buffers_.size() - free_.size());
-  return DeviceBufferLease(shared_from_this(), index, buffers_[index].data(), buffer_bytes_);
+  return DeviceBufferLease(shared_from_this(), index, buffers_[index].data(), buffer_bytes_,
+                           recorded_[index] ? released_[index].get() : nullptr);
 }
 
-void DeviceBufferPool::Return(size_t index) {
+void DeviceBufferPool::Return(size_t index, bool recorded) {
   absl::MutexLock lock(&mu_);
+  recorded_[index] = recorded;
   free_.push_back(index);
 }
 

@@ -54,17 +54,20 @@ absl::StatusOr<OutputFormat> ParseOutputFormat(const std::string& text) {
 }
 
 nlohmann::json BatchToJson(const control::Batch& batch) {
+  return BatchViewToJson(batch.view(), batch.worker(), batch.index(), batch.round());
+}
+
+nlohmann::json BatchViewToJson(const engine::BatchView& view, const std::string& worker,
+                               int64_t index, int64_t round) {
   nlohmann::json tensors = nlohmann::json::array();
-  const engine::BatchView& view = batch.view();
   for (size_t i = 0; i < view.num_tensors(); ++i) {
     engine::TensorView t = view.tensor(i);
     tensors.push_back({{"dtype", std::string(engine::DTypeName(t.dtype))},
                        {"shape", std::vector<int64_t>(t.shape.begin(), t.shape.end())},
                        {"values", TensorValues(t)}});
   }
-  nlohmann::json json = {
-      {"tensors", tensors}, {"worker", batch.worker()}, {"index", batch.index()}};
-  if (batch.round() >= 0) json["round"] = batch.round();  // coordinated reads
+  nlohmann::json json = {{"tensors", tensors}, {"worker", worker}, {"index", index}};
+  if (round >= 0) json["round"] = round;  // coordinated reads
   return json;
 }
 
@@ -72,15 +75,21 @@ BatchSink::BatchSink(OutputFormat format, std::ostream& out, bool show_progress)
     : format_(format), out_(out), show_progress_(show_progress) {}
 
 void BatchSink::Add(const control::Batch& batch) {
+  Add(batch.view(), batch.worker(), batch.index(), batch.round());
+}
+
+void BatchSink::Add(const engine::BatchView& view, const std::string& worker, int64_t index,
+                    int64_t round) {
   ++batches_;
-  const engine::BatchView& view = batch.view();
   if (view.num_tensors() > 0) {
     engine::TensorView first = view.tensor(0);
     elements_ += first.shape.empty() ? 1 : first.shape[0];
   }
   for (size_t i = 0; i < view.num_tensors(); ++i) bytes_ += view.tensor(i).nbytes;
-  ++per_worker_[batch.worker()];
-  if (format_ == OutputFormat::kJsonLines) out_ << BatchToJson(batch).dump() << '\n';
+  ++per_worker_[worker];
+  if (format_ == OutputFormat::kJsonLines) {
+    out_ << BatchViewToJson(view, worker, index, round).dump() << '\n';
+  }
   if (show_progress_ && absl::Now() - last_progress_ > absl::Seconds(2)) {
     last_progress_ = absl::Now();
     double seconds = absl::ToDoubleSeconds(last_progress_ - start_);

@@ -24,11 +24,17 @@ enum class OutputFormat { kJsonLines, kSummary };
 // {"tensors":[{"dtype":"int64","shape":[32],"values":[...]}],"worker":"...","index":N}
 // plus "round":R for coordinated reads.
 [[nodiscard]] nlohmann::json BatchToJson(const control::Batch& batch);
+// The same for a batch known only by its view (e.g. copied back from device memory);
+// `round` < 0 leaves it out.
+[[nodiscard]] nlohmann::json BatchViewToJson(const engine::BatchView& view,
+                                             const std::string& worker, int64_t index,
+                                             int64_t round);
 
 class BatchSink {
  public:
   BatchSink(OutputFormat format, std::ostream& out, bool show_progress);
   void Add(const control::Batch& batch);
+  void Add(const engine::BatchView& view, const std::string& worker, int64_t index, int64_t round);
   // Prints the summary (kSummary); returns it as JSON either way.
   nlohmann::json Finish();
 

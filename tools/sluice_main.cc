@@ -27,6 +27,7 @@
 #include "engine/pipeline_validate.h"
 #include "engine/plugin.h"
 #include "tools/batch_output.h"
+#include "tools/device_read.h"
 #include "tools/status_output.h"
 
 namespace sluice::tools {
@@ -47,6 +48,7 @@ struct ReadFlags {
   int max_outstanding = 4;
   int prefetch = 4;
   size_t slab_bytes = 16 << 20;
+  int device = -1;  // >= 0: land batches in this CUDA device's memory
 };
 
 int Fail(const absl::Status& status, absl::string_view context) {
@@ -108,6 +110,9 @@ void AddReadFlags(CLI::App* app, ReadFlags& flags) {
       ->capture_default_str();
   app->add_option("--slab-bytes", flags.slab_bytes, "Largest batch the client accepts")
       ->capture_default_str();
+  app->add_option("--device", flags.device,
+                  "Land batches in the memory of this CUDA device (staged through pinned host "
+                  "memory); they are copied back only to be printed");
 }
 
 // Reads a whole job and prints it. Shared by `read` and `local`.
@@ -118,6 +123,12 @@ int ReadAll(const transport::Address& dispatcher, const ReadFlags& flags, absl::
   if (!mode.ok()) return Fail(mode.status(), "read");
   absl::StatusOr<proto::PipelineDef> pipeline = ParseAndValidate(flags.pipeline, *mode);
   if (!pipeline.ok()) return Fail(pipeline.status(), "read");
+  if (flags.device >= 0 && flags.num_consumers > 0) {
+    return Fail(absl::InvalidArgumentError(
+                    "--device with --num-consumers is not supported yet (device batches do not "
+                    "carry their round)"),
+                "read");
+  }
 
   control::ClientOptions client_options;
   client_options.dispatcher = dispatcher;
@@ -137,6 +148,13 @@ int ReadAll(const transport::Address& dispatcher, const ReadFlags& flags, absl::
   auto reader = (*client)->Read(*dataset, read_options);
   if (!reader.ok()) return Fail(reader.status(), "read");
   BatchSink sink(*format, std::cout, *format == OutputFormat::kSummary && isatty(2));
+  if (flags.device >= 0) {
+    absl::Status read =
+        ReadThroughDevice(std::move(*reader), read_options, flags.device, flags.take, sink);
+    if (!read.ok()) return Fail(read, "read");
+    sink.Finish();
+    return 0;
+  }
   // Coordinated consumers count rounds, so all stop at the same one even when some had to
   // skip a round whose worker died.
   const bool coordinated = flags.num_consumers > 0;

@@ -212,6 +212,27 @@ TEST(ServiceTest, WorkerWithUnreachableDispatcherFailsClearly) {
   EXPECT_THAT(worker.stderr_text(), HasSubstr("could not register with the dispatcher"));
 }
 
+// `read --device 0` lands batches in GPU memory. With a GPU the values are exactly those of a
+// host read; without one the command fails with the reason, never silently on the host.
+TEST(ServiceTest, ReadIntoDeviceMemoryMatchesAHostReadOrSaysWhyNot) {
+  Cluster cluster(2);
+  auto read =
+      StartRead(cluster.address(), "range(5000) | batch(50)", "dynamic", "", {"--device", "0"});
+  const int code = read->Wait(absl::Seconds(120));
+  if (code == 0) {
+    std::map<int64_t, int> counts;
+    std::istringstream lines(read->stdout_text());
+    for (std::string line; std::getline(lines, line);) {
+      for (int64_t v : nlohmann::json::parse(line)["tensors"][0]["values"]) ++counts[v];
+    }
+    ExpectEachValueTimes(counts, 5000, 1);
+  } else {
+    EXPECT_EQ(code, 1) << read->stderr_text();
+    EXPECT_THAT(read->stderr_text(), HasSubstr("needs a CUDA device: "));
+    EXPECT_EQ(read->stdout_text(), "") << "nothing may be printed from a host fallback";
+  }
+}
+
 TEST(ServiceTest, LocalClusterReadsEverythingOnce) {
   Subprocess local({Binary(), "--transport", Scheme(), "local", "--workers", "3", "--pipeline",
                     "range(4000) | map(identity) | batch(10)", "--format", "jsonl"});

@@ -1,0 +1,35 @@
+#include "tools/device_read.h"
+
+#include <vector>
+
+#include "common/status_macros.h"
+#include "engine/batch_layout.h"
+#include "gpu/control_batch_source.h"
+#include "gpu/device_batch_reader.h"
+#include "gpu/device_buffer.h"
+
+namespace sluice::tools {
+
+absl::Status ReadThroughDevice(std::unique_ptr<control::BatchReader> reader,
+                               const control::ReadOptions& read_options, int device, int64_t take,
+                               BatchSink& sink) {
+  auto source = std::make_unique<gpu::ControlBatchSource>(std::move(reader), read_options);
+  gpu::DeviceBatchReaderOptions options;
+  options.device = device;
+  options.buffer_bytes = read_options.slab_bytes;
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<gpu::DeviceBatchReader> device_reader,
+                          gpu::DeviceBatchReader::Create(std::move(source), options));
+  std::vector<std::byte> host;
+  for (int64_t taken = 0; take < 0 || taken < take; ++taken) {
+    SLUICE_ASSIGN_OR_RETURN(std::optional<gpu::DeviceBatch> batch, device_reader->Next());
+    if (!batch) break;
+    host.resize(batch->size());
+    SLUICE_RETURN_IF_ERROR(
+        gpu::CopyDeviceToHost(device, batch->data(), batch->size(), host.data()));
+    SLUICE_ASSIGN_OR_RETURN(engine::BatchView view, engine::BatchView::Parse(host));
+    sink.Add(view, batch->worker(), batch->index(), /*round=*/-1);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace sluice::tools
