@@ -102,7 +102,7 @@ absl::Status BatchReader::HeartbeatOnce() {
     return called;
   }
   std::vector<Task> added;
-  std::vector<std::pair<transport::Address, std::string>> given_up;
+  std::vector<std::pair<transport::ConnectionId, std::string>> given_up;
   {
     absl::MutexLock lock(&mu_);
     for (int64_t lost : response.lost_tasks()) {
@@ -110,7 +110,9 @@ absl::Status BatchReader::HeartbeatOnce() {
         if (task.id == lost && !task.lost) {
           task.lost = true;
           task.ended = true;
-          given_up.emplace_back(task.worker, task.worker_text);
+          if (task.connection != transport::kNoConnection) {
+            given_up.emplace_back(task.connection, task.worker_text);
+          }
         }
       }
     }
@@ -135,9 +137,11 @@ absl::Status BatchReader::HeartbeatOnce() {
   // A lost worker may be alive behind a partition, where nothing ever closes the connection:
   // stop waiting for its replies now rather than at their deadline (its splits are re-issued
   // to others, and this client's abandonment is what lets the dispatcher do so).
-  for (const auto& [worker, text] : given_up) {
-    rpc_->Disconnect(worker, absl::UnavailableError(
-                                 absl::StrCat("the dispatcher declared worker ", text, " lost")));
+  // By connection, not by address: a worker restarted on the same address may already be
+  // served over a new connection, by this reader or another one sharing the endpoint.
+  for (const auto& [connection, text] : given_up) {
+    rpc_->Disconnect(connection, absl::UnavailableError(absl::StrCat(
+                                     "the dispatcher declared worker ", text, " lost")));
   }
   // Connect here, off the transport's progress thread, so fetches find the connection ready
   // (a worker that cannot be reached is retried by Pump, and reported lost by the dispatcher).
@@ -294,6 +298,10 @@ void BatchReader::Fetch(size_t task_index, std::shared_ptr<transport::Slab> slab
   if (!connection.ok()) {
     OnFetched(task_index, std::move(*slab), absl::Now(), connection.status(), round);
     return;
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    tasks_[task_index].connection = *connection;
   }
   proto::GetElementRequest request;
   request.set_task_id(task_id);

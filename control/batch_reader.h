@@ -118,6 +118,8 @@ class BatchReader {
     // Coordinated reads: the rounds [starting_round, ending_round) it serves (0: open).
     int64_t starting_round = 0;
     int64_t ending_round = 0;
+    // The connection its latest fetch went out on (given up on when the task is lost).
+    transport::ConnectionId connection = transport::kNoConnection;
   };
   struct Ready {
     std::string worker;

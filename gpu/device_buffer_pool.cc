@@ -42,10 +42,14 @@ absl::Status DeviceBufferLease::ReleaseAfter(CUstream_st* stream) {
 #if SLUICE_HAVE_CUDA
   recorded = [&]() -> absl::Status {
     SLUICE_ASSIGN_OR_RETURN(ScopedCudaDevice on_device, ScopedCudaDevice::Enter(pool_->device()));
-    return internal::CudaCheck(cudaEventRecord(pool_->released_[index_].get(), stream),
-                               "cudaEventRecord");
+    absl::Status status = internal::CudaCheck(
+        cudaEventRecord(pool_->released_[index_].get(), stream), "cudaEventRecord");
+    // The slow, safe way: the next holder may write at once.
+    if (!status.ok()) cudaStreamSynchronize(stream);
+    return status;
   }();
-  if (!recorded.ok()) cudaStreamSynchronize(stream);  // the slow, safe way
+#else
+  (void)stream;
 #endif
   pool_->Return(index_, recorded.ok());
   data_ = nullptr;

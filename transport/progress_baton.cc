@@ -4,6 +4,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 
@@ -23,6 +24,10 @@ int* FutexWord(std::atomic<int32_t>* word) {
 
 }  // namespace
 
+ProgressBaton::ProgressBaton(absl::Duration linger)
+    : linger_(std::clamp(linger, absl::Microseconds(10), absl::Milliseconds(10))),
+      max_away_(std::max(absl::Milliseconds(2), 10 * linger_)) {}
+
 void ProgressBaton::WaitWhile(int32_t expected, absl::Duration timeout) {
   timespec ts = absl::ToTimespec(timeout);
   syscall(SYS_futex, FutexWord(&state_), FUTEX_WAIT_PRIVATE, expected, &ts, nullptr, 0);
@@ -35,15 +40,18 @@ void ProgressBaton::WakeParked() {
 bool ProgressBaton::ParkIfAsked() {
   if (!asked_.load(std::memory_order_acquire)) return false;
   // Lent with an old timestamp: the first caller gets a whole `linger` to take it.
-  lent_at_ns_.store(NowNs(), std::memory_order_relaxed);
+  const int64_t parked_at = NowNs();
+  const int64_t max_away_ns = absl::ToInt64Nanoseconds(max_away_);
+  lent_at_ns_.store(parked_at, std::memory_order_relaxed);
   state_.store(kLent, std::memory_order_seq_cst);
   while (true) {
     int32_t state = state_.load(std::memory_order_acquire);
     if (state == kThread) return true;  // Return()ed
     if (state == kLent) {
-      const int64_t idle_ns = NowNs() - lent_at_ns_.load(std::memory_order_relaxed);
+      const int64_t now = NowNs();
+      const int64_t idle_ns = now - lent_at_ns_.load(std::memory_order_relaxed);
       const int64_t linger_ns = absl::ToInt64Nanoseconds(linger_);
-      if (idle_ns >= linger_ns) {
+      if (idle_ns >= linger_ns || now - parked_at >= max_away_ns) {
         // A caller that takes the baton at this moment wins the race or retries.
         if (state_.compare_exchange_strong(state, kThread, std::memory_order_acq_rel)) return true;
         continue;

@@ -15,6 +15,9 @@
 //     once per call. Nothing progresses the engine while the baton is lent (at most
 //     `linger`).
 //   - Return(): it stopped waiting before its reply came (idle); the thread resumes now.
+// However busy the callers, the thread takes the baton back at the first lend after
+// max(2 ms, 10 × linger) away, for one turn of its own (sockets, accepts) before the next
+// hand-over.
 //
 //   ProgressBaton baton(absl::Microseconds(200));
 //   // progress thread, every loop turn:   if (baton.ParkIfAsked()) continue;
@@ -37,7 +40,8 @@ namespace sluice::transport {
 
 class ProgressBaton {
  public:
-  explicit ProgressBaton(absl::Duration linger) : linger_(linger) {}
+  // `linger` is clamped to [10 µs, 10 ms].
+  explicit ProgressBaton(absl::Duration linger);
   ProgressBaton(const ProgressBaton&) = delete;
   ProgressBaton& operator=(const ProgressBaton&) = delete;
 
@@ -68,6 +72,7 @@ class ProgressBaton {
   void WakeParked();
 
   const absl::Duration linger_;
+  const absl::Duration max_away_;
   std::atomic<int32_t> state_{kThread};
   std::atomic<bool> asked_{false};
   std::atomic<bool> claimed_{false};  // one caller at a time

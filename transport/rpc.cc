@@ -108,18 +108,18 @@ absl::StatusOr<ConnectionId> RpcEndpoint::ConnectTo(const Address& peer) {
   return id;
 }
 
-void RpcEndpoint::Disconnect(const Address& peer, const absl::Status& why) {
-  ConnectionId id = kNoConnection;
+void RpcEndpoint::Disconnect(ConnectionId connection, const absl::Status& why) {
   {
     absl::MutexLock lock(&mu_);
-    auto it = connections_.find(peer.ToString());
-    if (it == connections_.end()) return;
-    id = it->second;
-    connections_.erase(it);
+    auto peer = peer_of_.find(connection);
+    if (peer == peer_of_.end()) return;
+    if (auto it = connections_.find(peer->second);
+        it != connections_.end() && it->second == connection) {
+      connections_.erase(it);
+    }
   }
-  // OnDisconnect (from the transport, after it cancelled the connection's requests) fails
-  // the calls still pending on it.
-  transport_->Abort(id, why);
+  // OnDisconnect (from the transport, once it cancelled what it could) fails the rest.
+  transport_->Abort(connection, why);
 }
 
 void RpcEndpoint::SendFrame(ConnectionId to, uint8_t kind, uint32_t method, uint64_t request_id,
@@ -160,7 +160,7 @@ void RpcEndpoint::CallAsync(ConnectionId to, uint32_t method, std::string reques
     absl::MutexLock lock(&mu_);
     id = next_request_id_++;
     pending_[id] = PendingCall{
-        to, method, absl::Now() + options.timeout, options.landing, false, std::move(done)};
+        to, method, absl::Now() + options.timeout, options.landing, false, false, std::move(done)};
   }
   SendFrame(to, kRequest, method, id, absl::OkStatus(), std::move(request), {},
             [this, id](absl::Status s) {
@@ -288,10 +288,13 @@ void RpcEndpoint::OnDisconnect(ConnectionId connection, absl::Status why) {
       peer_of_.erase(it);
     }
     for (auto it = pending_.begin(); it != pending_.end();) {
-      if (it->second.connection == connection) {
+      // A call whose payload is landing is left to the transport, which completes it when
+      // the receive ends or is cancelled: until then its buffer may still be written.
+      if (it->second.connection == connection && !it->second.receiving) {
         failed.push_back(std::move(it->second.done));
         pending_.erase(it++);
       } else {
+        if (it->second.connection == connection) it->second.orphaned = true;
         ++it;
       }
     }
@@ -306,7 +309,7 @@ void RpcEndpoint::OnTick() {
     absl::MutexLock lock(&mu_);
     for (auto it = pending_.begin(); it != pending_.end();) {
       // A call whose payload is landing is left to finish: its buffer is in use.
-      if (it->second.deadline <= now && !it->second.receiving) {
+      if (it->second.deadline <= now && (!it->second.receiving || it->second.orphaned)) {
         std::string peer = peer_of_.contains(it->second.connection)
                                ? peer_of_[it->second.connection]
                                : absl::StrCat("connection ", it->second.connection);

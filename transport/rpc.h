@@ -84,8 +84,9 @@ using MethodHandler = std::function<void(std::shared_ptr<ServerCall>)>;
 enum class HandlerThread {
   // On the endpoint's handler pool: the handler may block.
   kPool,
-  // On the transport's progress thread: saves two thread hand-offs per call, so the handler
-  // must never block (reply now, or park the call and reply later from another thread).
+  // On the thread driving the transport (its progress thread, or a caller driving it during
+  // a Call): saves two thread hand-offs per call, so the handler must never block (reply
+  // now, or park the call and reply later from another thread).
   kInline,
 };
 
@@ -100,10 +101,11 @@ class RpcEndpoint final : public MessageHandler {
   [[nodiscard]] absl::StatusOr<Address> Listen(const Address& bind);
   // Returns the live connection to `peer`, connecting if there is none.
   [[nodiscard]] absl::StatusOr<ConnectionId> ConnectTo(const Address& peer);
-  // Gives up on `peer` (known lost, e.g. behind a partition): the calls pending on its
-  // connection fail with `why` once the transport has let go of their landing buffers, and
-  // the next ConnectTo(peer) connects afresh.
-  void Disconnect(const Address& peer, const absl::Status& why);
+  // Gives up on `connection` (its peer is known lost, e.g. behind a partition): the calls
+  // pending on it fail with `why`, each once the transport has let go of its landing buffer,
+  // and the next ConnectTo of that peer connects afresh. A no-op for a connection already
+  // replaced or gone.
+  void Disconnect(ConnectionId connection, const absl::Status& why);
 
   void CallAsync(ConnectionId to, uint32_t method, std::string request, const CallOptions& options,
                  CallCallback done);
@@ -117,7 +119,7 @@ class RpcEndpoint final : public MessageHandler {
 
   [[nodiscard]] Transport& transport() { return *transport_; }
 
-  // MessageHandler (progress thread).
+  // MessageHandler (on the thread driving the transport).
   PayloadDestination ChoosePayloadDestination(ConnectionId from, absl::string_view header,
                                               size_t payload_size) override;
   void OnMessage(ConnectionId from, std::string header, InboundPayload payload) override;
@@ -132,6 +134,9 @@ class RpcEndpoint final : public MessageHandler {
     absl::Time deadline;
     PayloadDestination landing;
     bool receiving = false;  // a payload is landing: the landing buffer is in use
+    // Its connection is gone while the payload was landing: left to the transport, and
+    // failed at the deadline if the transport never ends the receive.
+    bool orphaned = false;
     CallCallback done;
   };
 

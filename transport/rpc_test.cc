@@ -227,7 +227,7 @@ TEST_P(RpcTest, DisconnectFailsPendingCallsAtOnceAndAllowsReconnecting) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   const absl::Time start = absl::Now();
-  client_->Disconnect(address_, absl::UnavailableError("gave up on the peer"));
+  client_->Disconnect(*connection, absl::UnavailableError("gave up on the peer"));
   ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(10)));
   EXPECT_LT(absl::Now() - start, absl::Seconds(5));
   EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;

@@ -82,7 +82,8 @@ class MessageHandler {
   virtual void OnMessage(ConnectionId from, std::string header, InboundPayload payload) = 0;
   // The connection failed or was closed by the peer; no more messages will come from it.
   virtual void OnDisconnect(ConnectionId connection, absl::Status why) = 0;
-  // Called on the progress thread every few milliseconds (deadlines, housekeeping).
+  // Called every few milliseconds by whichever thread drives progress (deadlines,
+  // housekeeping).
   virtual void OnTick() {}
 };
 
@@ -112,7 +113,9 @@ struct TransportOptions {
   // without an event). UCX only; the others ignore it.
   bool caller_driven_progress = false;
   // After a driven call completes, how long the progress thread leaves the engine to the
-  // next call before taking it back (see progress_baton.h). Nothing else progresses meanwhile.
+  // next call before taking it back (see progress_baton.h); clamped to [10 µs, 10 ms].
+  // Nothing progresses the engine meanwhile (work posted by other threads waits up to twice
+  // this), and callers never keep it from the progress thread for more than a few ms.
   absl::Duration caller_linger = absl::Microseconds(200);
   // Bound on establishing a connection (socket connect plus the address exchange).
   absl::Duration connect_timeout = absl::Seconds(10);
@@ -130,7 +133,8 @@ class Transport {
   // Starts connecting. Failures to reach the peer arrive later through OnDisconnect (and
   // fail the messages sent meanwhile); bad addresses fail here.
   [[nodiscard]] virtual absl::StatusOr<ConnectionId> Connect(const Address& peer) = 0;
-  // Sends header + payload; `done` runs on the progress thread once the payload may be reused.
+  // Sends header + payload; `done` runs on the thread driving progress once the payload may
+  // be reused.
   virtual void Send(ConnectionId to, std::string header, Payload payload, SendCallback done) = 0;
   // Closes a connection (no OnDisconnect for it).
   virtual void Close(ConnectionId connection) = 0;

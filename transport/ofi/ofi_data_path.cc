@@ -322,14 +322,14 @@ void OfiTransport::ReplyReadDone(ConnectionId to, uint64_t op_id, ReadOutcome ou
   SendMessage(to, it->second.address, wire, {}, {}, /*send_id=*/0, /*completes_send=*/false);
 }
 
-void OfiTransport::FailPendingOf(ConnectionId id, const absl::Status& why) {
+void OfiTransport::FailPendingOf(ConnectionId id, const absl::Status& why, bool fail_reads) {
   // Ops libfabric never accepted complete now, with `why`.
   endpoint_->FailBacklog(id, why);
-  // Reads in flight may never complete (a dead shm peer serves nothing): deliver them as
-  // failed now; their late completions are ignored.
+  // Reads in flight from a dead peer may never complete (a dead shm peer serves nothing):
+  // deliver them as failed now; their late completions are ignored.
   std::vector<ReadOp*> reads;
   for (const auto& [read_id, op] : reads_) {
-    if (op->connection() == id) reads.push_back(op);
+    if (fail_reads && op->connection() == id) reads.push_back(op);
   }
   for (ReadOp* op : reads) OnReadComplete(*op, why);
   std::vector<uint64_t> sends;

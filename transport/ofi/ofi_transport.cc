@@ -129,7 +129,11 @@ void OfiTransport::Close(ConnectionId connection) {
 }
 
 void OfiTransport::Abort(ConnectionId connection, absl::Status why) {
-  progress_->Post([this, connection, why = std::move(why)] { FailConnection(connection, why); });
+  // libfabric cannot cancel an fi_read: a peer behind a partition may still complete one
+  // into its landing buffer, so reads in flight end only when libfabric ends them.
+  progress_->Post([this, connection, why = std::move(why)] {
+    FailConnection(connection, why, /*fail_reads=*/false);
+  });
 }
 
 absl::StatusOr<std::unique_ptr<MemoryRegion>> OfiTransport::RegisterMemory(void* base,
@@ -194,7 +198,7 @@ void OfiTransport::AcceptConnections() {
   }
 }
 
-void OfiTransport::FailConnection(ConnectionId id, const absl::Status& why) {
+void OfiTransport::FailConnection(ConnectionId id, const absl::Status& why, bool fail_reads) {
   auto it = connections_.find(id);
   if (it == connections_.end()) return;
   const bool notify = !it->second.closing;  // a closed connection gets no OnDisconnect
@@ -206,7 +210,7 @@ void OfiTransport::FailConnection(ConnectionId id, const absl::Status& why) {
   // Mark it first so nothing below sends on it, then fail what it had pending.
   it->second.closing = true;
   it->second.failed = true;
-  FailPendingOf(id, why);
+  FailPendingOf(id, why, fail_reads);
   if (auto again = connections_.find(id); again != connections_.end()) {
     retired_.emplace_back(id, again->second.address);
     connections_.erase(again);

@@ -99,7 +99,9 @@ class OfiTransport final : public Transport {
                              ScopedFd socket);
   void OnSocketReady(int fd);
   void AcceptConnections();
-  void FailConnection(ConnectionId id, const absl::Status& why);
+  // `fail_reads`: also fail reads in flight now (their peer is dead); otherwise they stay
+  // until libfabric completes them, since their landing buffers may still be written.
+  void FailConnection(ConnectionId id, const absl::Status& why, bool fail_reads = true);
   void CloseConnection(ConnectionId id);
   void RetireIfDone(ConnectionId id);
   void RemoveRetiredAddresses();
@@ -121,7 +123,7 @@ class OfiTransport final : public Transport {
   void OnReadComplete(ReadOp& op, const absl::Status& status);
   void ReplyReadDone(ConnectionId to, uint64_t op_id, ReadOutcome outcome);
   void CompleteSend(uint64_t send_id, const absl::Status& status);
-  void FailPendingOf(ConnectionId id, const absl::Status& why);
+  void FailPendingOf(ConnectionId id, const absl::Status& why, bool fail_reads);
   void AddPending(ConnectionId id, int delta);
   // The open connection a message's token names, or kNoConnection.
   [[nodiscard]] ConnectionId OpenConnection(uint64_t token) const;

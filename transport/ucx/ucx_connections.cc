@@ -144,7 +144,12 @@ void UcxTransport::CloseEndpoint(ConnectionId id, bool force) {
         static_cast<std::pair<UcxTransport*, ucp_ep_h>*>(user_data));
     if (request != nullptr) ucp_request_free(request);
     UcxTransport* self = op->first;
-    if (self->flushing_.erase(op->second) > 0) self->ForceClose(op->second);
+    ucp_ep_h ep = op->second;
+    // Not from inside UCX's callback (the endpoint may be failing right now): queued, and
+    // the queue is FIFO, so the destructor's RunSync checks still see it in order.
+    self->Post([self, ep] {
+      if (self->flushing_.erase(ep) > 0) self->ForceClose(ep);
+    });
   };
   ucs_status_ptr_t request = ucp_ep_flush_nbx(ep, &param);
   if (!UCS_PTR_IS_PTR(request)) param.cb.send(nullptr, UCS_PTR_STATUS(request), param.user_data);
@@ -171,7 +176,9 @@ void UcxTransport::Close(ConnectionId connection) {
 
 void UcxTransport::Abort(ConnectionId connection, absl::Status why) {
   Post([this, connection, why = std::move(why)] {
-    if (!endpoints_.contains(connection)) return;
+    // Gone, or failed already (FailConnection told the handler and queued the close).
+    auto it = endpoints_.find(connection);
+    if (it == endpoints_.end() || !connection_by_ep_.contains(it->second.ep)) return;
     // Force-closing cancels the endpoint's requests first (a rendezvous receive in flight
     // lets go of its buffer and fails its call); OnDisconnect then fails the rest.
     CloseEndpoint(connection, /*force=*/true);

@@ -216,6 +216,9 @@ void UcxTransport::RunSync(const std::function<void()>& task) {
 }
 
 void UcxTransport::DrainQueue() {
+  // A plain load first: a polling loop comes here every turn, mostly to find nothing, and
+  // an exchange is a locked instruction.
+  if (!has_posts_.load(std::memory_order_acquire)) return;
   if (!has_posts_.exchange(false, std::memory_order_acq_rel)) return;
   // The two vectors trade places so that no drain allocates (a task may itself drain).
   std::vector<std::function<void()>> tasks;
@@ -285,7 +288,10 @@ void UcxTransport::ProgressLoop() {
   while (true) {
     if (baton_.ParkIfAsked()) {
       idle.Restart();
-      continue;
+      // Back from callers: what only this loop does (accepting, noticing dead peers by their
+      // sockets) gets its turn before the next hand-over.
+      epoll_event ready[16];
+      HandleReadyFds(ready, epoll_wait(epoll_fd_, ready, 16, 0));
     }
     // The queue lock is taken only once stopping (not on every spin of the loop).
     if (stopping_.load(std::memory_order_acquire)) {
@@ -309,19 +315,23 @@ void UcxTransport::ProgressLoop() {
                 : epoll_wait(epoll_fd_, ready, 16, kSleepTimeoutMs);
     sleeping_.store(false, std::memory_order_release);
     idle.Restart();
-    for (int i = 0; i < n; ++i) {
-      int fd = ready[i].data.fd;
-      if (fd == event_fd_) {
-        uint64_t count;
-        (void)!read(event_fd_, &count, sizeof(count));
-      } else if (fd == listen_socket_.get()) {
-        AcceptConnections();
-      } else if (auto it = connection_by_socket_.find(fd); it != connection_by_socket_.end()) {
-        // Nothing is sent on a bootstrap socket after the hello: readable means closed.
-        FailConnection(it->second, absl::UnavailableError(
-                                       absl::StrCat("connection to ", endpoints_[it->second].peer,
-                                                    " closed by the peer (process exited?)")));
-      }
+    HandleReadyFds(ready, n);
+  }
+}
+
+void UcxTransport::HandleReadyFds(const epoll_event* ready, int n) {
+  for (int i = 0; i < n; ++i) {
+    int fd = ready[i].data.fd;
+    if (fd == event_fd_) {
+      uint64_t count;
+      (void)!read(event_fd_, &count, sizeof(count));
+    } else if (fd == listen_socket_.get()) {
+      AcceptConnections();
+    } else if (auto it = connection_by_socket_.find(fd); it != connection_by_socket_.end()) {
+      // Nothing is sent on a bootstrap socket after the hello: readable means closed.
+      FailConnection(it->second, absl::UnavailableError(
+                                     absl::StrCat("connection to ", endpoints_[it->second].peer,
+                                                  " closed by the peer (process exited?)")));
     }
   }
 }

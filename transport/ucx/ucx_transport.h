@@ -15,6 +15,8 @@
 #ifndef SLUICE_TRANSPORT_UCX_UCX_TRANSPORT_H_
 #define SLUICE_TRANSPORT_UCX_UCX_TRANSPORT_H_
 
+#include <sys/epoll.h>
+
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -69,6 +71,8 @@ class UcxTransport final : public Transport {
   void RunSync(const std::function<void()>& task);
   void ProgressLoop();
   void DrainQueue();
+  // Handles what epoll_wait reported: the eventfd, the listening socket, bootstrap sockets.
+  void HandleReadyFds(const epoll_event* ready, int n);
   // One turn of progress by whoever holds the worker: returns the UCX events handled.
   unsigned ProgressOnce();
   // The calling thread may call into the worker (progress thread, or the baton's holder).
