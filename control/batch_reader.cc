@@ -425,6 +425,12 @@ void BatchReader::OnFetched(size_t task_index, transport::Slab slab, absl::Time 
     absl::MutexLock lock(&mu_);
     Task& task = tasks_[task_index];
     --task.outstanding;
+    if (!result.ok() && transport::LandingMayStillBeWritten(result.status())) {
+      // A receive the transport could not cancel may still land in this slab: it leaves
+      // circulation for good (at most one slab per such fetch; see docs/design.md).
+      quarantined_slabs_.push_back(std::move(slab));
+      slab = transport::Slab();
+    }
     pump = round >= 0 ? OnRoundFetched(task, std::move(slab), sent, result, round)
                       : OnTaskFetched(task, std::move(slab), sent, result);
   }

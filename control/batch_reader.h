@@ -178,6 +178,9 @@ class BatchReader {
   // OnFetched calls past their bookkeeping but still running (they may call Pump): the
   // destructor waits for these too, so no callback touches a destroyed reader.
   int callbacks_running_ ABSL_GUARDED_BY(mu_) = 0;
+  // Slabs a cancelled-but-not-ended receive may still write (transport::
+  // LandingMayStillBeWritten): never reused.
+  std::vector<transport::Slab> quarantined_slabs_ ABSL_GUARDED_BY(mu_);
   std::deque<Ready> ready_ ABSL_GUARDED_BY(mu_);
   bool job_finished_ ABSL_GUARDED_BY(mu_) = false;
   // Coordinated reads: rounds up to the horizon may be requested; rounds below

@@ -53,7 +53,14 @@ absl::StatusOr<Frame> DecodeFrame(absl::string_view header) {
   return frame;
 }
 
+// Marks a failure whose landing buffer may still be written (LandingMayStillBeWritten).
+constexpr char kLandingInUse[] = "sluice.transport/landing-in-use";
+
 }  // namespace
+
+bool LandingMayStillBeWritten(const absl::Status& status) {
+  return status.GetPayload(kLandingInUse).has_value();
+}
 
 void ServerCall::Reply(const absl::Status& status, std::string response, Payload payload,
                        SendCallback on_sent) {
@@ -303,7 +310,7 @@ void RpcEndpoint::OnDisconnect(ConnectionId connection, absl::Status why) {
 }
 
 void RpcEndpoint::OnTick() {
-  std::vector<std::pair<CallCallback, std::string>> expired;
+  std::vector<std::pair<CallCallback, absl::Status>> expired;
   absl::Time now = absl::Now();
   {
     absl::MutexLock lock(&mu_);
@@ -313,16 +320,17 @@ void RpcEndpoint::OnTick() {
         std::string peer = peer_of_.contains(it->second.connection)
                                ? peer_of_[it->second.connection]
                                : absl::StrCat("connection ", it->second.connection);
-        expired.emplace_back(std::move(it->second.done),
-                             absl::StrCat("no reply to method ", it->second.method, " from ", peer,
-                                          " before the deadline"));
+        absl::Status status = absl::DeadlineExceededError(absl::StrCat(
+            "no reply to method ", it->second.method, " from ", peer, " before the deadline"));
+        if (it->second.orphaned) status.SetPayload(kLandingInUse, absl::Cord("1"));
+        expired.emplace_back(std::move(it->second.done), std::move(status));
         pending_.erase(it++);
       } else {
         ++it;
       }
     }
   }
-  for (auto& [done, message] : expired) done(absl::DeadlineExceededError(message));
+  for (auto& [done, status] : expired) done(status);
 }
 
 }  // namespace sluice::transport

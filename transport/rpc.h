@@ -46,6 +46,11 @@ struct CallResult {
 
 using CallCallback = std::function<void(absl::StatusOr<CallResult>)>;
 
+// True for the failure of a call that gave up while its payload was still landing (its
+// connection was aborted and the transport never ended the receive): the landing buffer may
+// still be written later, so it must not be reused.
+[[nodiscard]] bool LandingMayStillBeWritten(const absl::Status& status);
+
 class RpcEndpoint;
 
 // One incoming request. Reply exactly once, from any thread.
