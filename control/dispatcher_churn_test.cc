@@ -96,7 +96,7 @@ TEST(DispatcherChurnTest, LostTasksSplitsAreReissuedOnceClientsConfirm) {
   proto::GetSplitRequest late;
   late.set_job_id(job.job_id());
   late.set_task_id(doomed);
-  EXPECT_EQ(state.GetSplit(late).status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(state.GetSplit(late).status().code(), absl::StatusCode::kAborted);
 }
 
 TEST(DispatcherChurnTest, DeliveredRangesMergeAcrossReports) {

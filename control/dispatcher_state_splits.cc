@@ -33,7 +33,10 @@ absl::StatusOr<proto::GetSplitResponse> DispatcherState::GetSplit(
   }
   Task& task = task_it->second;
   if (task.lost) {
-    return absl::FailedPreconditionError(
+    // Aborted, not FailedPrecondition: the worker ends the task, and a client that hears
+    // this from the worker before the dispatcher told it waits for the dispatcher's word
+    // (the task is lost, its splits re-issued) instead of failing its read.
+    return absl::AbortedError(
         absl::StrCat("task ", task.id,
                      " was given up after its worker missed heartbeats; its splits went "
                      "to another worker"));

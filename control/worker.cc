@@ -73,8 +73,10 @@ class RemoteSplitFeed final : public engine::SplitFeed {
             " (", status.message(),
             "); it restarted without its state: run it with --work-dir and --fault-tolerant"));
       }
+      // Aborted: the dispatcher gave this task up (its worker looked dead); retrying cannot
+      // bring it back.
       if (absl::IsInvalidArgument(status) || absl::IsFailedPrecondition(status) ||
-          absl::IsPermissionDenied(status) || absl::IsDataLoss(status) ||
+          absl::IsAborted(status) || absl::IsPermissionDenied(status) || absl::IsDataLoss(status) ||
           absl::Now() + backoff > give_up) {
         return status;
       }

@@ -133,5 +133,26 @@ TEST_F(MultiHostTest, WorkerCutOffTheNetworkAndBackLosesNothingAndRepeatsNothing
   EXPECT_GT(s["jobs"][0]["reissued_splits"].get<int64_t>(), 0);
 }
 
+// The dispatcher's host drops off the network for longer than the worker timeout: from its
+// side every worker went silent, so it gives up all their tasks; workers cannot lease splits
+// and clients cannot heartbeat meanwhile. When it is back, the workers come back, their
+// splits are re-issued, and the read completes with every element exactly once.
+TEST_F(MultiHostTest, DispatcherCutOffTheNetworkForSecondsLosesNothing) {
+  StartDispatcher({"--worker-timeout", "2s"});
+  StartWorker(1);
+  StartWorker(2);
+  constexpr int64_t kValues = 1000000;
+  auto read = StartRead("range(1000000) | batch(10)");
+  ASSERT_FALSE(read->WaitForOutput("values", absl::Seconds(30)).empty()) << read->stderr_text();
+  ASSERT_TRUE(lab_->SetLinkUp(kDispatcherHost, false).ok());
+  absl::SleepFor(absl::Seconds(5));
+  ASSERT_TRUE(lab_->SetLinkUp(kDispatcherHost, true).ok());
+  const std::string at_heal = read->stdout_text();
+  EXPECT_LT(std::count(at_heal.begin(), at_heal.end(), '\n'), kValues / 10)
+      << "the read should still be running when the dispatcher comes back";
+  std::map<int64_t, int> counts = Values(*read);
+  ExpectEachValueTimes(counts, kValues, 1);
+}
+
 }  // namespace
 }  // namespace sluice::testing
