@@ -75,6 +75,13 @@ class RpcTest : public ::testing::TestWithParam<TransportCase> {
     client_ = std::move(*client);
   }
 
+  // Waits (up to 5 s) until a kNoReply call has reached the server's handler.
+  void WaitUntilTheServerHoldsACall() {
+    absl::MutexLock lock(&mu_);
+    auto held = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !parked_.empty(); };
+    mu_.AwaitWithTimeout(absl::Condition(&held), absl::Seconds(5));
+  }
+
   RpcOptions options_;
   absl::Mutex mu_;
   std::vector<std::shared_ptr<ServerCall>> parked_;
@@ -189,13 +196,7 @@ TEST_P(RpcTest, PeerDeathFailsOutstandingCall) {
     done.Notify();
   });
   // Wait until the server holds the call, then let the server die.
-  for (int i = 0; i < 500; ++i) {
-    {
-      absl::MutexLock lock(&mu_);
-      if (!parked_.empty()) break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  WaitUntilTheServerHoldsACall();
   {
     absl::MutexLock lock(&mu_);
     parked_.clear();
@@ -219,13 +220,7 @@ TEST_P(RpcTest, DisconnectFailsPendingCallsAtOnceAndAllowsReconnecting) {
     status = r.status();
     done.Notify();
   });
-  for (int i = 0; i < 500; ++i) {
-    {
-      absl::MutexLock lock(&mu_);
-      if (!parked_.empty()) break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  WaitUntilTheServerHoldsACall();
   const absl::Time start = absl::Now();
   client_->Disconnect(*connection, absl::UnavailableError("gave up on the peer"));
   ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(10)));

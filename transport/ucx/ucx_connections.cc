@@ -103,18 +103,21 @@ void UcxTransport::OnEndpointError(void* arg, ucp_ep_h ep, ucs_status_t status) 
                        UcsError(status, absl::StrCat("connection to ", self->endpoints_[id].peer)));
 }
 
+void UcxTransport::StopWatching(const Endpoint& endpoint) {
+  if (int fd = endpoint.socket.get(); fd >= 0) {
+    epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
+    connection_by_socket_.erase(fd);
+  }
+}
+
 void UcxTransport::FailConnection(ConnectionId id, const absl::Status& why) {
   auto it = endpoints_.find(id);
   if (it == endpoints_.end()) return;
   // Stop watching now; the endpoint is closed later because UCX does not allow closing an
   // endpoint from inside its own error callback.
-  ucp_ep_h ep = it->second.ep;
-  if (int fd = it->second.socket.get(); fd >= 0) {
-    epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
-    connection_by_socket_.erase(fd);
-    it->second.socket.reset();
-  }
-  connection_by_ep_.erase(ep);
+  StopWatching(it->second);
+  it->second.socket.reset();
+  connection_by_ep_.erase(it->second.ep);
   Post([this, id] { CloseEndpoint(id, /*force=*/true); });
   handler_->OnDisconnect(id, why);
 }
@@ -123,10 +126,7 @@ void UcxTransport::CloseEndpoint(ConnectionId id, bool force) {
   auto it = endpoints_.find(id);
   if (it == endpoints_.end()) return;
   ucp_ep_h ep = it->second.ep;
-  if (int fd = it->second.socket.get(); fd >= 0) {
-    epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
-    connection_by_socket_.erase(fd);
-  }
+  StopWatching(it->second);
   endpoints_.erase(it);
   connection_by_ep_.erase(ep);
   if (force) {

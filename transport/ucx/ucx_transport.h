@@ -82,6 +82,8 @@ class UcxTransport final : public Transport {
   absl::Status CreateEndpoint(ConnectionId id, const Hello& remote, std::string peer,
                               ScopedFd socket);
   void AcceptConnections();
+  // No more epoll events for the endpoint's bootstrap socket.
+  void StopWatching(const Endpoint& endpoint);
   void FailConnection(ConnectionId id, const absl::Status& why);
   // Graceful (flush, then close) or forced (cancels the endpoint's requests at once).
   void CloseEndpoint(ConnectionId id, bool force);
