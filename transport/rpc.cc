@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "common/status_macros.h"
@@ -283,6 +284,7 @@ void RpcEndpoint::OnMessage(ConnectionId from, std::string header, InboundPayloa
 }
 
 void RpcEndpoint::OnDisconnect(ConnectionId connection, absl::Status why) {
+  const bool receives_outstanding = why.GetPayload(kReceivesOutstandingPayload).has_value();
   std::vector<CallCallback> failed;
   {
     absl::MutexLock lock(&mu_);
@@ -295,9 +297,10 @@ void RpcEndpoint::OnDisconnect(ConnectionId connection, absl::Status why) {
       peer_of_.erase(it);
     }
     for (auto it = pending_.begin(); it != pending_.end();) {
-      // A call whose payload is landing is left to the transport, which completes it when
-      // the receive ends or is cancelled: until then its buffer may still be written.
-      if (it->second.connection == connection && !it->second.receiving) {
+      // A call whose payload is landing is left to the transport when it says the receive
+      // may still write (it completes the call when the receive ends): a dead peer's
+      // receives write nothing more, but a libfabric read cannot be cancelled.
+      if (it->second.connection == connection && !(it->second.receiving && receives_outstanding)) {
         failed.push_back(std::move(it->second.done));
         pending_.erase(it++);
       } else {

@@ -72,6 +72,11 @@ struct InboundPayload {
 
 using SendCallback = std::function<void(absl::Status)>;
 
+// Status payload on an OnDisconnect reason: receives into buffers the handler chose may still
+// complete on this connection (libfabric reads cannot be cancelled), so those buffers stay in
+// use until each receive ends. Without it, no receive on the connection will write any more.
+inline constexpr char kReceivesOutstandingPayload[] = "sluice.transport/receives-outstanding";
+
 class MessageHandler {
  public:
   virtual ~MessageHandler() = default;

@@ -85,6 +85,7 @@ TEST(FaultToleranceTest, KilledWorkersSplitsAreReissuedWithoutLossOrDuplicates) 
   EXPECT_EQ(s["jobs"][0]["lost_tasks"], 1);
   EXPECT_GT(s["jobs"][0]["reissued_splits"].get<int64_t>(), 0);
   EXPECT_EQ(s["jobs"][0]["finished"], true);
+  if (HasFailure()) ADD_FAILURE() << "the dispatcher said:\n" << cluster.dispatcher().stderr_text();
 }
 
 int PortOf(const std::string& address) {

@@ -6,6 +6,7 @@
 
 #include <chrono>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "transport/ofi/ofi_memory.h"
@@ -131,6 +132,7 @@ void OfiTransport::Close(ConnectionId connection) {
 void OfiTransport::Abort(ConnectionId connection, absl::Status why) {
   // libfabric cannot cancel an fi_read: a peer behind a partition may still complete one
   // into its landing buffer, so reads in flight end only when libfabric ends them.
+  why.SetPayload(kReceivesOutstandingPayload, absl::Cord("1"));
   progress_->Post([this, connection, why = std::move(why)] {
     FailConnection(connection, why, /*fail_reads=*/false);
   });
