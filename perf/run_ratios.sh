@@ -6,13 +6,13 @@ build=${1:-build}
 perf="$build/tools/sluice-perf"
 port=$((20000 + RANDOM % 10000))
 
-perftest() {  # TLS TEST SIZE ITERS -> column 7 (overall bandwidth, MiB/s) or 6 (avg latency us)
-  local tls=$1 test=$2 size=$3 iters=$4
-  UCX_TLS=$tls ucx_perftest -p $port >/dev/null 2>&1 &
+perftest() {  # TLS TEST SIZE ITERS [EXTRA] -> the Final: line (column 7: MiB/s, 4: latency us)
+  local tls=$1 test=$2 size=$3 iters=$4 extra=${5:-}
+  UCX_TLS=$tls ucx_perftest -p $port $extra >/dev/null 2>&1 &
   local server=$!
   sleep 0.5
   local line
-  line=$(UCX_TLS=$tls ucx_perftest 127.0.0.1 -p $port -t "$test" -s "$size" -n "$iters" -w 100 2>/dev/null | grep '^Final:' || true)
+  line=$(UCX_TLS=$tls ucx_perftest 127.0.0.1 -p $port $extra -t "$test" -s "$size" -n "$iters" -w 100 2>/dev/null | grep '^Final:' || true)
   wait $server 2>/dev/null || true
   port=$((port + 1))
   echo "$line"
@@ -27,6 +27,15 @@ for tls in "posix,sysv,cma,self" "tcp,self"; do
       | python3 -c 'import json,sys; print("%.1f" % json.load(sys.stdin)["bandwidth_mb_s"])')
     echo "bandwidth tls=$tls size=$size sluice=${ours}MB/s ucx_perftest_am_bw=${ref}MB/s ratio=$(python3 -c "print('%.2f' % ($ours/$ref))")"
   done
+  # With UCX watching for dead peers (UCP_ERR_HANDLING_MODE_PEER) on both sides: the
+  # baseline is then `ucp_am_bw -e`. Sluice's default leaves this to its bootstrap socket
+  # on tcp and shm (TransportOptions::ucx_peer_failure). shm has no such mode in UCX 1.13.
+  if [ "$tls" = "tcp,self" ]; then
+  ref=$(perftest "$tls" ucp_am_bw 1048576 3000 -e | awk '{printf "%.1f", $7 * 1.048576}')
+  ours=$(UCX_TLS=$tls "$perf" transport --size 1048576 --iterations 3000 --latency-iterations 0 \
+    --ucx-peer-failure ucx --json | python3 -c 'import json,sys; print("%.1f" % json.load(sys.stdin)["bandwidth_mb_s"])')
+  echo "bandwidth tls=$tls size=1048576 ucx-peer-failure=ucx sluice=${ours}MB/s ucx_perftest_am_bw_e=${ref}MB/s ratio=$(python3 -c "print('%.2f' % ($ours/$ref))")"
+  fi
   # Latency is noisy on a shared VM: three alternating runs of each, medians compared.
   refs=(); threads=(); callers=()
   for run in 1 2 3; do

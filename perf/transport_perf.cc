@@ -23,6 +23,7 @@ nlohmann::json TransportPerfResult::ToJson() const {
           {"ucx_tls", ucx_tls},
           {"ofi_provider", ofi_provider},
           {"progress", progress},
+          {"ucx_peer_failure", ucx_peer_failure},
           {"size", size},
           {"iterations", iterations},
           {"seconds", seconds},
@@ -36,6 +37,19 @@ std::string EffectiveUcxTls(const transport::TransportOptions& options) {
   if (!options.ucx_tls.empty()) return options.ucx_tls;
   const char* env = std::getenv("UCX_TLS");
   return env != nullptr ? env : "all";
+}
+
+std::string EffectiveUcxPeerFailure(const transport::TransportOptions& options) {
+  switch (options.ucx_peer_failure) {
+    case transport::UcxPeerFailure::kAuto:
+      break;
+    case transport::UcxPeerFailure::kUcx:
+      return "ucx";
+    case transport::UcxPeerFailure::kSocketOnly:
+      return "socket";
+  }
+  const char* env = std::getenv("SLUICE_UCX_PEER_FAILURE");
+  return env != nullptr && *env != '\0' ? env : "auto";
 }
 
 std::string EffectiveOfiProvider(const transport::TransportOptions& options) {
@@ -185,6 +199,7 @@ absl::StatusOr<TransportPerfResult> RunTransportPerfClient(const transport::Addr
     result.ofi_provider = EffectiveOfiProvider(options.transport);
   } else {
     result.ucx_tls = EffectiveUcxTls(options.transport);
+    result.ucx_peer_failure = EffectiveUcxPeerFailure(options.transport);
   }
   result.progress = options.transport.caller_driven_progress ? "caller" : "thread";
   result.size = options.size;

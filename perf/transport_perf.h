@@ -32,10 +32,11 @@ struct TransportPerfOptions {
 };
 
 struct TransportPerfResult {
-  std::string transport;     // scheme
-  std::string ucx_tls;       // UCX_TLS in effect (for ucx)
-  std::string ofi_provider;  // the libfabric provider (for ofi)
-  std::string progress;      // "thread" or "caller" (TransportOptions::caller_driven_progress)
+  std::string transport;         // scheme
+  std::string ucx_tls;           // UCX_TLS in effect (for ucx)
+  std::string ofi_provider;      // the libfabric provider (for ofi)
+  std::string progress;          // "thread" or "caller" (TransportOptions::caller_driven_progress)
+  std::string ucx_peer_failure;  // as asked: "auto", "ucx" or "socket" (for ucx)
   size_t size = 0;
   int64_t iterations = 0;
   double seconds = 0;
@@ -60,6 +61,8 @@ struct TransportPerfResult {
 std::string EffectiveUcxTls(const transport::TransportOptions& options);
 // The libfabric provider a transport with `options` uses.
 std::string EffectiveOfiProvider(const transport::TransportOptions& options);
+// The UcxPeerFailure asked for, as the flag spells it (the option, else the environment).
+std::string EffectiveUcxPeerFailure(const transport::TransportOptions& options);
 
 }  // namespace sluice::perf
 

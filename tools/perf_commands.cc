@@ -49,6 +49,10 @@ void AddTransportFlags(CLI::App* app, TransportFlags& flags) {
                   "How the client waits for a reply: 'thread' (its progress thread wakes it) or "
                   "'caller' (it drives the transport itself while it waits)")
       ->capture_default_str();
+  app->add_option("--ucx-peer-failure", flags.ucx_peer_failure,
+                  "Who notices a dead UCX peer (both processes): auto, ucx "
+                  "(UCP_ERR_HANDLING_MODE_PEER) or socket (Sluice's bootstrap socket; keeps UCX "
+                  "1.13's zero-copy tcp rendezvous). Default: $SLUICE_UCX_PEER_FAILURE, else auto");
   app->add_flag("--json", flags.json, "Print one JSON object");
 }
 
@@ -60,6 +64,15 @@ int RunTransportCommand(const TransportFlags& flags) {
   }
   if (flags.progress != "thread" && flags.progress != "caller") {
     return Fail("transport", "--progress must be thread or caller, got '" + flags.progress + "'");
+  }
+  if (!flags.ucx_peer_failure.empty()) {
+    if (flags.ucx_peer_failure != "auto" && flags.ucx_peer_failure != "ucx" &&
+        flags.ucx_peer_failure != "socket") {
+      return Fail("transport", "--ucx-peer-failure must be auto, ucx or socket, got '" +
+                                   flags.ucx_peer_failure + "'");
+    }
+    // Through the environment, so that the server process makes the same choice.
+    setenv("SLUICE_UCX_PEER_FAILURE", flags.ucx_peer_failure.c_str(), 1);
   }
   Subprocess server({SelfBinary(), "transport-server", "--transport", flags.transport});
   std::string ready = server.WaitForOutput("ready ", absl::Seconds(20));

@@ -19,6 +19,7 @@ struct TransportFlags {
   int window = 8;
   int64_t latency_iterations = 20000;
   std::string progress = "thread";
+  std::string ucx_peer_failure;  // "" keeps $SLUICE_UCX_PEER_FAILURE (else auto)
   bool json = false;
 };
 

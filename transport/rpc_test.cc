@@ -32,6 +32,7 @@ struct TransportCase {
   const char* scheme;          // "ucx" or "ofi"
   const char* setting;         // UCX_TLS for ucx, the libfabric provider for ofi
   bool caller_driven = false;  // TransportOptions::caller_driven_progress
+  UcxPeerFailure peer_failure = UcxPeerFailure::kAuto;
 };
 
 class RpcTest : public ::testing::TestWithParam<TransportCase> {
@@ -45,6 +46,7 @@ class RpcTest : public ::testing::TestWithParam<TransportCase> {
     options.scheme = GetParam().scheme;
     (ofi ? options.transport.ofi_provider : options.transport.ucx_tls) = GetParam().setting;
     options.transport.caller_driven_progress = GetParam().caller_driven;
+    options.transport.ucx_peer_failure = GetParam().peer_failure;
     auto server = RpcEndpoint::Create(options);
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = std::move(*server);
@@ -340,6 +342,8 @@ INSTANTIATE_TEST_SUITE_P(Transports, RpcTest,
                                            TransportCase{"tcp_caller", "ucx", "tcp,self", true},
                                            TransportCase{"shmalias", "ucx", "shm,self"},
                                            TransportCase{"tcp", "ucx", "tcp,self"},
+                                           TransportCase{"tcp_ucx_peer_failure", "ucx", "tcp,self",
+                                                         false, UcxPeerFailure::kUcx},
                                            TransportCase{"ofi_tcp", "ofi", "tcp;ofi_rxm"},
                                            TransportCase{"ofi_shm", "ofi", "shm"}),
                          [](const auto& info) { return std::string(info.param.name); });

@@ -102,9 +102,24 @@ struct TransportStats {
   std::atomic<uint64_t> messages_received{0};
 };
 
+// Who notices that a UCX peer has died. Sluice always watches each connection's bootstrap
+// socket (closed by the kernel when the peer's process ends); UCX can watch too
+// (UCP_ERR_HANDLING_MODE_PEER), which also fails the requests in flight to that peer at
+// once. In UCX 1.13 that mode costs tcp its zero-copy rendezvous: payloads then travel as
+// fragments UCX copies out of its buffers (`ucp_am_bw -e` runs at ~0.6x `ucp_am_bw`).
+enum class UcxPeerFailure {
+  // kSocketOnly when every transport UCX may pick is tcp, shared memory or self (their
+  // failures surface as errors either way); kUcx as soon as another one (RDMA) is present.
+  kAuto,
+  kUcx,         // ask UCX for UCP_ERR_HANDLING_MODE_PEER wherever a transport supports it
+  kSocketOnly,  // UCP_ERR_HANDLING_MODE_NONE; the bootstrap socket reports dead peers
+};
+
 struct TransportOptions {
   // For UCX: the value of UCX_TLS for this instance ("" keeps the environment's).
   std::string ucx_tls;
+  // For UCX: see UcxPeerFailure. kAuto reads $SLUICE_UCX_PEER_FAILURE (auto, ucx, socket).
+  UcxPeerFailure ucx_peer_failure = UcxPeerFailure::kAuto;
   // For libfabric (ofi://): the provider, e.g. "tcp;ofi_rxm" or "shm". "" means
   // $SLUICE_OFI_PROVIDER, else "tcp;ofi_rxm". "sockets" is refused (unusable in 1.17).
   std::string ofi_provider;

@@ -69,14 +69,14 @@ absl::Status UcxTransport::CreateEndpoint(ConnectionId id, const Hello& remote, 
                       UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
   params.address = reinterpret_cast<const ucp_address_t*>(remote.worker_address.data());
   params.err_mode =
-      context_->peer_failure_handling() ? UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;
+      context_->ucx_peer_failure() ? UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;
   params.err_handler.cb = &UcxTransport::OnEndpointError;
   params.err_handler.arg = this;
   ucp_ep_h ep = nullptr;
   ucs_status_t s = ucp_ep_create(worker_.get(), &params, &ep);
   if (s == UCS_ERR_UNREACHABLE && params.err_mode == UCP_ERR_HANDLING_MODE_PEER) {
-    // No transport to this peer handles peer failure (see UcxContext::
-    // peer_failure_handling); the bootstrap socket reports the peer's death instead.
+    // No transport to this peer handles peer failure (see UcxContext::ucx_peer_failure);
+    // the bootstrap socket reports the peer's death instead.
     params.err_mode = UCP_ERR_HANDLING_MODE_NONE;
     s = ucp_ep_create(worker_.get(), &params, &ep);
   }

@@ -1,9 +1,16 @@
 #include "transport/ucx/ucx_handles.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "common/status_macros.h"
 
 namespace sluice::transport::ucx {
 
@@ -33,7 +40,61 @@ absl::Status UcsError(ucs_status_t status, absl::string_view what) {
   }
 }
 
-absl::StatusOr<std::shared_ptr<UcxContext>> UcxContext::Create(const std::string& tls) {
+namespace {
+
+absl::StatusOr<UcxPeerFailure> ResolveFromEnvironment(UcxPeerFailure requested) {
+  if (requested != UcxPeerFailure::kAuto) return requested;
+  const char* env = std::getenv("SLUICE_UCX_PEER_FAILURE");
+  absl::string_view value = env != nullptr ? env : "";
+  if (value.empty() || value == "auto") return UcxPeerFailure::kAuto;
+  if (value == "ucx") return UcxPeerFailure::kUcx;
+  if (value == "socket") return UcxPeerFailure::kSocketOnly;
+  return absl::InvalidArgumentError(
+      absl::StrCat("SLUICE_UCX_PEER_FAILURE=", value, ": expected auto, ucx or socket"));
+}
+
+std::vector<std::string> ContextTransports(ucp_context_h context) {
+  char* text = nullptr;
+  size_t length = 0;
+  FILE* stream = open_memstream(&text, &length);
+  if (stream == nullptr) return {};
+  ucp_context_print_info(context, stream);
+  std::fclose(stream);
+  std::vector<std::string> transports = ParseContextTransports(absl::string_view(text, length));
+  std::free(text);
+  return transports;
+}
+
+}  // namespace
+
+std::vector<std::string> ParseContextTransports(absl::string_view info) {
+  std::vector<std::string> transports;
+  for (absl::string_view line : absl::StrSplit(info, '\n')) {
+    if (!absl::StrContains(line, "resource")) continue;
+    size_t flags_end = line.find(" -- ");
+    if (flags_end == absl::string_view::npos) continue;
+    absl::string_view resource = absl::StripAsciiWhitespace(line.substr(flags_end + 4));
+    absl::string_view name = resource.substr(0, resource.find('/'));
+    if (name.empty()) continue;
+    if (std::find(transports.begin(), transports.end(), name) == transports.end()) {
+      transports.emplace_back(name);
+    }
+  }
+  return transports;
+}
+
+bool UcxContext::NeedsUcxPeerFailure(const std::vector<std::string>& transports) {
+  static const auto* kCoveredBySocket =
+      new absl::flat_hash_set<std::string>{"self", "tcp", "posix", "sysv", "cma", "knem", "xpmem"};
+  for (const std::string& t : transports) {
+    if (!kCoveredBySocket->contains(t)) return true;
+  }
+  return false;
+}
+
+absl::StatusOr<std::shared_ptr<UcxContext>> UcxContext::Create(const std::string& tls,
+                                                               UcxPeerFailure peer_failure) {
+  SLUICE_ASSIGN_OR_RETURN(UcxPeerFailure resolved, ResolveFromEnvironment(peer_failure));
   ucp_config_t* raw_config = nullptr;
   if (ucs_status_t s = ucp_config_read(nullptr, nullptr, &raw_config); s != UCS_OK) {
     return UcsError(s, "ucp_config_read");
@@ -64,18 +125,22 @@ absl::StatusOr<std::shared_ptr<UcxContext>> UcxContext::Create(const std::string
     return UcsError(s, absl::StrCat("ucp_init (UCX_TLS=", effective_tls,
                                     "); check `ucx_info -d` for the transports available"));
   }
-  return std::shared_ptr<UcxContext>(new UcxContext(context, effective_tls));
-}
-
-bool UcxContext::peer_failure_handling() const {
-  if (tls_.empty() || tls_ == "all" || tls_[0] == '^') return true;
-  for (absl::string_view tl : absl::StrSplit(tls_, ',')) {
-    if (tl != "self" && tl != "posix" && tl != "sysv" && tl != "cma" && tl != "sm" && tl != "shm" &&
-        tl != "mm" && tl != "knem" && tl != "xpmem") {
-      return true;
-    }
+  std::shared_ptr<UcxContext> created(new UcxContext(context, effective_tls));
+  created->transports_ = ContextTransports(context);
+  switch (resolved) {
+    case UcxPeerFailure::kAuto:
+      // An empty list means the text format changed: keep UCX's watch, the safe choice.
+      created->ucx_peer_failure_ =
+          created->transports_.empty() || NeedsUcxPeerFailure(created->transports_);
+      break;
+    case UcxPeerFailure::kUcx:
+      created->ucx_peer_failure_ = true;
+      break;
+    case UcxPeerFailure::kSocketOnly:
+      created->ucx_peer_failure_ = false;
+      break;
   }
-  return false;
+  return created;
 }
 
 UcxContext::~UcxContext() { ucp_cleanup(context_); }

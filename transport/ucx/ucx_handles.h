@@ -13,9 +13,11 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "transport/transport.h"
 
 namespace sluice::transport::ucx {
 
@@ -38,24 +40,36 @@ using UcxListenerPtr = std::unique_ptr<ucp_listener, ListenerDeleter>;
 class UcxContext {
  public:
   // `tls` overrides UCX_TLS for this context ("" keeps the environment's choice).
-  [[nodiscard]] static absl::StatusOr<std::shared_ptr<UcxContext>> Create(const std::string& tls);
+  // `peer_failure` kAuto is resolved here (see UcxPeerFailure), from the transports UCX
+  // opened for this context.
+  [[nodiscard]] static absl::StatusOr<std::shared_ptr<UcxContext>> Create(
+      const std::string& tls, UcxPeerFailure peer_failure = UcxPeerFailure::kAuto);
   ~UcxContext();
   UcxContext(const UcxContext&) = delete;
   UcxContext& operator=(const UcxContext&) = delete;
 
   [[nodiscard]] ucp_context_h get() const { return context_; }
   [[nodiscard]] const std::string& tls() const { return tls_; }
-  // Whether endpoints can ask for UCP_ERR_HANDLING_MODE_PEER. UCX 1.13's shared-memory
-  // transports (posix, sysv, cma, self) have no peer failure handler: with only those in
-  // UCX_TLS a PEER-mode endpoint is "unreachable". Sluice then relies on its bootstrap
-  // socket to learn of a dead peer.
-  [[nodiscard]] bool peer_failure_handling() const;
+  // The transports (UCT names such as "tcp", "posix", "rc_mlx5") UCX opened.
+  [[nodiscard]] const std::vector<std::string>& transports() const { return transports_; }
+  // Whether endpoints ask for UCP_ERR_HANDLING_MODE_PEER (kAuto resolved). Even then an
+  // endpoint between shared-memory-only peers falls back to NONE: UCX 1.13's posix, sysv,
+  // cma and self have no peer failure handler and call such an endpoint "unreachable".
+  [[nodiscard]] bool ucx_peer_failure() const { return ucx_peer_failure_; }
+
+  // kAuto's rule: whether any of `transports` is outside tcp, shared memory and self.
+  [[nodiscard]] static bool NeedsUcxPeerFailure(const std::vector<std::string>& transports);
 
  private:
   UcxContext(ucp_context_h context, std::string tls) : context_(context), tls_(std::move(tls)) {}
   ucp_context_h context_;
   std::string tls_;
+  std::vector<std::string> transports_;
+  bool ucx_peer_failure_ = true;
 };
+
+// The transport names in the text of ucp_context_print_info ("... flags -- tcp/lo" lines).
+[[nodiscard]] std::vector<std::string> ParseContextTransports(absl::string_view info);
 
 }  // namespace sluice::transport::ucx
 

@@ -84,7 +84,8 @@ UcxTransport::UcxTransport(const TransportOptions& options, MessageHandler* hand
     : options_(options), handler_(handler), baton_(options.caller_linger) {}
 
 absl::Status UcxTransport::Start() {
-  SLUICE_ASSIGN_OR_RETURN(context_, UcxContext::Create(options_.ucx_tls));
+  SLUICE_ASSIGN_OR_RETURN(context_,
+                          UcxContext::Create(options_.ucx_tls, options_.ucx_peer_failure));
 
   ucp_worker_params_t worker_params{};
   worker_params.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
