@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
 # Measures Sluice against ucx_perftest in one script, on the same machine and UCX_TLS, and
-# prints the ratios that perf/RESULTS.md records. Usage: perf/run_ratios.sh [build-dir]
+# prints the ratios that perf/RESULTS.md records. Usage: perf/run_ratios.sh [build-dir] [runs]
+#
+# A shared VM swings ±40% between back-to-back runs, so every figure is the median of
+# `runs` (default 3) alternating runs of Sluice and its baseline; the single runs are
+# printed beside it.
 set -euo pipefail
 build=${1:-build}
+runs=${2:-3}
 perf="$build/tools/sluice-perf"
 port=$((20000 + RANDOM % 10000))
 
@@ -17,46 +22,59 @@ perftest() {  # TLS TEST SIZE ITERS [EXTRA] -> the Final: line (column 7: MiB/s,
   port=$((port + 1))
   echo "$line"
 }
+perftest_mb_s() { perftest "$@" | awk '{printf "%.1f", $7 * 1.048576}'; }  # decimal MB/s
+perftest_us() { perftest "$@" | awk '{printf "%.2f", $4}'; }
+field() { python3 -c "import json,sys; print('%.2f' % json.load(sys.stdin)['$1'])"; }
 
-echo "# $(date -u +%FT%TZ) $(uname -m), $(nproc) cpus, UCX $(ucx_info -v | sed -n 's/# Version //p')"
+# report LABEL UNIT "OURS..." "REFS..." -> one line with medians and their ratio
+report() {
+  python3 - "$@" <<'PY'
+import statistics, sys
+label, unit, ours, refs = sys.argv[1], sys.argv[2], *[[float(v) for v in a.split()] for a in sys.argv[3:]]
+o, r = statistics.median(ours), statistics.median(refs)
+print(f"{label} sluice={o:.2f}{unit} (runs {ours}) baseline={r:.2f}{unit} (runs {refs}) "
+      f"ratio={o / r:.2f}" if r else f"{label}: no baseline figure")
+PY
+}
+
+echo "# $(date -u +%FT%TZ) $(uname -m), $(nproc) cpus, UCX $(ucx_info -v | sed -n 's/# Version //p'), load $(cut -d' ' -f1-3 /proc/loadavg)"
 for tls in "posix,sysv,cma,self" "tcp,self"; do
+  export UCX_TLS=$tls
   for size in 1048576 16777216; do
     iters=$(( size >= 16777216 ? 300 : 3000 ))
-    ref=$(perftest "$tls" ucp_am_bw $size $iters | awk '{printf "%.1f", $7 * 1.048576}')
-    ours=$(UCX_TLS=$tls "$perf" transport --size $size --iterations $iters --latency-iterations 0 --json \
-      | python3 -c 'import json,sys; print("%.1f" % json.load(sys.stdin)["bandwidth_mb_s"])')
-    echo "bandwidth tls=$tls size=$size sluice=${ours}MB/s ucx_perftest_am_bw=${ref}MB/s ratio=$(python3 -c "print('%.2f' % ($ours/$ref))")"
-  done
-  # With UCX watching for dead peers (UCP_ERR_HANDLING_MODE_PEER) on both sides: the
-  # baseline is then `ucp_am_bw -e`. Sluice's default leaves this to its bootstrap socket
-  # on tcp and shm (TransportOptions::ucx_peer_failure). shm has no such mode in UCX 1.13.
-  if [ "$tls" = "tcp,self" ]; then
-  ref=$(perftest "$tls" ucp_am_bw 1048576 3000 -e | awk '{printf "%.1f", $7 * 1.048576}')
-  ours=$(UCX_TLS=$tls "$perf" transport --size 1048576 --iterations 3000 --latency-iterations 0 \
-    --ucx-peer-failure ucx --json | python3 -c 'import json,sys; print("%.1f" % json.load(sys.stdin)["bandwidth_mb_s"])')
-  echo "bandwidth tls=$tls size=1048576 ucx-peer-failure=ucx sluice=${ours}MB/s ucx_perftest_am_bw_e=${ref}MB/s ratio=$(python3 -c "print('%.2f' % ($ours/$ref))")"
-  fi
-  # Latency is noisy on a shared VM: three alternating runs of each, medians compared.
-  refs=(); threads=(); callers=()
-  for run in 1 2 3; do
-    refs+=("$(perftest "$tls" ucp_am_lat 8 50000 | awk '{printf "%.2f", $4}')")
-    for progress in thread caller; do
-      v=$(UCX_TLS=$tls "$perf" transport --size 65536 --iterations 10 --latency-iterations 50000 \
-        --progress $progress --json | python3 -c 'import json,sys; print("%.2f" % json.load(sys.stdin)["latency_us"])')
-      if [ $progress = thread ]; then threads+=("$v"); else callers+=("$v"); fi
+    ours=(); refs=()
+    for run in $(seq "$runs"); do
+      refs+=("$(perftest_mb_s "$tls" ucp_am_bw $size $iters)")
+      ours+=("$("$perf" transport --size $size --iterations $iters --latency-iterations 0 --json | field bandwidth_mb_s)")
     done
+    report "bandwidth tls=$tls size=$size vs ucp_am_bw" MB/s "${ours[*]}" "${refs[*]}"
   done
-  python3 - "$tls" "${refs[*]}" "${threads[*]}" "${callers[*]}" <<'PY'
-import statistics, sys
-tls, refs, threads, callers = sys.argv[1], *[[float(v) for v in a.split()] for a in sys.argv[2:]]
-ref = statistics.median(refs)
-for name, runs in (("thread", threads), ("caller", callers)):
-    ours = statistics.median(runs)
-    print(f"latency tls={tls} progress={name} sluice={ours:.2f}us (runs {runs}) "
-          f"ucx_perftest_am_lat={ref:.2f}us (runs {refs}) ratio={ours / ref:.2f}")
-PY
-  svc=$(UCX_TLS=$tls "$perf" service --workers 1 --clients 1 --batch-bytes 1MiB --seconds 8 --mode off --json)
-  tr=$(UCX_TLS=$tls "$perf" transport --size 1MiB --iterations 3000 --latency-iterations 0 --json \
-    | python3 -c 'import json,sys; print("%.1f" % json.load(sys.stdin)["bandwidth_mb_s"])')
-  echo "service tls=$tls $svc transport_1MiB=${tr}MB/s ratio=$(echo "$svc" | python3 -c "import json,sys; print('%.2f' % (json.load(sys.stdin)['bandwidth_mb_s']/$tr))")"
+  # With UCX watching for dead peers (UCP_ERR_HANDLING_MODE_PEER) on both sides the fair
+  # baseline is `ucp_am_bw -e`. Sluice's default leaves this to its bootstrap socket on tcp
+  # and shm (TransportOptions::ucx_peer_failure); shm has no such mode in UCX 1.13.
+  if [ "$tls" = "tcp,self" ]; then
+    ours=(); refs=()
+    for run in $(seq "$runs"); do
+      refs+=("$(perftest_mb_s "$tls" ucp_am_bw 1048576 3000 -e)")
+      ours+=("$("$perf" transport --size 1MiB --iterations 3000 --latency-iterations 0 --ucx-peer-failure ucx --json | field bandwidth_mb_s)")
+    done
+    report "bandwidth tls=$tls size=1048576 --ucx-peer-failure ucx vs ucp_am_bw -e" MB/s "${ours[*]}" "${refs[*]}"
+  fi
+  refs=(); threads=(); callers=()
+  for run in $(seq "$runs"); do
+    refs+=("$(perftest_us "$tls" ucp_am_lat 8 50000)")
+    threads+=("$("$perf" transport --size 65536 --iterations 10 --latency-iterations 50000 --progress thread --json | field latency_us)")
+    callers+=("$("$perf" transport --size 65536 --iterations 10 --latency-iterations 50000 --progress caller --json | field latency_us)")
+  done
+  report "latency tls=$tls progress=thread vs ucp_am_lat" us "${threads[*]}" "${refs[*]}"
+  report "latency tls=$tls progress=caller vs ucp_am_lat" us "${callers[*]}" "${refs[*]}"
+  services=(); transports=(); copied=()
+  for run in $(seq "$runs"); do
+    svc=$("$perf" service --workers 1 --clients 1 --batch-bytes 1MiB --seconds 5 --mode off --json)
+    services+=("$(echo "$svc" | field bandwidth_mb_s)")
+    copied+=("$(echo "$svc" | python3 -c "import json,sys; print('%.2g' % json.load(sys.stdin)['copied_bytes_per_delivered_byte'])")")
+    transports+=("$("$perf" transport --size 1MiB --iterations 3000 --latency-iterations 0 --json | field bandwidth_mb_s)")
+  done
+  report "service tls=$tls 1 worker -> 1 client, 1 MiB vs transport 1 MiB" MB/s "${services[*]}" "${transports[*]}"
+  echo "service tls=$tls copied_bytes_per_delivered_byte runs: ${copied[*]}"
 done

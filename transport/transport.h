@@ -125,8 +125,11 @@ struct TransportOptions {
   std::string ofi_provider;
   // Payloads at least this large are sent by rendezvous into the receiver's buffer.
   size_t rendezvous_threshold = 16 * 1024;
-  // How long the progress thread keeps polling after the last event before it sleeps.
+  // How long the progress thread keeps polling after the last event before it sleeps, at
+  // first. When events keep arriving soon after it went to sleep (streaming), the spin grows
+  // up to max_spin_before_sleep, and shrinks back once sleeps run long (AdaptiveSpin).
   absl::Duration spin_before_sleep = absl::Microseconds(50);
+  absl::Duration max_spin_before_sleep = absl::Milliseconds(1);
   // Lets a thread waiting for a reply drive progress itself (Transport::DriveUntil) instead
   // of sleeping until the progress thread wakes it: one thread hop less per round trip, at
   // the price of the caller polling while it waits (never longer than spin_before_sleep

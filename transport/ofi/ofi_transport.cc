@@ -53,7 +53,8 @@ absl::Status OfiTransport::Start() {
     handler_->OnTick();
   };
   domain_->SetOwner(progress_);
-  return progress_->Start(std::move(hooks), endpoint_->wait_fd(), options_.spin_before_sleep);
+  return progress_->Start(std::move(hooks), endpoint_->wait_fd(), options_.spin_before_sleep,
+                          options_.max_spin_before_sleep);
 }
 
 OfiTransport::~OfiTransport() {

@@ -7,9 +7,11 @@
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
+#include "transport/adaptive_spin.h"
 
 namespace sluice::transport::ofi {
 
@@ -19,9 +21,11 @@ ProgressThread::~ProgressThread() {
   if (event_fd_ >= 0) close(event_fd_);
 }
 
-absl::Status ProgressThread::Start(Hooks hooks, int wait_fd, absl::Duration spin) {
+absl::Status ProgressThread::Start(Hooks hooks, int wait_fd, absl::Duration spin,
+                                   absl::Duration max_spin) {
   hooks_ = std::move(hooks);
-  spin_ = absl::ToChronoNanoseconds(spin);
+  spin_ = spin;
+  max_spin_ = max_spin;
   wait_fd_ = wait_fd;
   event_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
@@ -128,6 +132,10 @@ void ProgressThread::Loop() {
   // Spinning a little after the last event keeps request/response latency low (an epoll
   // wake-up costs tens of microseconds) without burning a core while idle.
   auto last_event = std::chrono::steady_clock::now();
+  AdaptiveSpin spin(spin_, max_spin_);
+  auto spin_now = absl::ToChronoNanoseconds(spin.current());
+  // Set after a sleep: how long it lasted, judged by whether the next turn finds work.
+  std::optional<absl::Duration> slept;
   while (DrainQueue()) {
     int events = hooks_.progress();
     auto now = std::chrono::steady_clock::now();
@@ -135,13 +143,20 @@ void ProgressThread::Loop() {
       hooks_.on_tick();
       next_tick = now + kTickInterval;
     }
-    if (events > 0 || has_posts_.load(std::memory_order_acquire)) {
+    const bool active = events > 0 || has_posts_.load(std::memory_order_acquire);
+    if (slept.has_value()) {
+      spin.Slept(*slept, active);
+      spin_now = absl::ToChronoNanoseconds(spin.current());
+      slept.reset();
+    }
+    if (active) {
       last_event = now;
       poll_sleep = kMinPollSleep;
       continue;
     }
-    if (now - last_event < spin_) continue;
+    if (now - last_event < spin_now) continue;
     Sleep(poll_sleep);
+    slept = absl::FromChrono(std::chrono::steady_clock::now() - now);
     if (wait_fd_ < 0)
       poll_sleep = std::min<std::chrono::microseconds>(poll_sleep * 2, kMaxPollSleep);
   }

@@ -51,8 +51,10 @@ class ProgressThread {
   ProgressThread& operator=(const ProgressThread&) = delete;
 
   // `wait_fd` < 0: the provider has no wait object; poll instead. `spin`: how long to keep
-  // progressing after the last event before sleeping.
-  [[nodiscard]] absl::Status Start(Hooks hooks, int wait_fd, absl::Duration spin);
+  // progressing after the last event before sleeping, growing up to `max_spin` while events
+  // follow soon after each sleep (AdaptiveSpin).
+  [[nodiscard]] absl::Status Start(Hooks hooks, int wait_fd, absl::Duration spin,
+                                   absl::Duration max_spin);
   // Lets the queue drain, then ends the thread. Tasks posted later are refused.
   void Stop();
 
@@ -75,7 +77,8 @@ class ProgressThread {
   void Wake();
 
   Hooks hooks_;
-  std::chrono::nanoseconds spin_{0};
+  absl::Duration spin_ = absl::ZeroDuration();
+  absl::Duration max_spin_ = absl::ZeroDuration();
   int wait_fd_ = -1;
   int event_fd_ = -1;
   int epoll_fd_ = -1;

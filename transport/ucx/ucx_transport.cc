@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "common/status_macros.h"
+#include "transport/adaptive_spin.h"
 #include "transport/ucx/ucx_memory.h"
 
 namespace sluice::transport::ucx {
@@ -45,9 +46,12 @@ class IdleTimer {
     active_ = false;
     since_ = std::chrono::steady_clock::now();
   }
+  void set_spin(absl::Duration spin) {
+    spin_ = std::chrono::nanoseconds(absl::ToInt64Nanoseconds(spin));
+  }
 
  private:
-  const std::chrono::nanoseconds spin_;
+  std::chrono::nanoseconds spin_;
   bool active_ = false;
   unsigned idle_turns_ = 0;
   std::chrono::steady_clock::time_point since_ = std::chrono::steady_clock::now();
@@ -285,7 +289,8 @@ void UcxTransport::ProgressLoop() {
   next_tick_ = std::chrono::steady_clock::now() + kTickInterval;
   // Spinning a little after the last event keeps request/response latency low (an epoll
   // wake-up costs tens of microseconds) without burning a core while idle.
-  IdleTimer idle(options_.spin_before_sleep);
+  AdaptiveSpin spin(options_.spin_before_sleep, options_.max_spin_before_sleep);
+  IdleTimer idle(spin.current());
   while (true) {
     if (baton_.ParkIfAsked()) {
       idle.Restart();
@@ -311,11 +316,13 @@ void UcxTransport::ProgressLoop() {
     sleeping_.store(true, std::memory_order_seq_cst);
     // A post or a baton request that raced with going to sleep did not write the eventfd: do
     // not sleep on it.
-    int n = has_posts_.load(std::memory_order_seq_cst) || baton_.asked()
-                ? 0
-                : epoll_wait(epoll_fd_, ready, 16, kSleepTimeoutMs);
+    const bool raced = has_posts_.load(std::memory_order_seq_cst) || baton_.asked();
+    const auto slept_from = std::chrono::steady_clock::now();
+    int n = raced ? 0 : epoll_wait(epoll_fd_, ready, 16, kSleepTimeoutMs);
     sleeping_.store(false, std::memory_order_release);
     idle.Restart();
+    spin.Slept(absl::FromChrono(std::chrono::steady_clock::now() - slept_from), raced || n > 0);
+    idle.set_spin(spin.current());
     HandleReadyFds(ready, n);
   }
 }
