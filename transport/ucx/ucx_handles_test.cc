@@ -51,6 +51,21 @@ TEST(UcxContextTest, AutoOnTcpUsesTheSocketAndAnExplicitChoiceWins) {
   EXPECT_THAT((*socket)->transports(), Contains("self"));
 }
 
+// The default UCX_TLS must not cost local peers their shared memory (UCX's PEER mode would
+// leave them only tcp): on a machine with no RDMA, the bootstrap socket watches.
+TEST(UcxContextTest, DefaultTransportsWithoutRdmaKeepSharedMemory) {
+  auto context = UcxContext::Create("all");  // UCX's default, whatever the environment says
+  ASSERT_TRUE(context.ok()) << context.status();
+  const std::vector<std::string>& transports = (*context)->transports();
+  ASSERT_FALSE(transports.empty());
+  if (UcxContext::NeedsUcxPeerFailure(transports)) {
+    EXPECT_TRUE((*context)->ucx_peer_failure());
+    GTEST_SKIP() << "this machine has a transport beyond tcp and shared memory";
+  }
+  EXPECT_FALSE((*context)->ucx_peer_failure());
+  EXPECT_THAT(transports, Contains("posix"));
+}
+
 TEST(UcxContextTest, EnvironmentDecidesAutoAndABadValueIsRefused) {
   setenv("SLUICE_UCX_PEER_FAILURE", "ucx", 1);
   auto from_env = UcxContext::Create("tcp,self");
