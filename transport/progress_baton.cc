@@ -17,8 +17,8 @@ int64_t NowNs() {
       .count();
 }
 
-int* FutexWord(std::atomic<int32_t>* word) {
-  static_assert(sizeof(std::atomic<int32_t>) == sizeof(int32_t));
+int* FutexWord(std::atomic<uint32_t>* word) {
+  static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t));
   return reinterpret_cast<int*>(word);
 }
 
@@ -28,13 +28,13 @@ ProgressBaton::ProgressBaton(absl::Duration linger)
     : linger_(std::clamp(linger, absl::Microseconds(10), absl::Milliseconds(10))),
       max_away_(std::max(absl::Milliseconds(2), 10 * linger_)) {}
 
-void ProgressBaton::WaitWhile(int32_t expected, absl::Duration timeout) {
+void ProgressBaton::SleepUntilReturnedOr(uint32_t returns_seen, absl::Duration timeout) {
   timespec ts = absl::ToTimespec(timeout);
-  syscall(SYS_futex, FutexWord(&state_), FUTEX_WAIT_PRIVATE, expected, &ts, nullptr, 0);
+  syscall(SYS_futex, FutexWord(&returns_), FUTEX_WAIT_PRIVATE, returns_seen, &ts, nullptr, 0);
 }
 
 void ProgressBaton::WakeParked() {
-  syscall(SYS_futex, FutexWord(&state_), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+  syscall(SYS_futex, FutexWord(&returns_), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
 }
 
 bool ProgressBaton::ParkIfAsked() {
@@ -45,6 +45,8 @@ bool ProgressBaton::ParkIfAsked() {
   lent_at_ns_.store(parked_at, std::memory_order_relaxed);
   state_.store(kLent, std::memory_order_seq_cst);
   while (true) {
+    // Read before the state: a Return() after this changes it, and the sleep does not start.
+    const uint32_t returns_seen = returns_.load(std::memory_order_acquire);
     int32_t state = state_.load(std::memory_order_acquire);
     if (state == kThread) return true;  // Return()ed
     if (state == kLent) {
@@ -56,10 +58,10 @@ bool ProgressBaton::ParkIfAsked() {
         if (state_.compare_exchange_strong(state, kThread, std::memory_order_acq_rel)) return true;
         continue;
       }
-      WaitWhile(kLent, absl::Nanoseconds(linger_ns - idle_ns));
+      SleepUntilReturnedOr(returns_seen, absl::Nanoseconds(linger_ns - idle_ns));
       continue;
     }
-    WaitWhile(kHeld, linger_);
+    SleepUntilReturnedOr(returns_seen, linger_);
   }
 }
 
@@ -98,6 +100,7 @@ void ProgressBaton::Return() {
   holder_.store(std::thread::id(), std::memory_order_relaxed);
   state_.store(kThread, std::memory_order_release);
   claimed_.store(false, std::memory_order_release);
+  returns_.fetch_add(1, std::memory_order_acq_rel);
   WakeParked();
 }
 
