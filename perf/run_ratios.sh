@@ -37,28 +37,29 @@ print(f"{label} sluice={o:.2f}{unit} (runs {ours}) baseline={r:.2f}{unit} (runs 
 PY
 }
 
+# compare_bandwidth TLS SIZE ITERS PERFTEST_FLAGS SLUICE_FLAGS LABEL
+compare_bandwidth() {
+  local tls=$1 size=$2 iters=$3 perftest_flags=$4 sluice_flags=$5 label=$6
+  local ours=() refs=()
+  for run in $(seq "$runs"); do
+    refs+=("$(perftest_mb_s "$tls" ucp_am_bw "$size" "$iters" "$perftest_flags")")
+    # shellcheck disable=SC2086  # sluice_flags is a list of flags
+    ours+=("$("$perf" transport --size "$size" --iterations "$iters" --latency-iterations 0 $sluice_flags --json | field bandwidth_mb_s)")
+  done
+  report "bandwidth tls=$tls size=$size $label" MB/s "${ours[*]}" "${refs[*]}"
+}
+
 echo "# $(date -u +%FT%TZ) $(uname -m), $(nproc) cpus, UCX $(ucx_info -v | sed -n 's/# Version //p'), load $(cut -d' ' -f1-3 /proc/loadavg)"
 for tls in "posix,sysv,cma,self" "tcp,self"; do
   export UCX_TLS=$tls
-  for size in 1048576 16777216; do
-    iters=$(( size >= 16777216 ? 300 : 3000 ))
-    ours=(); refs=()
-    for run in $(seq "$runs"); do
-      refs+=("$(perftest_mb_s "$tls" ucp_am_bw $size $iters)")
-      ours+=("$("$perf" transport --size $size --iterations $iters --latency-iterations 0 --json | field bandwidth_mb_s)")
-    done
-    report "bandwidth tls=$tls size=$size vs ucp_am_bw" MB/s "${ours[*]}" "${refs[*]}"
-  done
+  compare_bandwidth "$tls" 1048576 3000 "" "" "vs ucp_am_bw"
+  compare_bandwidth "$tls" 16777216 300 "" "" "vs ucp_am_bw"
   # With UCX watching for dead peers (UCP_ERR_HANDLING_MODE_PEER) on both sides the fair
   # baseline is `ucp_am_bw -e`. Sluice's default leaves this to its bootstrap socket on tcp
   # and shm (TransportOptions::ucx_peer_failure); shm has no such mode in UCX 1.13.
   if [ "$tls" = "tcp,self" ]; then
-    ours=(); refs=()
-    for run in $(seq "$runs"); do
-      refs+=("$(perftest_mb_s "$tls" ucp_am_bw 1048576 3000 -e)")
-      ours+=("$("$perf" transport --size 1MiB --iterations 3000 --latency-iterations 0 --ucx-peer-failure ucx --json | field bandwidth_mb_s)")
-    done
-    report "bandwidth tls=$tls size=1048576 --ucx-peer-failure ucx vs ucp_am_bw -e" MB/s "${ours[*]}" "${refs[*]}"
+    compare_bandwidth "$tls" 1048576 3000 -e "--ucx-peer-failure ucx" \
+      "--ucx-peer-failure ucx vs ucp_am_bw -e"
   fi
   refs=(); threads=(); callers=()
   for run in $(seq "$runs"); do
