@@ -29,6 +29,7 @@ class Subprocess {
   int Wait(absl::Duration timeout);
   void Kill(int signal);
 
+  [[nodiscard]] int pid() const { return pid_; }
   [[nodiscard]] std::string stdout_text() const;
   [[nodiscard]] std::string stderr_text() const;
 

@@ -3,7 +3,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <cstdlib>
+#include <fstream>
+#include <thread>
 
 #include "common/subprocess.h"
 #include "nlohmann/json.hpp"
@@ -45,6 +48,30 @@ TEST(PerfToolTest, ServiceReportsTheContractFields) {
   // One copy per byte (assembly into the slab), plus batches still buffered on workers.
   EXPECT_GE(r["copied_bytes_per_delivered_byte"].get<double>(), 0.99);
   EXPECT_LE(r["copied_bytes_per_delivered_byte"].get<double>(), 1.1);
+}
+
+// The peer-failure default (UcxPeerFailure::kAuto) leaves a tcp peer's death to Sluice's
+// bootstrap socket: a server killed mid-transfer must fail the client promptly and plainly,
+// without UCX's leak warnings for the receives the dead peer left behind.
+TEST(PerfToolTest, ServerKilledMidTransferIsAPromptClearErrorWithoutUcxNoise) {
+  setenv("UCX_TLS", "tcp,self", 1);
+  Subprocess client({PerfBinary(), "transport", "--size", "16MiB", "--iterations", "1000000",
+                     "--latency-iterations", "0"});
+  unsetenv("UCX_TLS");
+  // The transport server is the client's child, started by its main thread.
+  int server = 0;
+  for (int i = 0; i < 200 && server == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::ifstream children("/proc/" + std::to_string(client.pid()) + "/task/" +
+                           std::to_string(client.pid()) + "/children");
+    children >> server;
+  }
+  ASSERT_GT(server, 0) << "no transport server appeared";
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // mid-transfer
+  ASSERT_EQ(kill(server, SIGKILL), 0);
+  EXPECT_EQ(client.Wait(absl::Seconds(30)), 1) << client.stderr_text();
+  EXPECT_THAT(client.stderr_text(), ::testing::HasSubstr("exited"));  // either path says so
+  EXPECT_THAT(client.stderr_text(), ::testing::Not(::testing::HasSubstr("mpool")));
 }
 
 TEST(PerfToolTest, BadArgumentsAreClearErrors) {

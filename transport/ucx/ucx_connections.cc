@@ -2,6 +2,7 @@
 // creation, and the three ways a connection ends: the peer fails (FailConnection), the
 // application closes it (Close: flush, then close) or gives up on it (Abort: force close).
 // Everything here runs on the thread that drives the worker. See ucx_transport.h.
+#include <poll.h>
 #include <sys/epoll.h>
 
 #include "absl/strings/str_cat.h"
@@ -99,8 +100,20 @@ void UcxTransport::OnEndpointError(void* arg, ucp_ep_h ep, ucs_status_t status) 
   auto it = self->connection_by_ep_.find(ep);
   if (it == self->connection_by_ep_.end()) return;
   ConnectionId id = it->second;
-  self->FailConnection(id,
-                       UcsError(status, absl::StrCat("connection to ", self->endpoints_[id].peer)));
+  const Endpoint& endpoint = self->endpoints_[id];
+  // Over tcp without UCX's peer-failure mode, a peer's death reaches UCX first, as a reset
+  // (UCS_ERR_ENDPOINT_TIMEOUT and the like). The bootstrap socket tells what happened.
+  pollfd socket{endpoint.socket.get(), POLLIN | POLLRDHUP, 0};
+  if (socket.fd >= 0 && poll(&socket, 1, 0) == 1) {
+    self->FailConnection(
+        id, absl::UnavailableError(absl::StrCat(
+                "connection to ", endpoint.peer,
+                " closed by the peer (process exited?); UCX: ", ucs_status_string(status))));
+    return;
+  }
+  self->FailConnection(
+      id, UcsError(status, absl::StrCat("connection to ", endpoint.peer,
+                                        " failed (the peer exited or cannot be reached)")));
 }
 
 void UcxTransport::StopWatching(const Endpoint& endpoint) {

@@ -1,5 +1,7 @@
 #include "transport/ucx/ucx_handles.h"
 
+#include <ucs/config/global_opts.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -66,6 +68,13 @@ std::vector<std::string> ContextTransports(ucp_context_h context) {
 }
 
 }  // namespace
+
+ScopedUcxLogLevel::ScopedUcxLogLevel(ucs_log_level_t level)
+    : saved_(ucs_global_opts.log_component.log_level) {
+  ucs_global_opts.log_component.log_level = std::min(saved_, level);
+}
+
+ScopedUcxLogLevel::~ScopedUcxLogLevel() { ucs_global_opts.log_component.log_level = saved_; }
 
 std::vector<std::string> ParseContextTransports(absl::string_view info) {
   std::vector<std::string> transports;

@@ -68,6 +68,19 @@ class UcxContext {
   bool ucx_peer_failure_ = true;
 };
 
+// Lowers UCX's log level to at most `level` for its lifetime (process-wide: UCX has one
+// log level), to silence warnings Sluice knows to be expected.
+class ScopedUcxLogLevel {
+ public:
+  explicit ScopedUcxLogLevel(ucs_log_level_t level);
+  ~ScopedUcxLogLevel();
+  ScopedUcxLogLevel(const ScopedUcxLogLevel&) = delete;
+  ScopedUcxLogLevel& operator=(const ScopedUcxLogLevel&) = delete;
+
+ private:
+  ucs_log_level_t saved_;
+};
+
 // The transport names in the text of ucp_context_print_info ("... flags -- tcp/lo" lines).
 [[nodiscard]] std::vector<std::string> ParseContextTransports(absl::string_view info);
 

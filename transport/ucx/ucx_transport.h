@@ -131,6 +131,8 @@ class UcxTransport final : public Transport {
   absl::flat_hash_map<ucp_ep_h, ConnectionId> connection_by_ep_;
   absl::flat_hash_map<int, ConnectionId> connection_by_socket_;
   int inflight_closes_ = 0;
+  // Rendezvous receives UCX has not completed yet (progress thread).
+  int receives_in_flight_ = 0;
   // Endpoints closed gracefully whose flush has not completed yet.
   absl::flat_hash_map<ucp_ep_h, ConnectionId> flushing_;
 };
