@@ -44,6 +44,8 @@ class Dispatcher {
   ~Dispatcher();
 
   [[nodiscard]] const transport::Address& address() const { return address_; }
+  // The transport in one line (library, transports picked, who notices dead peers).
+  [[nodiscard]] std::string transport_description() const { return rpc_->transport().Describe(); }
   [[nodiscard]] const std::string& id() const { return id_; }
   [[nodiscard]] DispatcherState& state() { return state_; }
   // What recovery found in the work dir ("" for a fresh or non-fault-tolerant dispatcher).

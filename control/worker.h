@@ -49,6 +49,8 @@ class Worker {
 
   // The address clients use to reach this worker.
   [[nodiscard]] const std::string& address() const { return address_; }
+  // The transport in one line (library, transports picked, who notices dead peers).
+  [[nodiscard]] std::string transport_description() const { return rpc_->transport().Describe(); }
   // Data-path counters summed over all tasks since start.
   [[nodiscard]] proto::WorkerStats stats();
 

@@ -24,6 +24,7 @@ nlohmann::json TransportPerfResult::ToJson() const {
           {"ofi_provider", ofi_provider},
           {"progress", progress},
           {"ucx_peer_failure", ucx_peer_failure},
+          {"transport_description", transport_description},
           {"size", size},
           {"iterations", iterations},
           {"seconds", seconds},
@@ -202,6 +203,7 @@ absl::StatusOr<TransportPerfResult> RunTransportPerfClient(const transport::Addr
     result.ucx_peer_failure = EffectiveUcxPeerFailure(options.transport);
   }
   result.progress = options.transport.caller_driven_progress ? "caller" : "thread";
+  result.transport_description = rpc->transport().Describe();
   result.size = options.size;
   result.iterations = options.iterations;
   result.seconds = std::chrono::duration<double>(end - start).count();

@@ -98,12 +98,13 @@ int RunTransportCommand(const TransportFlags& flags) {
   } else {
     std::cout << absl::StrFormat(
         "%s (%s, %s progress) %s x %d: %.1f MB/s; 8-byte latency %.2f us one-way "
-        "(%.2f us round trip); %d payload bytes copied on receive\n",
+        "(%.2f us round trip); %d payload bytes copied on receive\n%s\n",
         result->transport,
         result->transport == "ofi" ? "provider " + result->ofi_provider
                                    : "UCX_TLS=" + result->ucx_tls,
         result->progress, FormatByteSize(result->size), result->iterations, result->bandwidth_mb_s,
-        result->latency_us, result->round_trip_us, result->payload_bytes_copied);
+        result->latency_us, result->round_trip_us, result->payload_bytes_copied,
+        result->transport_description);
   }
   return 0;
 }

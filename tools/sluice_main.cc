@@ -348,6 +348,8 @@ int Main(int argc, char** argv) {
     }
     std::cout << "sluice dispatcher listening on " << (*dispatcher)->address().ToString() << " (id "
               << (*dispatcher)->id() << ")" << std::endl;
+    std::cout << "sluice dispatcher transport: " << (*dispatcher)->transport_description()
+              << std::endl;
     WaitForTerminationSignal();
     return 0;
   }
@@ -362,6 +364,7 @@ int Main(int argc, char** argv) {
     auto worker = control::Worker::Start(worker_options);
     if (!worker.ok()) return Fail(worker.status(), "worker");
     std::cout << "sluice worker serving at " << (*worker)->address() << std::endl;
+    std::cout << "sluice worker transport: " << (*worker)->transport_description() << std::endl;
     WaitForTerminationSignal();
     return 0;
   }

@@ -280,6 +280,23 @@ TEST_P(RpcTest, PeerWithHigherRendezvousThresholdStillFitsOurBuffers) {
   EXPECT_EQ(std::memcmp(result->payload.data, blob->data(), blob->size()), 0);
 }
 
+// The one-line description names the library and who notices dead peers, as resolved.
+TEST_P(RpcTest, DescribeNamesTheLibraryAndWhoNoticesDeadPeers) {
+  const std::string described = client_->transport().Describe();
+  if (std::string_view(GetParam().scheme) == "ofi") {
+    EXPECT_THAT(described, HasSubstr("libfabric"));
+    EXPECT_THAT(described, HasSubstr(GetParam().setting));
+    return;
+  }
+  EXPECT_THAT(described, HasSubstr("UCX 1."));
+  if (GetParam().peer_failure == UcxPeerFailure::kUcx) {
+    EXPECT_THAT(described, HasSubstr("dead peers: UCX (peer mode)"));
+  } else {
+    // tcp, shm and self only: the bootstrap socket alone (UcxPeerFailure::kAuto).
+    EXPECT_THAT(described, HasSubstr("dead peers: bootstrap socket"));
+  }
+}
+
 // With caller-driven progress a synchronous caller handles its own reply; without it (and on
 // libfabric, which does not offer it) the progress thread does.
 TEST_P(RpcTest, CallerDrivesProgressOnlyWhenAskedTo) {

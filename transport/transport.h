@@ -154,6 +154,9 @@ class Transport {
   virtual ~Transport() = default;
 
   [[nodiscard]] virtual absl::string_view scheme() const = 0;
+  // One line for logs and perf reports: the library, what it picked, and who notices dead
+  // peers (e.g. "UCX 1.13.1: self,tcp,posix; dead peers: bootstrap socket").
+  [[nodiscard]] virtual std::string Describe() const = 0;
   // Starts accepting connections; port 0 picks a free port. Returns the bound address.
   [[nodiscard]] virtual absl::StatusOr<Address> Listen(const Address& bind) = 0;
   // Starts connecting. Failures to reach the peer arrive later through OnDisconnect (and

@@ -33,6 +33,7 @@ TEST(PerfToolTest, TransportReportsTheContractFields) {
   EXPECT_GT(r["bandwidth_mb_s"].get<double>(), 0);
   EXPECT_GT(r["latency_us"].get<double>(), 0);
   EXPECT_TRUE(r["ucx_tls"].is_string());
+  EXPECT_THAT(r["transport_description"].get<std::string>(), ::testing::HasSubstr("UCX"));
   // Above the rendezvous threshold the payload lands without a copy.
   EXPECT_EQ(r["payload_bytes_copied"], 0);
 }

@@ -2,6 +2,7 @@
 // ofi_data_path.cc.
 #include "transport/ofi/ofi_transport.h"
 
+#include <rdma/fabric.h>
 #include <sys/socket.h>
 
 #include <chrono>
@@ -255,6 +256,13 @@ void OfiTransport::FailEverything() {
   std::vector<ConnectionId> ids;
   for (const auto& [id, connection] : connections_) ids.push_back(id);
   for (ConnectionId id : ids) FailConnection(id, why);
+}
+
+std::string OfiTransport::Describe() const {
+  const uint32_t version = fi_version();
+  return absl::StrCat("libfabric ", FI_MAJOR(version), ".", FI_MINOR(version), ": provider ",
+                      domain_ != nullptr ? provider() : std::string("(not started)"),
+                      "; dead peers: bootstrap socket");
 }
 
 }  // namespace sluice::transport::ofi

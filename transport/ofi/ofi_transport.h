@@ -57,6 +57,7 @@ class OfiTransport final : public Transport {
   ~OfiTransport() override;
 
   absl::string_view scheme() const override { return "ofi"; }
+  std::string Describe() const override;
   absl::StatusOr<Address> Listen(const Address& bind) override;
   absl::StatusOr<ConnectionId> Connect(const Address& peer) override;
   void Send(ConnectionId to, std::string header, Payload payload, SendCallback done) override;

@@ -10,6 +10,7 @@
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/synchronization/notification.h"
 #include "common/status_macros.h"
 #include "transport/adaptive_spin.h"
@@ -474,6 +475,14 @@ void UcxTransport::OnReceiveComplete(void* request, ucs_status_t status, size_t 
   payload.size = length;
   payload.owned = std::move(op->owned);
   op->self->handler_->OnMessage(op->from, std::move(op->header), std::move(payload));
+}
+
+std::string UcxTransport::Describe() const {
+  if (context_ == nullptr) return "UCX (not started)";
+  return absl::StrCat(
+      "UCX ", ucp_get_version_string(), ": ", absl::StrJoin(context_->transports(), ","),
+      "; dead peers: ",
+      context_->ucx_peer_failure() ? "UCX (peer mode) and bootstrap socket" : "bootstrap socket");
 }
 
 absl::StatusOr<std::unique_ptr<MemoryRegion>> UcxTransport::RegisterMemory(void* base,

@@ -40,6 +40,7 @@ class UcxTransport final : public Transport {
   ~UcxTransport() override;
 
   absl::string_view scheme() const override { return "ucx"; }
+  std::string Describe() const override;
   absl::StatusOr<Address> Listen(const Address& bind) override;
   absl::StatusOr<ConnectionId> Connect(const Address& peer) override;
   void Send(ConnectionId to, std::string header, Payload payload, SendCallback done) override;
