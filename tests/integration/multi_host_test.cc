@@ -65,6 +65,18 @@ class MultiHostTest : public ::testing::Test {
                       "--mode", "dynamic", "--format", "jsonl", "--max-outstanding", "2"}));
   }
 
+  // Takes `host` off the network for 5 s while `read` runs, then brings it back; the read
+  // must still be running then (the cut happened mid-read, not after it).
+  void CutOffForFiveSeconds(int host, const Subprocess& read, int64_t values,
+                            const std::string& what) {
+    ASSERT_TRUE(lab_->SetLinkUp(host, false).ok());
+    absl::SleepFor(absl::Seconds(5));
+    ASSERT_TRUE(lab_->SetLinkUp(host, true).ok());
+    const std::string at_heal = read.stdout_text();
+    EXPECT_LT(std::count(at_heal.begin(), at_heal.end(), '\n'), values / 10)
+        << "the read should still be running when the " << what << " comes back";
+  }
+
   std::unique_ptr<NetnsLab> lab_;
   std::string dispatcher_address_;
   std::unique_ptr<Subprocess> dispatcher_;
@@ -108,14 +120,9 @@ TEST_F(MultiHostTest, WorkerCutOffTheNetworkAndBackLosesNothingAndRepeatsNothing
   ASSERT_FALSE(first_line.empty()) << read->stderr_text();
   const std::string victim = nlohmann::json::parse(first_line)["worker"].get<std::string>();
   const int victim_host = victim == workers[0] ? 1 : 2;
-  ASSERT_TRUE(lab_->SetLinkUp(victim_host, false).ok());
   const absl::Time cut = absl::Now();
   // Well past the worker timeout: declared lost, its splits re-issued.
-  absl::SleepFor(absl::Seconds(5));
-  ASSERT_TRUE(lab_->SetLinkUp(victim_host, true).ok());
-  const std::string at_heal = read->stdout_text();
-  EXPECT_LT(std::count(at_heal.begin(), at_heal.end(), '\n'), kValues / 10)
-      << "the read should still be running when the worker comes back";
+  ASSERT_NO_FATAL_FAILURE(CutOffForFiveSeconds(victim_host, *read, kValues, "worker"));
 
   std::map<int64_t, int> counts = Values(*read);
   // Bounded by the worker timeout and heartbeats, not by the 60 s fetch deadline.
@@ -144,12 +151,7 @@ TEST_F(MultiHostTest, DispatcherCutOffTheNetworkForSecondsLosesNothing) {
   constexpr int64_t kValues = 1000000;
   auto read = StartRead("range(1000000) | batch(10)");
   ASSERT_FALSE(read->WaitForOutput("values", absl::Seconds(30)).empty()) << read->stderr_text();
-  ASSERT_TRUE(lab_->SetLinkUp(kDispatcherHost, false).ok());
-  absl::SleepFor(absl::Seconds(5));
-  ASSERT_TRUE(lab_->SetLinkUp(kDispatcherHost, true).ok());
-  const std::string at_heal = read->stdout_text();
-  EXPECT_LT(std::count(at_heal.begin(), at_heal.end(), '\n'), kValues / 10)
-      << "the read should still be running when the dispatcher comes back";
+  ASSERT_NO_FATAL_FAILURE(CutOffForFiveSeconds(kDispatcherHost, *read, kValues, "dispatcher"));
   std::map<int64_t, int> counts = Values(*read);
   ExpectEachValueTimes(counts, kValues, 1);
 }
