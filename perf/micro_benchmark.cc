@@ -21,7 +21,7 @@ class NullHandler : public transport::MessageHandler {
                                                          size_t) override {
     return {};
   }
-  void OnMessage(transport::ConnectionId, std::string, transport::InboundPayload) override {}
+  void OnMessage(transport::ConnectionId, absl::string_view, transport::InboundPayload) override {}
   void OnDisconnect(transport::ConnectionId, absl::Status) override {}
 };
 

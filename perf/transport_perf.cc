@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "common/status_macros.h"
+#include "perf/message_ping_pong.h"
 #include "transport/rpc.h"
 #include "transport/slab_pool.h"
 
@@ -15,6 +16,8 @@ namespace {
 
 constexpr uint32_t kBlob = 1;
 constexpr uint32_t kEcho = 2;
+// Replies with the port of the server's MessageEchoServer (message_ping_pong.h).
+constexpr uint32_t kMessageEchoPort = 3;
 
 }  // namespace
 
@@ -31,6 +34,8 @@ nlohmann::json TransportPerfResult::ToJson() const {
           {"bandwidth_mb_s", bandwidth_mb_s},
           {"latency_us", latency_us},
           {"round_trip_us", round_trip_us},
+          {"message_latency_us", message_latency_us},
+          {"message_round_trip_us", message_round_trip_us},
           {"payload_bytes_copied", payload_bytes_copied}};
 }
 
@@ -97,6 +102,16 @@ absl::Status RunTransportPerfServer(const transport::Address& bind,
       kEcho,
       [](std::shared_ptr<transport::ServerCall> call) {
         call->Reply(absl::OkStatus(), call->request());
+      },
+      transport::HandlerThread::kInline);
+  MessageEchoServer echo;
+  transport::Address echo_bind = bind;
+  echo_bind.port = 0;
+  SLUICE_ASSIGN_OR_RETURN(transport::Address echo_bound, echo.Start(echo_bind, options));
+  rpc->Handle(
+      kMessageEchoPort,
+      [port = echo_bound.port](std::shared_ptr<transport::ServerCall> call) {
+        call->Reply(absl::OkStatus(), std::to_string(port));
       },
       transport::HandlerThread::kInline);
   SLUICE_ASSIGN_OR_RETURN(transport::Address bound, rpc->Listen(bind));
@@ -223,6 +238,15 @@ absl::StatusOr<TransportPerfResult> RunTransportPerfClient(const transport::Addr
             .count();
     result.round_trip_us = total_us / options.latency_iterations;
     result.latency_us = result.round_trip_us / 2;
+
+    SLUICE_ASSIGN_OR_RETURN(transport::CallResult port,
+                            rpc->Call(connection, kMessageEchoPort, "", {}));
+    transport::Address echo = server;
+    echo.port = std::atoi(port.response.c_str());
+    SLUICE_ASSIGN_OR_RETURN(
+        result.message_round_trip_us,
+        MeasureMessageRoundTrip(echo, options.transport, options.latency_iterations));
+    result.message_latency_us = result.message_round_trip_us / 2;
   }
   return result;
 }

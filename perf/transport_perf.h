@@ -4,7 +4,8 @@
 // The server answers BLOB requests with a payload of the requested size from one registered
 // slab, and ECHO requests with their body. The client keeps `window` BLOB requests in flight,
 // each landing in its own registered slab, exactly like a client fetching batches, and then
-// times `latency_iterations` sequential 8-byte ECHO round trips.
+// times `latency_iterations` sequential 8-byte ECHO round trips, and as many round trips of
+// bare 8-byte transport messages (message_ping_pong.h).
 //
 //   RunTransportPerfServer(bind, [](const Address& a) { Announce(a); });  // until stopped
 //   absl::StatusOr<TransportPerfResult> r = RunTransportPerfClient(server, options);
@@ -44,6 +45,9 @@ struct TransportPerfResult {
   double bandwidth_mb_s = 0;  // decimal MB/s of payload
   double latency_us = 0;      // one-way: half the mean 8-byte round trip, as ucx_perftest
   double round_trip_us = 0;
+  // The same for bare Transport messages, without the RPC layer (message_ping_pong.h).
+  double message_latency_us = 0;
+  double message_round_trip_us = 0;
   uint64_t payload_bytes_copied = 0;  // by the receiving transport during the bandwidth run
 
   [[nodiscard]] nlohmann::json ToJson() const;

@@ -43,7 +43,7 @@ void AddTransportFlags(CLI::App* app, TransportFlags& flags) {
       ->capture_default_str();
   app->add_option("--window", flags.window, "Requests in flight")->capture_default_str();
   app->add_option("--latency-iterations", flags.latency_iterations,
-                  "8-byte round trips in the latency run (0: skip)")
+                  "8-byte round trips in the latency runs, by RPC and by bare message (0: skip)")
       ->capture_default_str();
   app->add_option("--progress", flags.progress,
                   "How the client waits for a reply: 'thread' (its progress thread wakes it) or "
@@ -97,14 +97,15 @@ int RunTransportCommand(const TransportFlags& flags) {
     std::cout << result->ToJson().dump() << std::endl;
   } else {
     std::cout << absl::StrFormat(
-        "%s (%s, %s progress) %s x %d: %.1f MB/s; 8-byte latency %.2f us one-way "
-        "(%.2f us round trip); %d payload bytes copied on receive\n%s\n",
+        "%s (%s, %s progress) %s x %d: %.1f MB/s; 8-byte latency %.2f us one-way by RPC "
+        "(%.2f us round trip), %.2f us by bare message (%.2f us); %d payload bytes copied on "
+        "receive\n%s\n",
         result->transport,
         result->transport == "ofi" ? "provider " + result->ofi_provider
                                    : "UCX_TLS=" + result->ucx_tls,
         result->progress, FormatByteSize(result->size), result->iterations, result->bandwidth_mb_s,
-        result->latency_us, result->round_trip_us, result->payload_bytes_copied,
-        result->transport_description);
+        result->latency_us, result->round_trip_us, result->message_latency_us,
+        result->message_round_trip_us, result->payload_bytes_copied, result->transport_description);
   }
   return 0;
 }

@@ -39,10 +39,14 @@ void ProgressBaton::WakeParked() {
 
 bool ProgressBaton::ParkIfAsked() {
   if (!asked_.load(std::memory_order_acquire)) return false;
-  // Lent with an old timestamp: the first caller gets a whole `linger` to take it.
   const int64_t parked_at = NowNs();
   const int64_t max_away_ns = absl::ToInt64Nanoseconds(max_away_);
-  lent_at_ns_.store(parked_at, std::memory_order_relaxed);
+  const int64_t linger_ns = absl::ToInt64Nanoseconds(linger_);
+  // Lend() only counts (no clock read on the caller's path); the linger runs from when this
+  // thread first sees the count change, so the baton comes back between one and two lingers
+  // after the last Lend. The first caller gets a whole linger to take it.
+  uint32_t lends_seen = lends_.load(std::memory_order_acquire);
+  int64_t lent_since = parked_at;
   state_.store(kLent, std::memory_order_seq_cst);
   while (true) {
     // Read before the state: a Return() after this changes it, and the sleep does not start.
@@ -51,8 +55,11 @@ bool ProgressBaton::ParkIfAsked() {
     if (state == kThread) return true;  // Return()ed
     if (state == kLent) {
       const int64_t now = NowNs();
-      const int64_t idle_ns = now - lent_at_ns_.load(std::memory_order_relaxed);
-      const int64_t linger_ns = absl::ToInt64Nanoseconds(linger_);
+      if (const uint32_t lends = lends_.load(std::memory_order_acquire); lends != lends_seen) {
+        lends_seen = lends;
+        lent_since = now;
+      }
+      const int64_t idle_ns = now - lent_since;
       if (idle_ns >= linger_ns || now - parked_at >= max_away_ns) {
         // A caller that takes the baton at this moment wins the race or retries.
         if (state_.compare_exchange_strong(state, kThread, std::memory_order_acq_rel)) return true;
@@ -67,7 +74,9 @@ bool ProgressBaton::ParkIfAsked() {
 
 bool ProgressBaton::TryTake(const std::function<void()>& wake, absl::Duration wait) {
   if (claimed_.exchange(true, std::memory_order_acquire)) return false;
-  const int64_t deadline = NowNs() + absl::ToInt64Nanoseconds(wait);
+  // The clock is read only once the baton is not there for the taking (the common case in a
+  // loop of calls is a baton lent by the previous call).
+  int64_t deadline = 0;
   bool woke = false;
   for (int spins = 0;; ++spins) {
     int32_t lent = kLent;
@@ -76,6 +85,7 @@ bool ProgressBaton::TryTake(const std::function<void()>& wake, absl::Duration wa
     if (!woke) {
       wake();
       woke = true;
+      deadline = NowNs() + absl::ToInt64Nanoseconds(wait);
     }
     if (NowNs() > deadline) {
       asked_.store(false, std::memory_order_relaxed);
@@ -91,7 +101,7 @@ bool ProgressBaton::TryTake(const std::function<void()>& wake, absl::Duration wa
 
 void ProgressBaton::Lend() {
   holder_.store(std::thread::id(), std::memory_order_relaxed);
-  lent_at_ns_.store(NowNs(), std::memory_order_relaxed);
+  lends_.fetch_add(1, std::memory_order_relaxed);
   state_.store(kLent, std::memory_order_release);
   claimed_.store(false, std::memory_order_release);
 }

@@ -10,10 +10,10 @@
 // The handover: the caller asks (and wakes the progress thread if it sleeps); the progress
 // thread, at the top of its loop, sees the request and parks. When the caller is done it
 // gives the baton back in one of two ways:
-//   - Lend(): its call completed. The parked thread takes the baton back after `linger`
-//     unless another call takes it first, so a tight loop of calls hands over once, not
-//     once per call. Nothing progresses the engine while the baton is lent (at most
-//     `linger`).
+//   - Lend(): its call completed. The parked thread takes the baton back between one and
+//     two `linger`s later unless another call takes it first, so a tight loop of calls
+//     hands over once, not once per call. Nothing progresses the engine while the baton is
+//     lent (at most 2 × `linger`).
 //   - Return(): it stopped waiting before its reply came (idle); the thread resumes now.
 // However busy the callers, the thread takes the baton back at the first lend after
 // max(2 ms, 10 × linger) away, for one turn of its own (sockets, accepts) before the next
@@ -81,7 +81,7 @@ class ProgressBaton {
   std::atomic<bool> asked_{false};
   std::atomic<bool> claimed_{false};  // one caller at a time
   std::atomic<std::thread::id> holder_{};
-  std::atomic<int64_t> lent_at_ns_{0};
+  std::atomic<uint32_t> lends_{0};  // counts Lend()s, read by the parked thread
 };
 
 }  // namespace sluice::transport

@@ -127,7 +127,7 @@ class RpcEndpoint final : public MessageHandler {
   // MessageHandler (on the thread driving the transport).
   PayloadDestination ChoosePayloadDestination(ConnectionId from, absl::string_view header,
                                               size_t payload_size) override;
-  void OnMessage(ConnectionId from, std::string header, InboundPayload payload) override;
+  void OnMessage(ConnectionId from, absl::string_view header, InboundPayload payload) override;
   void OnDisconnect(ConnectionId connection, absl::Status why) override;
   void OnTick() override;
 
@@ -136,7 +136,7 @@ class RpcEndpoint final : public MessageHandler {
   struct PendingCall {
     ConnectionId connection;
     uint32_t method;
-    absl::Time deadline;
+    int64_t deadline_ns;  // on CoarseMonotonicNs()'s clock
     PayloadDestination landing;
     bool receiving = false;  // a payload is landing: the landing buffer is in use
     // Its connection is gone while the payload was landing: left to the transport, and

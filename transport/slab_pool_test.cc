@@ -11,7 +11,7 @@ class NullHandler : public MessageHandler {
   PayloadDestination ChoosePayloadDestination(ConnectionId, absl::string_view, size_t) override {
     return {};
   }
-  void OnMessage(ConnectionId, std::string, InboundPayload) override {}
+  void OnMessage(ConnectionId, absl::string_view, InboundPayload) override {}
   void OnDisconnect(ConnectionId, absl::Status) override {}
 };
 

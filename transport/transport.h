@@ -83,8 +83,9 @@ class MessageHandler {
   // A message with a payload of `payload_size` bytes arrived; its bytes have not moved yet.
   virtual PayloadDestination ChoosePayloadDestination(ConnectionId from, absl::string_view header,
                                                       size_t payload_size) = 0;
-  // A complete message. `payload.size == 0` when there was none.
-  virtual void OnMessage(ConnectionId from, std::string header, InboundPayload payload) = 0;
+  // A complete message. `payload.size == 0` when there was none. `header` is valid for the
+  // duration of the call only (it may lie in the transport's receive buffer).
+  virtual void OnMessage(ConnectionId from, absl::string_view header, InboundPayload payload) = 0;
   // The connection failed or was closed by the peer; no more messages will come from it.
   virtual void OnDisconnect(ConnectionId connection, absl::Status why) = 0;
   // Called every few milliseconds by whichever thread drives progress (deadlines,
@@ -163,8 +164,10 @@ class Transport {
   // fail the messages sent meanwhile); bad addresses fail here.
   [[nodiscard]] virtual absl::StatusOr<ConnectionId> Connect(const Address& peer) = 0;
   // Sends header + payload; `done` runs on the thread driving progress once the payload may
-  // be reused.
-  virtual void Send(ConnectionId to, std::string header, Payload payload, SendCallback done) = 0;
+  // be reused. The header is copied before Send returns (a small message then costs no
+  // allocation on the thread that drives progress).
+  virtual void Send(ConnectionId to, absl::string_view header, Payload payload,
+                    SendCallback done) = 0;
   // Closes a connection (no OnDisconnect for it).
   virtual void Close(ConnectionId connection) = 0;
   // Gives up on a connection whose peer is presumed gone (e.g. unreachable behind a network

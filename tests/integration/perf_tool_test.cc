@@ -32,6 +32,10 @@ TEST(PerfToolTest, TransportReportsTheContractFields) {
   EXPECT_EQ(r["size"], 256 * 1024);
   EXPECT_GT(r["bandwidth_mb_s"].get<double>(), 0);
   EXPECT_GT(r["latency_us"].get<double>(), 0);
+  // The bare-message round trip (no RPC layer) was measured too.
+  EXPECT_GT(r["message_latency_us"].get<double>(), 0);
+  EXPECT_DOUBLE_EQ(r["message_round_trip_us"].get<double>(),
+                   2 * r["message_latency_us"].get<double>());
   EXPECT_TRUE(r["ucx_tls"].is_string());
   EXPECT_THAT(r["transport_description"].get<std::string>(), ::testing::HasSubstr("UCX"));
   // Above the rendezvous threshold the payload lands without a copy.

@@ -88,7 +88,8 @@ void OfiTransport::AddPending(ConnectionId id, int delta) {
   if (delta < 0) RetireIfDone(id);
 }
 
-void OfiTransport::DoSend(ConnectionId to, std::string header, Payload payload, SendCallback done) {
+void OfiTransport::DoSend(ConnectionId to, absl::string_view header, Payload payload,
+                          SendCallback done) {
   auto it = connections_.find(to);
   if (it == connections_.end() || it->second.closing) {
     if (done) done(absl::UnavailableError(absl::StrCat("connection ", to, " is closed")));
@@ -187,10 +188,10 @@ void OfiTransport::OnReceived(size_t slot, size_t length) {
 void OfiTransport::OnEager(const DecodedMessage& message) {
   const ConnectionId from = OpenConnection(message.wire.token);
   stats_.messages_received.fetch_add(1, std::memory_order_relaxed);
-  std::string header(message.header);
+  const absl::string_view header = message.header;  // in the receive buffer until we return
   const size_t size = message.wire.payload_size;
   if (size == 0) {
-    handler_->OnMessage(from, std::move(header), InboundPayload{});
+    handler_->OnMessage(from, header, InboundPayload{});
     return;
   }
   PayloadDestination dest = handler_->ChoosePayloadDestination(from, header, size);
@@ -201,7 +202,7 @@ void OfiTransport::OnEager(const DecodedMessage& message) {
   } else if (dest.data != nullptr) {
     payload.status = absl::ResourceExhaustedError(absl::StrCat(
         "payload of ", size, " bytes does not fit the receive buffer of ", dest.capacity));
-    handler_->OnMessage(from, std::move(header), std::move(payload));
+    handler_->OnMessage(from, header, std::move(payload));
     return;
   } else {
     payload.owned.reset(new std::byte[size]);
@@ -213,7 +214,7 @@ void OfiTransport::OnEager(const DecodedMessage& message) {
   stats_.payload_bytes_received.fetch_add(size, std::memory_order_relaxed);
   payload.data = target;
   payload.size = size;
-  handler_->OnMessage(from, std::move(header), std::move(payload));
+  handler_->OnMessage(from, header, std::move(payload));
 }
 
 void OfiTransport::OnRendezvous(const DecodedMessage& message) {
@@ -237,7 +238,7 @@ void OfiTransport::OnRendezvous(const DecodedMessage& message) {
     InboundPayload failed;
     failed.status = absl::ResourceExhaustedError(absl::StrCat(
         "payload of ", op->size, " bytes does not fit the receive buffer of ", dest.capacity));
-    handler_->OnMessage(from, std::move(op->header), std::move(failed));
+    handler_->OnMessage(from, op->header, std::move(failed));
     ReplyReadDone(from, op->peer_op_id, ReadOutcome::kDeclined);
     return;
   }
@@ -255,7 +256,7 @@ void OfiTransport::OnRendezvous(const DecodedMessage& message) {
     if (!registration.ok()) {
       InboundPayload failed;
       failed.status = registration.status();
-      handler_->OnMessage(from, std::move(op->header), std::move(failed));
+      handler_->OnMessage(from, op->header, std::move(failed));
       ReplyReadDone(from, op->peer_op_id, ReadOutcome::kFailed);
       return;
     }
@@ -306,7 +307,7 @@ void OfiTransport::OnReadComplete(ReadOp& op, const absl::Status& status) {
     payload.status = absl::Status(status.code(), absl::StrCat("reading a payload of ", op.size,
                                                               " bytes: ", status.message()));
   }
-  handler_->OnMessage(from, std::move(op.header), std::move(payload));
+  handler_->OnMessage(from, op.header, std::move(payload));
   ReplyReadDone(from, op.peer_op_id, status.ok() ? ReadOutcome::kRead : ReadOutcome::kFailed);
   AddPending(from, -1);
 }

@@ -114,16 +114,17 @@ absl::StatusOr<ConnectionId> OfiTransport::Connect(const Address& peer) {
   return id;
 }
 
-void OfiTransport::Send(ConnectionId to, std::string header, Payload payload, SendCallback done) {
+void OfiTransport::Send(ConnectionId to, absl::string_view header, Payload payload,
+                        SendCallback done) {
   if (progress_->OnThread()) {
     // Replies from handlers on the progress thread go out at once, without a trip through
     // the queue.
-    DoSend(to, std::move(header), payload, std::move(done));
+    DoSend(to, header, payload, std::move(done));
     return;
   }
   progress_->Post(
-      [this, to, header = std::move(header), payload, done = std::move(done)]() mutable {
-        DoSend(to, std::move(header), payload, std::move(done));
+      [this, to, header = std::string(header), payload, done = std::move(done)]() mutable {
+        DoSend(to, header, payload, std::move(done));
       });
 }
 

@@ -60,7 +60,7 @@ class OfiTransport final : public Transport {
   std::string Describe() const override;
   absl::StatusOr<Address> Listen(const Address& bind) override;
   absl::StatusOr<ConnectionId> Connect(const Address& peer) override;
-  void Send(ConnectionId to, std::string header, Payload payload, SendCallback done) override;
+  void Send(ConnectionId to, absl::string_view header, Payload payload, SendCallback done) override;
   void Close(ConnectionId connection) override;
   void Abort(ConnectionId connection, absl::Status why) override;
   absl::StatusOr<std::unique_ptr<MemoryRegion>> RegisterMemory(void* base, size_t size) override;
@@ -111,7 +111,7 @@ class OfiTransport final : public Transport {
   // Data path (ofi_data_path.cc); progress thread only.
   // Posts receive buffer `slot`, with `op` when one is reused.
   void PostReceive(size_t slot, std::unique_ptr<OfiOp> op = nullptr);
-  void DoSend(ConnectionId to, std::string header, Payload payload, SendCallback done);
+  void DoSend(ConnectionId to, absl::string_view header, Payload payload, SendCallback done);
   // Sends one wire message. `send_id` names the sends_ entry the op's failure (and, when
   // `completes_send`, its success) completes; 0 for none.
   void SendMessage(ConnectionId to, fi_addr_t address, const WireHeader& wire,

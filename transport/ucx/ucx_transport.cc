@@ -19,7 +19,6 @@
 namespace sluice::transport::ucx {
 namespace {
 
-constexpr unsigned kActiveMessageId = 0;
 constexpr int kSleepTimeoutMs = 5;
 constexpr auto kTickInterval = std::chrono::milliseconds(5);
 
@@ -27,14 +26,17 @@ constexpr auto kTickInterval = std::chrono::milliseconds(5);
 // about as much as a clock read in a VM.
 constexpr unsigned kClockEvery = 16;
 
-// Tells a polling loop when it has handled nothing for `spin`.
+// Tells a polling loop when it has handled nothing for `spin`. It reads the clock only in
+// idle turns, one in kClockEvery: a caller driving a round trip of a microsecond reads it
+// about once, not on every start and event.
 class IdleTimer {
  public:
-  explicit IdleTimer(absl::Duration spin)
-      : spin_(std::chrono::nanoseconds(absl::ToInt64Nanoseconds(spin))) {}
+  explicit IdleTimer(std::chrono::nanoseconds spin) : spin_(spin) {}
+  explicit IdleTimer(absl::Duration spin) : IdleTimer(ToChrono(spin)) {}
   // After a turn that handled something.
   void Active() { active_ = true; }
-  // After a turn that handled nothing: true once nothing has been handled for `spin`.
+  // After a turn that handled nothing: true once nothing has been handled for `spin`
+  // (counted from the first clock read after the last activity).
   bool Expired() {
     if (++idle_turns_ % kClockEvery != 0) return false;
     auto now = std::chrono::steady_clock::now();
@@ -44,40 +46,22 @@ class IdleTimer {
     }
     return now - since_ >= spin_;
   }
-  void Restart() {
-    active_ = false;
-    since_ = std::chrono::steady_clock::now();
-  }
-  void set_spin(absl::Duration spin) {
-    spin_ = std::chrono::nanoseconds(absl::ToInt64Nanoseconds(spin));
+  void Restart() { active_ = true; }
+  void set_spin(absl::Duration spin) { spin_ = ToChrono(spin); }
+  // Debian's Abseil is a shared library: its conversions are calls through the PLT, so the
+  // path of every driven call converts nothing.
+  static std::chrono::nanoseconds ToChrono(absl::Duration d) {
+    return std::chrono::nanoseconds(absl::ToInt64Nanoseconds(d));
   }
 
  private:
   std::chrono::nanoseconds spin_;
-  bool active_ = false;
+  bool active_ = true;
   unsigned idle_turns_ = 0;
-  std::chrono::steady_clock::time_point since_ = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point since_;
 };
-
-// The token that prefixes every message header.
-using Token = uint64_t;
 
 }  // namespace
-
-struct UcxTransport::SendOp {
-  UcxTransport* self;
-  std::string header;
-  SendCallback done;
-};
-
-struct UcxTransport::RecvOp {
-  UcxTransport* self;
-  ConnectionId from;
-  std::string header;
-  std::byte* data;
-  size_t size;
-  std::unique_ptr<std::byte[]> owned;
-};
 
 absl::StatusOr<std::unique_ptr<UcxTransport>> UcxTransport::Create(const TransportOptions& options,
                                                                    MessageHandler* handler) {
@@ -87,7 +71,10 @@ absl::StatusOr<std::unique_ptr<UcxTransport>> UcxTransport::Create(const Transpo
 }
 
 UcxTransport::UcxTransport(const TransportOptions& options, MessageHandler* handler)
-    : options_(options), handler_(handler), baton_(options.caller_linger) {}
+    : options_(options),
+      handler_(handler),
+      caller_spin_(absl::ToInt64Nanoseconds(options.spin_before_sleep)),
+      baton_(options.caller_linger) {}
 
 absl::Status UcxTransport::Start() {
   SLUICE_ASSIGN_OR_RETURN(context_,
@@ -274,9 +261,14 @@ bool UcxTransport::DriveUntil(const std::function<void()>& start,
   if (!baton_.TryTake(wake, absl::Milliseconds(1))) return start_undriven();
   // Holding the worker, `start`'s sends go out directly instead of through the queue.
   if (start) start();
-  IdleTimer idle(options_.spin_before_sleep);
+  IdleTimer idle(caller_spin_);
   while (true) {
-    const unsigned events = ProgressOnce();
+    // One poll per turn, then the check: the reply is seen as soon as its callback ran
+    // (ProgressOnce would poll once more first). Ticks (deadlines) are left to the progress
+    // thread: it gets the baton back at least every few milliseconds (ProgressBaton), and a
+    // caller keeps it only while replies come fast.
+    DrainQueue();
+    const unsigned events = ucp_worker_progress(worker_.get());
     if (done()) {
       baton_.Lend();
       return true;
@@ -350,131 +342,6 @@ void UcxTransport::HandleReadyFds(const epoll_event* ready, int n) {
                                                   " closed by the peer (process exited?)")));
     }
   }
-}
-
-void UcxTransport::Send(ConnectionId to, std::string header, Payload payload, SendCallback done) {
-  if (DrivesWorker()) {
-    // Replies from inline handlers go out at once, without a trip through the queue.
-    DoSend(to, std::move(header), payload, std::move(done));
-    return;
-  }
-  Post([this, to, header = std::move(header), payload, done = std::move(done)]() mutable {
-    DoSend(to, std::move(header), payload, std::move(done));
-  });
-}
-
-void UcxTransport::DoSend(ConnectionId to, std::string header, Payload payload, SendCallback done) {
-  auto it = endpoints_.find(to);
-  if (it == endpoints_.end()) {
-    if (done) done(absl::UnavailableError(absl::StrCat("connection ", to, " is closed")));
-    return;
-  }
-  if (header.size() > max_header_size()) {
-    if (done) {
-      done(absl::InvalidArgumentError(absl::StrCat("message header of ", header.size(),
-                                                   " bytes exceeds UCX's limit of ",
-                                                   max_header_size())));
-    }
-    return;
-  }
-  Token token = it->second.remote_token;
-  header.insert(0, reinterpret_cast<const char*>(&token), sizeof(token));
-  auto* op = new SendOp{this, std::move(header), std::move(done)};
-  ucp_request_param_t param{};
-  param.op_attr_mask =
-      UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
-  param.flags = 0;
-  if (payload.size >= options_.rendezvous_threshold) param.flags |= UCP_AM_SEND_FLAG_RNDV;
-  param.cb.send = &UcxTransport::OnSendComplete;
-  param.user_data = op;
-  stats_.messages_sent.fetch_add(1, std::memory_order_relaxed);
-  stats_.payload_bytes_sent.fetch_add(payload.size, std::memory_order_relaxed);
-  ucs_status_ptr_t request = ucp_am_send_nbx(it->second.ep, kActiveMessageId, op->header.data(),
-                                             op->header.size(), payload.data, payload.size, &param);
-  if (UCS_PTR_IS_PTR(request)) return;  // completes in OnSendComplete
-  OnSendComplete(nullptr, UCS_PTR_STATUS(request), op);
-}
-
-void UcxTransport::OnSendComplete(void* request, ucs_status_t status, void* user_data) {
-  std::unique_ptr<SendOp> op(static_cast<SendOp*>(user_data));
-  if (request != nullptr) ucp_request_free(request);
-  if (op->done) op->done(status == UCS_OK ? absl::OkStatus() : UcsError(status, "send"));
-}
-
-ucs_status_t UcxTransport::ActiveMessageCallback(void* arg, const void* header,
-                                                 size_t header_length, void* data, size_t length,
-                                                 const ucp_am_recv_param_t* param) {
-  return static_cast<UcxTransport*>(arg)->OnActiveMessage(header, header_length, data, length,
-                                                          param);
-}
-
-ucs_status_t UcxTransport::OnActiveMessage(const void* header, size_t header_length, void* data,
-                                           size_t length, const ucp_am_recv_param_t* param) {
-  Token token = 0;
-  if (header_length < sizeof(token)) return UCS_OK;  // not from a Sluice peer: drop
-  std::memcpy(&token, header, sizeof(token));
-  ConnectionId from = endpoints_.contains(token) ? token : kNoConnection;
-  std::string header_bytes(static_cast<const char*>(header) + sizeof(token),
-                           header_length - sizeof(token));
-  stats_.messages_received.fetch_add(1, std::memory_order_relaxed);
-  if (length == 0) {
-    handler_->OnMessage(from, std::move(header_bytes), InboundPayload{});
-    return UCS_OK;
-  }
-  PayloadDestination dest = handler_->ChoosePayloadDestination(from, header_bytes, length);
-  auto op = std::make_unique<RecvOp>(
-      RecvOp{this, from, std::move(header_bytes), nullptr, length, nullptr});
-  if (dest.data != nullptr && dest.capacity >= length) {
-    op->data = static_cast<std::byte*>(dest.data);
-  } else if (dest.data != nullptr) {
-    InboundPayload failed;
-    failed.status = absl::ResourceExhaustedError(absl::StrCat(
-        "payload of ", length, " bytes does not fit the receive buffer of ", dest.capacity));
-    handler_->OnMessage(from, std::move(op->header), std::move(failed));
-    return UCS_OK;  // for rendezvous this drops the data descriptor
-  } else {
-    op->owned.reset(new std::byte[length]);
-    op->data = op->owned.get();
-  }
-  if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) {
-    ucp_request_param_t rparam{};
-    rparam.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
-    rparam.cb.recv_am = &UcxTransport::OnReceiveComplete;
-    RecvOp* raw = op.release();
-    rparam.user_data = raw;
-    ucs_status_ptr_t request =
-        ucp_am_recv_data_nbx(worker_.get(), data, raw->data, length, &rparam);
-    if (UCS_PTR_IS_PTR(request)) {
-      ++receives_in_flight_;
-    } else {
-      OnReceiveComplete(nullptr, UCS_PTR_STATUS(request), length, raw);
-    }
-    return UCS_OK;
-  }
-  // Eager: the bytes are in UCX's buffer only for the duration of this callback.
-  std::memcpy(op->data, data, length);
-  stats_.payload_bytes_copied.fetch_add(length, std::memory_order_relaxed);
-  OnReceiveComplete(nullptr, UCS_OK, length, op.release());
-  return UCS_OK;
-}
-
-void UcxTransport::OnReceiveComplete(void* request, ucs_status_t status, size_t length,
-                                     void* user_data) {
-  std::unique_ptr<RecvOp> op(static_cast<RecvOp*>(user_data));
-  if (request != nullptr) {
-    --op->self->receives_in_flight_;
-    ucp_request_free(request);
-  }
-  InboundPayload payload;
-  if (status != UCS_OK) {
-    payload.status = UcsError(status, "receiving payload");
-  } else {
-    op->self->stats_.payload_bytes_received.fetch_add(length, std::memory_order_relaxed);
-  }
-  payload.data = op->data;
-  payload.size = length;
-  payload.owned = std::move(op->owned);
-  op->self->handler_->OnMessage(op->from, std::move(op->header), std::move(payload));
 }
 
 std::string UcxTransport::Describe() const {

@@ -7,9 +7,11 @@
 // RegisterMemory) wait for their closure to run.
 // Messages are active messages with one AM id; payloads at or above the rendezvous threshold
 // are sent with UCP_AM_SEND_FLAG_RNDV so they land in the buffer the receiver picks.
-// Endpoints use UCP_ERR_HANDLING_MODE_PEER so that a dead peer is reported, never a hang.
+// A dead peer is noticed by its bootstrap socket, and also by UCX where its peer-failure
+// mode costs nothing (UcxPeerFailure in transport.h): it is reported, never a hang.
 // Peers find each other through the TCP bootstrap in bootstrap.h (see there for why not
 // ucp_listener). Every message header starts with the receiver's token for the connection.
+// Connections live in ucx_connections.cc, messages in ucx_messages.cc.
 //
 //   auto t = UcxTransport::Create(options, &handler);
 #ifndef SLUICE_TRANSPORT_UCX_UCX_TRANSPORT_H_
@@ -43,7 +45,7 @@ class UcxTransport final : public Transport {
   std::string Describe() const override;
   absl::StatusOr<Address> Listen(const Address& bind) override;
   absl::StatusOr<ConnectionId> Connect(const Address& peer) override;
-  void Send(ConnectionId to, std::string header, Payload payload, SendCallback done) override;
+  void Send(ConnectionId to, absl::string_view header, Payload payload, SendCallback done) override;
   void Close(ConnectionId connection) override;
   void Abort(ConnectionId connection, absl::Status why) override;
   absl::StatusOr<std::unique_ptr<MemoryRegion>> RegisterMemory(void* base, size_t size) override;
@@ -60,8 +62,15 @@ class UcxTransport final : public Transport {
     uint64_t remote_token = 0;  // stamped on messages we send, so the peer knows the source
     ScopedFd socket;            // bootstrap socket, watched for the peer's death
   };
-  struct SendOp;
+  // UCX reads a header until its send completes (1.13 has no UCP_AM_SEND_FLAG_COPY_HEADER),
+  // so the operation owns a copy, token first; operations are recycled (ucx_messages.cc).
+  struct SendOp {
+    UcxTransport* self = nullptr;
+    std::string header;
+    SendCallback done;
+  };
   struct RecvOp;
+  static constexpr unsigned kActiveMessageId = 0;
 
   UcxTransport(const TransportOptions& options, MessageHandler* handler);
   absl::Status Start();
@@ -74,7 +83,8 @@ class UcxTransport final : public Transport {
   void DrainQueue();
   // Handles what epoll_wait reported: the eventfd, the listening socket, bootstrap sockets.
   void HandleReadyFds(const epoll_event* ready, int n);
-  // One turn of progress by whoever holds the worker: returns the UCX events handled.
+  // One turn of the progress thread: posted work, UCX until idle, and MessageHandler::OnTick
+  // when its interval has passed. Returns the UCX events handled.
   unsigned ProgressOnce();
   // The calling thread may call into the worker (progress thread, or the baton's holder).
   [[nodiscard]] bool DrivesWorker() const;
@@ -89,7 +99,9 @@ class UcxTransport final : public Transport {
   // Graceful (flush, then close) or forced (cancels the endpoint's requests at once).
   void CloseEndpoint(ConnectionId id, bool force);
   void ForceClose(ucp_ep_h ep);
-  void DoSend(ConnectionId to, std::string header, Payload payload, SendCallback done);
+  void DoSend(ConnectionId to, absl::string_view header, Payload payload, SendCallback done);
+  [[nodiscard]] std::unique_ptr<SendOp> AcquireSendOp();
+  void RecycleSendOp(std::unique_ptr<SendOp> op);
   ucs_status_t OnActiveMessage(const void* header, size_t header_length, void* data, size_t length,
                                const ucp_am_recv_param_t* param);
 
@@ -102,6 +114,7 @@ class UcxTransport final : public Transport {
 
   const TransportOptions options_;
   MessageHandler* const handler_;
+  const std::chrono::nanoseconds caller_spin_;  // options_.spin_before_sleep, converted once
   std::shared_ptr<UcxContext> context_;
   UcxWorkerPtr worker_;
   std::string worker_address_;
@@ -129,6 +142,7 @@ class UcxTransport final : public Transport {
   std::chrono::steady_clock::time_point next_tick_;
   unsigned turns_ = 0;
   absl::flat_hash_map<ConnectionId, Endpoint> endpoints_;
+  std::vector<std::unique_ptr<SendOp>> spare_send_ops_;
   absl::flat_hash_map<ucp_ep_h, ConnectionId> connection_by_ep_;
   absl::flat_hash_map<int, ConnectionId> connection_by_socket_;
   int inflight_closes_ = 0;

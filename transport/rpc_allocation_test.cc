@@ -1,0 +1,73 @@
+// A small call allocates (almost) nothing once warm: control messages go through the same
+// process as bulk data, and an allocator on every hop cost a quarter of a shared-memory
+// round trip (perf/RESULTS.md, session 5). Counts every operator new in the process (both
+// endpoints live here) over many calls of a caller that drives its own progress, with a
+// handler that replies inline: the path `sluice-perf transport` measures.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <new>
+
+#include "transport/rpc.h"
+
+namespace {
+std::atomic<uint64_t> g_allocations{0};
+}  // namespace
+
+void* operator new(std::size_t size) {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+
+namespace sluice::transport {
+namespace {
+
+constexpr uint32_t kEcho = 1;
+
+class RpcAllocationTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(RpcAllocationTest, SmallCallAllocatesOnlyItsServerCallOnceWarm) {
+  RpcOptions options;
+  options.transport.ucx_tls = GetParam();
+  options.transport.caller_driven_progress = true;
+  auto server = RpcEndpoint::Create(options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  (*server)->Handle(
+      kEcho, [](std::shared_ptr<ServerCall> call) { call->Reply(absl::OkStatus(), "ok"); },
+      HandlerThread::kInline);
+  auto bound = (*server)->Listen(Address{"ucx", "127.0.0.1", 0});
+  ASSERT_TRUE(bound.ok()) << bound.status();
+  auto client = RpcEndpoint::Create(options);
+  ASSERT_TRUE(client.ok()) << client.status();
+  auto connection = (*client)->ConnectTo(*bound);
+  ASSERT_TRUE(connection.ok()) << connection.status();
+  auto call = [&] { return (*client)->Call(*connection, kEcho, "12345678", {}); };
+  for (int i = 0; i < 2000; ++i) ASSERT_TRUE(call().ok());  // warm: pools, tables, threads
+
+  constexpr int kCalls = 5000;
+  int failed = 0;
+  const uint64_t before = g_allocations.load();
+  for (int i = 0; i < kCalls; ++i) {
+    absl::StatusOr<CallResult> result = call();
+    if (!result.ok() || result->response != "ok") ++failed;
+  }
+  const uint64_t allocations = g_allocations.load() - before;
+  EXPECT_EQ(failed, 0);
+  // One per call is the ServerCall the handler receives (a shared_ptr, by the API); the
+  // slack covers a rare rehash or a progress-thread turn. Before session 5 it was ten.
+  EXPECT_LE(static_cast<double>(allocations) / kCalls, 1.5)
+      << allocations << " allocations in " << kCalls << " calls";
+}
+
+INSTANTIATE_TEST_SUITE_P(Ucx, RpcAllocationTest,
+                         ::testing::Values("posix,sysv,cma,self", "tcp,self"),
+                         [](const auto& info) {
+                           return std::string(info.index == 0 ? "shm" : "tcp");
+                         });
+
+}  // namespace
+}  // namespace sluice::transport

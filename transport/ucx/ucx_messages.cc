@@ -1,0 +1,201 @@
+// UcxTransport, third part: messages. Sending (with recycled send operations, so a small
+// message costs no allocation once warm) and receiving active messages, eager or rendezvous.
+// Everything here runs on the thread that drives the worker, except Send. See ucx_transport.h.
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "transport/ucx/ucx_transport.h"
+
+namespace sluice::transport::ucx {
+namespace {
+
+constexpr unsigned kActiveMessageId = 0;
+
+// The token that prefixes every message header.
+using Token = uint64_t;
+
+// Send operations kept for reuse; more than this in flight at once are freed on completion.
+constexpr size_t kMaxSpareSendOps = 64;
+// A recycled operation gives back header capacity above this (a rare large header).
+constexpr size_t kMaxKeptHeaderCapacity = 1024;
+
+}  // namespace
+
+struct UcxTransport::RecvOp {
+  UcxTransport* self;
+  ConnectionId from;
+  std::string header;
+  std::byte* data;
+  size_t size;
+  std::unique_ptr<std::byte[]> owned;
+};
+
+void UcxTransport::Send(ConnectionId to, absl::string_view header, Payload payload,
+                        SendCallback done) {
+  if (DrivesWorker()) {
+    // Replies from inline handlers and requests of a caller that drives go out at once,
+    // without a trip through the queue.
+    DoSend(to, header, payload, std::move(done));
+    return;
+  }
+  Post([this, to, header = std::string(header), payload, done = std::move(done)]() mutable {
+    DoSend(to, header, payload, std::move(done));
+  });
+}
+
+std::unique_ptr<UcxTransport::SendOp> UcxTransport::AcquireSendOp() {
+  if (spare_send_ops_.empty()) {
+    auto op = std::make_unique<SendOp>();
+    op->self = this;
+    return op;
+  }
+  std::unique_ptr<SendOp> op = std::move(spare_send_ops_.back());
+  spare_send_ops_.pop_back();
+  return op;
+}
+
+void UcxTransport::RecycleSendOp(std::unique_ptr<SendOp> op) {
+  if (spare_send_ops_.size() >= kMaxSpareSendOps) return;
+  op->done = nullptr;
+  if (op->header.capacity() > kMaxKeptHeaderCapacity) op->header = std::string();
+  spare_send_ops_.push_back(std::move(op));
+}
+
+void UcxTransport::DoSend(ConnectionId to, absl::string_view header, Payload payload,
+                          SendCallback done) {
+  auto it = endpoints_.find(to);
+  if (it == endpoints_.end()) {
+    if (done) done(absl::UnavailableError(absl::StrCat("connection ", to, " is closed")));
+    return;
+  }
+  if (header.size() > max_header_size()) {
+    if (done) {
+      done(absl::InvalidArgumentError(absl::StrCat("message header of ", header.size(),
+                                                   " bytes exceeds UCX's limit of ",
+                                                   max_header_size())));
+    }
+    return;
+  }
+  const Token token = it->second.remote_token;
+  std::unique_ptr<SendOp> op = AcquireSendOp();
+  op->header.assign(reinterpret_cast<const char*>(&token), sizeof(token));
+  op->header.append(header.data(), header.size());
+  op->done = std::move(done);
+  ucp_request_param_t param{};
+  param.op_attr_mask =
+      UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
+  param.flags = 0;
+  if (payload.size >= options_.rendezvous_threshold) param.flags |= UCP_AM_SEND_FLAG_RNDV;
+  param.cb.send = &UcxTransport::OnSendComplete;
+  param.user_data = op.get();
+  stats_.messages_sent.fetch_add(1, std::memory_order_relaxed);
+  stats_.payload_bytes_sent.fetch_add(payload.size, std::memory_order_relaxed);
+  // A message without a payload travels as the AM's data with no AM header: UCX then uses
+  // its plain short send, not the header-plus-data variant (OnActiveMessage tells them apart:
+  // every Sluice header carries the token, so only these arrive without an AM header).
+  const bool header_only = payload.size == 0;
+  ucs_status_ptr_t request =
+      header_only ? ucp_am_send_nbx(it->second.ep, kActiveMessageId, nullptr, 0, op->header.data(),
+                                    op->header.size(), &param)
+                  : ucp_am_send_nbx(it->second.ep, kActiveMessageId, op->header.data(),
+                                    op->header.size(), payload.data, payload.size, &param);
+  SendOp* raw = op.release();
+  if (UCS_PTR_IS_PTR(request)) return;  // completes in OnSendComplete
+  OnSendComplete(nullptr, UCS_PTR_STATUS(request), raw);
+}
+
+void UcxTransport::OnSendComplete(void* request, ucs_status_t status, void* user_data) {
+  std::unique_ptr<SendOp> op(static_cast<SendOp*>(user_data));
+  if (request != nullptr) ucp_request_free(request);
+  // Recycled before `done` runs: `done` may send again and reuse it.
+  SendCallback done = std::move(op->done);
+  op->self->RecycleSendOp(std::move(op));
+  if (done) done(status == UCS_OK ? absl::OkStatus() : UcsError(status, "send"));
+}
+
+ucs_status_t UcxTransport::ActiveMessageCallback(void* arg, const void* header,
+                                                 size_t header_length, void* data, size_t length,
+                                                 const ucp_am_recv_param_t* param) {
+  return static_cast<UcxTransport*>(arg)->OnActiveMessage(header, header_length, data, length,
+                                                          param);
+}
+
+ucs_status_t UcxTransport::OnActiveMessage(const void* header, size_t header_length, void* data,
+                                           size_t length, const ucp_am_recv_param_t* param) {
+  if (header_length == 0 && !(param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {
+    // A header-only message (DoSend): the data is the header.
+    header = data;
+    header_length = length;
+    length = 0;
+  }
+  Token token = 0;
+  if (header_length < sizeof(token)) return UCS_OK;  // not from a Sluice peer: drop
+  std::memcpy(&token, header, sizeof(token));
+  const ConnectionId from = endpoints_.contains(token) ? token : kNoConnection;
+  // Valid during this callback only; a rendezvous receive keeps a copy.
+  const absl::string_view header_bytes(static_cast<const char*>(header) + sizeof(token),
+                                       header_length - sizeof(token));
+  stats_.messages_received.fetch_add(1, std::memory_order_relaxed);
+  if (length == 0) {
+    handler_->OnMessage(from, header_bytes, InboundPayload{});
+    return UCS_OK;
+  }
+  PayloadDestination dest = handler_->ChoosePayloadDestination(from, header_bytes, length);
+  InboundPayload payload;
+  payload.size = length;
+  if (dest.data != nullptr && dest.capacity < length) {
+    payload.status = absl::ResourceExhaustedError(absl::StrCat(
+        "payload of ", length, " bytes does not fit the receive buffer of ", dest.capacity));
+    payload.size = 0;
+    handler_->OnMessage(from, header_bytes, std::move(payload));
+    return UCS_OK;  // for rendezvous this drops the data descriptor
+  }
+  std::byte* landing = static_cast<std::byte*>(dest.data);
+  if (landing == nullptr) {
+    payload.owned.reset(new std::byte[length]);
+    landing = payload.owned.get();
+  }
+  if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) {
+    auto* op = new RecvOp{this,    from,   std::string(header_bytes),
+                          landing, length, std::move(payload.owned)};
+    ucp_request_param_t rparam{};
+    rparam.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    rparam.cb.recv_am = &UcxTransport::OnReceiveComplete;
+    rparam.user_data = op;
+    ucs_status_ptr_t request = ucp_am_recv_data_nbx(worker_.get(), data, landing, length, &rparam);
+    if (UCS_PTR_IS_PTR(request)) {
+      ++receives_in_flight_;
+    } else {
+      OnReceiveComplete(nullptr, UCS_PTR_STATUS(request), length, op);
+    }
+    return UCS_OK;
+  }
+  // Eager: the bytes are in UCX's buffer only for the duration of this callback.
+  std::memcpy(landing, data, length);
+  stats_.payload_bytes_copied.fetch_add(length, std::memory_order_relaxed);
+  stats_.payload_bytes_received.fetch_add(length, std::memory_order_relaxed);
+  payload.data = landing;
+  handler_->OnMessage(from, header_bytes, std::move(payload));
+  return UCS_OK;
+}
+
+void UcxTransport::OnReceiveComplete(void* request, ucs_status_t status, size_t length,
+                                     void* user_data) {
+  std::unique_ptr<RecvOp> op(static_cast<RecvOp*>(user_data));
+  if (request != nullptr) {
+    --op->self->receives_in_flight_;
+    ucp_request_free(request);
+  }
+  InboundPayload payload;
+  if (status != UCS_OK) {
+    payload.status = UcsError(status, "receiving payload");
+  } else {
+    op->self->stats_.payload_bytes_received.fetch_add(length, std::memory_order_relaxed);
+  }
+  payload.data = op->data;
+  payload.size = length;
+  payload.owned = std::move(op->owned);
+  op->self->handler_->OnMessage(op->from, op->header, std::move(payload));
+}
+
+}  // namespace sluice::transport::ucx
