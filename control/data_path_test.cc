@@ -4,6 +4,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "control/client.h"
 #include "control/local_cluster.h"
 #include "engine/pipeline_text.h"
@@ -101,6 +103,42 @@ TEST_P(DataPathTest, RepeatedCachedBatchIsServedFromItsSlabWithoutCopies) {
   EXPECT_EQ(stats.bytes_reused(), 19 * batch_bytes) << "then served from the same slab";
   EXPECT_EQ(stats.bytes_served(), 20 * batch_bytes);
   EXPECT_EQ((*client)->transport_stats().payload_bytes_copied.load(), 0u);
+}
+
+// A pipeline faster than its reader fills the task's buffer (4 batches) and then waits for
+// half of it to go, not for every single batch: each wake-up is a context switch on the
+// cores the transport polls on.
+TEST_P(DataPathTest, FullBufferWakesThePipelineOncePerHalfBuffer) {
+  auto cluster = StartCluster(GetParam());
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  ClientOptions client_options;
+  client_options.dispatcher = (*cluster)->dispatcher_address();
+  client_options.transport.ucx_tls = GetParam();
+  auto client = Client::Connect(client_options);
+  ASSERT_TRUE(client.ok()) << client.status();
+  constexpr int kBatches = 200;
+  auto dataset = (*client)->RegisterDataset(*engine::ParsePipeline(
+      absl::StrCat("range(1024) | batch(1024) | take(1) | cache() | repeat(", kBatches, ")")));
+  ASSERT_TRUE(dataset.ok()) << dataset.status();
+  ReadOptions read;
+  read.mode = proto::OFF;
+  read.slab_bytes = 1 << 20;
+  auto reader = (*client)->Read(*dataset, read);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  int batches = 0;
+  while (true) {
+    auto batch = (*reader)->Next();
+    ASSERT_TRUE(batch.ok()) << batch.status();
+    if (!batch->has_value()) break;
+    ++batches;
+    // A reader slower than the cached pipeline, so that the buffer fills.
+    absl::SleepFor(absl::Microseconds(200));
+  }
+  ASSERT_EQ(batches, kBatches);
+  const int64_t waits = (*cluster)->workers()[0]->stats().buffer_full_waits();
+  EXPECT_GT(waits, 0) << "the pipeline never found its buffer full";
+  // Refilling after each batch taken would wait about kBatches - 4 times.
+  EXPECT_LE(waits, kBatches / 2 + 2);
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, DataPathTest,

@@ -44,6 +44,9 @@ struct TaskRunnerStats {
   int64_t bad_records_skipped = 0;
   // Bytes served again from a slab already holding the same batch (no copy).
   int64_t bytes_reused = 0;
+  // Times the pipeline found the task's buffer full and waited for readers to take half of
+  // it: how often the readers, not the pipeline, set the pace.
+  int64_t buffer_full_waits = 0;
 };
 
 class TaskRunner {

@@ -100,6 +100,16 @@ class RemoteSplitFeed final : public engine::SplitFeed {
   absl::Notification cancelled_;
 };
 
+// Adds one task's counters to a worker's.
+void AddTaskStats(const TaskRunnerStats& task, proto::WorkerStats* worker) {
+  worker->set_batches_served(worker->batches_served() + task.batches_served);
+  worker->set_bytes_served(worker->bytes_served() + task.bytes_served);
+  worker->set_bytes_assembled(worker->bytes_assembled() + task.bytes_assembled);
+  worker->set_bad_records_skipped(worker->bad_records_skipped() + task.bad_records_skipped);
+  worker->set_bytes_reused(worker->bytes_reused() + task.bytes_reused);
+  worker->set_buffer_full_waits(worker->buffer_full_waits() + task.buffer_full_waits);
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Worker>> Worker::Start(const WorkerOptions& options) {
@@ -153,12 +163,7 @@ proto::WorkerStats Worker::stats() {
   absl::MutexLock lock(&mu_);
   stats = retired_stats_;
   for (const auto& [id, runner] : runners_) {
-    TaskRunnerStats s = runner->stats();
-    stats.set_batches_served(stats.batches_served() + s.batches_served);
-    stats.set_bytes_served(stats.bytes_served() + s.bytes_served);
-    stats.set_bytes_assembled(stats.bytes_assembled() + s.bytes_assembled);
-    stats.set_bad_records_skipped(stats.bad_records_skipped() + s.bad_records_skipped);
-    stats.set_bytes_reused(stats.bytes_reused() + s.bytes_reused);
+    AddTaskStats(runner->stats(), &stats);
   }
   stats.set_transport_bytes_copied(
       static_cast<int64_t>(rpc_->transport().stats().payload_bytes_copied.load()));
@@ -206,13 +211,7 @@ absl::Status Worker::Heartbeat() {
     absl::MutexLock lock(&mu_);
     for (int64_t id : response.tasks_to_delete()) {
       if (auto it = runners_.find(id); it != runners_.end()) {
-        TaskRunnerStats s = it->second->stats();
-        retired_stats_.set_batches_served(retired_stats_.batches_served() + s.batches_served);
-        retired_stats_.set_bytes_served(retired_stats_.bytes_served() + s.bytes_served);
-        retired_stats_.set_bytes_assembled(retired_stats_.bytes_assembled() + s.bytes_assembled);
-        retired_stats_.set_bad_records_skipped(retired_stats_.bad_records_skipped() +
-                                               s.bad_records_skipped);
-        retired_stats_.set_bytes_reused(retired_stats_.bytes_reused() + s.bytes_reused);
+        AddTaskStats(it->second->stats(), &retired_stats_);
         removed.push_back(std::move(it->second));
         runners_.erase(it);
       }
