@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -136,6 +138,12 @@ int RunServiceCommand(const ServiceFlags& flags) {
   }
   const std::string sluice =
       flags.sluice_binary.empty() ? SiblingBinary("sluice") : flags.sluice_binary;
+  // Said up front: a dispatcher that cannot be started has no output to show.
+  if (access(sluice.c_str(), X_OK) != 0) {
+    return Fail("service",
+                absl::StrCat("cannot run the sluice binary ", sluice, ": ", std::strerror(errno),
+                             " (build it beside sluice-perf, or pass --sluice-binary)"));
+  }
   const int64_t elements = std::max<int64_t>(1, static_cast<int64_t>(*batch_bytes / 8));
   // tf.data's "ideal model speed" set-up: one batch made once, then served forever.
   const std::string pipeline = flags.pipeline.empty()

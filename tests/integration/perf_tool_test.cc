@@ -55,6 +55,14 @@ TEST(PerfToolTest, ServiceReportsTheContractFields) {
   EXPECT_LE(r["copied_bytes_per_delivered_byte"].get<double>(), 1.1);
 }
 
+TEST(PerfToolTest, ServiceNamesAMissingSluiceBinary) {
+  Subprocess run(
+      {PerfBinary(), "service", "--seconds", "1", "--sluice-binary", "/nonexistent/sluice"});
+  EXPECT_EQ(run.Wait(absl::Seconds(30)), 1);
+  EXPECT_THAT(run.stderr_text(), ::testing::HasSubstr("/nonexistent/sluice"));
+  EXPECT_THAT(run.stderr_text(), ::testing::HasSubstr("No such file"));
+}
+
 // The peer-failure default (UcxPeerFailure::kAuto) leaves a tcp peer's death to Sluice's
 // bootstrap socket: a server killed mid-transfer must fail the client promptly and plainly,
 // without UCX's leak warnings for the receives the dead peer left behind.
