@@ -2,7 +2,7 @@
 //
 // Used where work may block (RPC handlers) and must stay off a transport's progress thread.
 //
-//   ThreadPool pool("rpc", 2);
+//   ThreadPool pool("rpc", 2);   // threads named "sluice-rpc"
 //   pool.Schedule([] { HandleRequest(); });
 //   // the destructor runs what was queued, then joins
 #ifndef SLUICE_COMMON_THREAD_POOL_H_
@@ -15,13 +15,19 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "common/thread_name.h"
 
 namespace sluice {
 
 class ThreadPool {
  public:
   ThreadPool(std::string name, int threads) : name_(std::move(name)) {
-    for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { Run(); });
+    for (int i = 0; i < threads; ++i) {
+      threads_.emplace_back([this] {
+        SetCurrentThreadName("sluice-" + name_);
+        Run();
+      });
+    }
   }
   ~ThreadPool() {
     {

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "common/thread_name.h"
 
 namespace sluice::control {
 namespace {
@@ -51,7 +52,10 @@ absl::StatusOr<std::unique_ptr<BatchReader>> BatchReader::Start(transport::RpcEn
                                              static_cast<size_t>(options.max_outstanding_requests +
                                                                  options.prefetch_batches)));
   SLUICE_RETURN_IF_ERROR(reader->HeartbeatOnce());
-  reader->heartbeat_thread_ = std::thread([r = reader.get()] { r->HeartbeatLoop(); });
+  reader->heartbeat_thread_ = std::thread([r = reader.get()] {
+    SetCurrentThreadName("sluice-reader");
+    r->HeartbeatLoop();
+  });
   return reader;
 }
 

@@ -14,6 +14,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
 #include "common/status_macros.h"
+#include "common/thread_name.h"
 
 namespace sluice::control {
 namespace {
@@ -138,6 +139,7 @@ absl::StatusOr<std::unique_ptr<Dispatcher>> Dispatcher::Start(const DispatcherOp
   const absl::Duration period =
       std::clamp(options.config.worker_timeout / 4, absl::Milliseconds(10), absl::Seconds(1));
   d->liveness_thread_ = std::thread([dispatcher = d.get(), period] {
+    SetCurrentThreadName("sluice-liveness");
     while (!dispatcher->stop_.WaitForNotificationWithTimeout(period)) {
       dispatcher->state_.CheckLiveness(absl::Now());
     }

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "common/thread_name.h"
 
 namespace sluice::control {
 namespace {
@@ -93,7 +94,10 @@ JournalWriter::JournalWriter(std::string dir, const JournalOptions& options, int
       seq_(seq),
       fd_(std::move(fd)),
       current_path_(JournalPath(dir_, seq)) {
-  thread_ = std::thread([this] { CommitLoop(); });
+  thread_ = std::thread([this] {
+    SetCurrentThreadName("sluice-journal");
+    CommitLoop();
+  });
 }
 
 JournalWriter::~JournalWriter() {

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "common/thread_name.h"
 #include "engine/batch_layout.h"
 #include "engine/provenance.h"
 
@@ -15,7 +16,10 @@ absl::StatusOr<std::unique_ptr<TaskRunner>> TaskRunner::Start(
   }
   std::unique_ptr<TaskRunner> runner(
       new TaskRunner(task, std::move(pool), std::move(feed), options));
-  runner->producer_ = std::thread([r = runner.get()] { r->Produce(); });
+  runner->producer_ = std::thread([r = runner.get()] {
+    SetCurrentThreadName(absl::StrCat("sluice-task", r->task_.task_id()));
+    r->Produce();
+  });
   return runner;
 }
 

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
+#include "common/thread_name.h"
 #include "control/proto_handler.h"
 
 namespace sluice::control {
@@ -142,7 +143,10 @@ absl::StatusOr<std::unique_ptr<Worker>> Worker::Start(const WorkerOptions& optio
                         absl::StrCat("worker could not register with the dispatcher at ",
                                      options.dispatcher.ToString(), ": ", registered.message()));
   }
-  w->heartbeat_thread_ = std::thread([w] { w->HeartbeatLoop(); });
+  w->heartbeat_thread_ = std::thread([w] {
+    SetCurrentThreadName("sluice-beat");
+    w->HeartbeatLoop();
+  });
   return worker;
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/status_macros.h"
+#include "common/thread_name.h"
 #include "engine/op_registry.h"
 
 namespace sluice::engine {
@@ -129,7 +130,12 @@ class ParallelMapIterator : public ElementIterator {
   bool WaitForResults() {
     std::unique_lock<std::mutex> lock(mu_);
     if (threads_.empty()) {
-      for (int i = 0; i < parallel_; ++i) threads_.emplace_back([this] { Work(); });
+      for (int i = 0; i < parallel_; ++i) {
+        threads_.emplace_back([this] {
+          SetCurrentThreadName("sluice-map");
+          Work();
+        });
+      }
     }
     released_ = handed_back_ = next_take_;
     hand_back_every_ = chunk_;

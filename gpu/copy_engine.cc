@@ -9,6 +9,7 @@
 #if SLUICE_HAVE_CUDA
 #include <cuda_runtime_api.h>
 
+#include "common/thread_name.h"
 #include "gpu/cuda_error.h"
 #endif
 
@@ -70,7 +71,10 @@ DeviceCopyEngine::DeviceCopyEngine(const CopyEngineOptions& options,
                                    std::vector<CudaEventPtr> events)
     : options_(options), streams_(std::move(streams)), events_(std::move(events)) {
   for (size_t i = events_.size(); i-- > 0;) free_events_.push_back(i);
-  completion_thread_ = std::thread([this] { CompletionLoop(); });
+  completion_thread_ = std::thread([this] {
+    SetCurrentThreadName("sluice-copy");
+    CompletionLoop();
+  });
 }
 
 DeviceCopyEngine::~DeviceCopyEngine() {

@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
+#include "common/thread_name.h"
 #include "transport/adaptive_spin.h"
 
 namespace sluice::transport::ofi {
@@ -44,6 +45,7 @@ absl::Status ProgressThread::Start(Hooks hooks, int wait_fd, absl::Duration spin
   absl::Notification started;
   thread_ = std::thread([this, &started] {
     thread_id_ = std::this_thread::get_id();
+    SetCurrentThreadName("sluice-ofi");
     // Polled providers sleep for tens of microseconds; the default 50 us timer slack would
     // double those sleeps.
     if (wait_fd_ < 0) prctl(PR_SET_TIMERSLACK, 1UL);

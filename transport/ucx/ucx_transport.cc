@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/notification.h"
 #include "common/status_macros.h"
+#include "common/thread_name.h"
 #include "transport/adaptive_spin.h"
 #include "transport/ucx/ucx_memory.h"
 
@@ -133,7 +134,10 @@ absl::Status UcxTransport::Start() {
       return absl::InternalError(absl::StrCat("epoll_ctl: ", std::strerror(errno)));
     }
   }
-  progress_thread_ = std::thread([this] { ProgressLoop(); });
+  progress_thread_ = std::thread([this] {
+    SetCurrentThreadName("sluice-ucx");
+    ProgressLoop();
+  });
   return absl::OkStatus();
 }
 
