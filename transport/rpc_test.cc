@@ -113,6 +113,49 @@ TEST_P(RpcTest, BodyLargerThanHeaderLimitTravelsAsPayload) {
   EXPECT_EQ(result->response, "echo:" + big);
 }
 
+// The largest body that still fits the header: a header-only message of the transport's
+// whole header limit (UCX sends those as the active message's data, which must stay eager).
+TEST_P(RpcTest, BodyAtTheHeaderLimitTravelsInTheHeader) {
+  auto connection = client_->ConnectTo(address_);
+  ASSERT_TRUE(connection.ok());
+  constexpr size_t kFrameBytes = 24;  // rpc.cc's Frame
+  constexpr size_t kEchoPrefix = 5;   // the reply adds "echo:"
+  const size_t limit = client_->transport().max_header_size();
+  for (size_t size : {limit - kFrameBytes - kEchoPrefix, limit - kFrameBytes}) {
+    std::string body(size, 'h');
+    body[size / 2] = 'z';
+    auto result = client_->Call(*connection, kEcho, body, {});
+    ASSERT_TRUE(result.ok()) << "body of " << size << " bytes: " << result.status();
+    EXPECT_EQ(result->response, "echo:" + body);
+  }
+}
+
+// The same with UCX told to use rendezvous from 256 bytes: a header-only message must still
+// go eagerly (its receiver reads the AM's data as the header), as a user's UCX_RNDV_THRESH
+// must not turn control messages into ones that are silently dropped.
+TEST_P(RpcTest, HeaderOnlyMessagesStayEagerUnderALowRendezvousThreshold) {
+  if (std::string_view(GetParam().scheme) != "ucx") GTEST_SKIP() << "a UCX setting";
+  setenv("UCX_RNDV_THRESH", "256", 1);
+  auto server = RpcEndpoint::Create(options_);
+  auto client = RpcEndpoint::Create(options_);
+  unsetenv("UCX_RNDV_THRESH");
+  ASSERT_TRUE(server.ok()) << server.status();
+  ASSERT_TRUE(client.ok()) << client.status();
+  (*server)->Handle(kEcho, [](std::shared_ptr<ServerCall> call) {
+    call->Reply(absl::OkStatus(), "echo:" + call->request());
+  });
+  auto bound = (*server)->Listen(Address{"ucx", "127.0.0.1", 0});
+  ASSERT_TRUE(bound.ok()) << bound.status();
+  auto connection = (*client)->ConnectTo(*bound);
+  ASSERT_TRUE(connection.ok()) << connection.status();
+  const std::string body((*client)->transport().max_header_size() - 24 - 5, 'r');
+  CallOptions options;
+  options.timeout = absl::Seconds(5);
+  auto result = (*client)->Call(*connection, kEcho, body, options);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->response, "echo:" + body);
+}
+
 TEST_P(RpcTest, LargePayloadLandsInChosenRegisteredBufferWithoutCopy) {
   auto pool = SlabPool::Create(client_->transport(), 8 << 20, 2);
   ASSERT_TRUE(pool.ok()) << pool.status();

@@ -85,15 +85,20 @@ void UcxTransport::DoSend(ConnectionId to, absl::string_view header, Payload pay
   param.op_attr_mask =
       UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
   param.flags = 0;
-  if (payload.size >= options_.rendezvous_threshold) param.flags |= UCP_AM_SEND_FLAG_RNDV;
+  // A message without a payload travels as the AM's data with no AM header: UCX then uses
+  // its plain short send, not the header-plus-data variant (OnActiveMessage tells them apart:
+  // every Sluice header carries the token, so only these arrive without an AM header). It
+  // must stay eager, whatever UCX_RNDV_THRESH says: the receiver reads it as a header.
+  const bool header_only = payload.size == 0;
+  if (header_only) {
+    param.flags |= UCP_AM_SEND_FLAG_EAGER;
+  } else if (payload.size >= options_.rendezvous_threshold) {
+    param.flags |= UCP_AM_SEND_FLAG_RNDV;
+  }
   param.cb.send = &UcxTransport::OnSendComplete;
   param.user_data = op.get();
   stats_.messages_sent.fetch_add(1, std::memory_order_relaxed);
   stats_.payload_bytes_sent.fetch_add(payload.size, std::memory_order_relaxed);
-  // A message without a payload travels as the AM's data with no AM header: UCX then uses
-  // its plain short send, not the header-plus-data variant (OnActiveMessage tells them apart:
-  // every Sluice header carries the token, so only these arrive without an AM header).
-  const bool header_only = payload.size == 0;
   ucs_status_ptr_t request =
       header_only ? ucp_am_send_nbx(it->second.ep, kActiveMessageId, nullptr, 0, op->header.data(),
                                     op->header.size(), &param)
