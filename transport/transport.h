@@ -109,11 +109,14 @@ struct TransportStats {
 // once. In UCX 1.13 that mode costs tcp its zero-copy rendezvous: payloads then travel as
 // fragments UCX copies out of its buffers (`ucp_am_bw -e` runs at ~0.6x `ucp_am_bw`).
 enum class UcxPeerFailure {
-  // kSocketOnly when every transport UCX may pick is tcp, shared memory or self (their
-  // failures surface as errors either way); kUcx as soon as another one (RDMA) is present.
+  // kSocketOnly when every transport UCX may pick is shared memory or self (no connection
+  // that can fail inside UCX); kUcx as soon as tcp or RDMA is present. UCX 1.13 without PEER
+  // mode left a failed tcp endpoint unpurged and once aborted on it (docs/design.md).
   kAuto,
-  kUcx,         // ask UCX for UCP_ERR_HANDLING_MODE_PEER wherever a transport supports it
-  kSocketOnly,  // UCP_ERR_HANDLING_MODE_NONE; the bootstrap socket reports dead peers
+  kUcx,  // ask UCX for UCP_ERR_HANDLING_MODE_PEER wherever a transport supports it
+  // UCP_ERR_HANDLING_MODE_NONE; the bootstrap socket reports dead peers. Faster on tcp
+  // (zero-copy rendezvous), at the risk above when a tcp peer dies.
+  kSocketOnly,
 };
 
 struct TransportOptions {

@@ -63,8 +63,8 @@ TEST(PerfToolTest, ServiceNamesAMissingSluiceBinary) {
   EXPECT_THAT(run.stderr_text(), ::testing::HasSubstr("No such file"));
 }
 
-// The peer-failure default (UcxPeerFailure::kAuto) leaves a tcp peer's death to Sluice's
-// bootstrap socket: a server killed mid-transfer must fail the client promptly and plainly,
+// A transport server killed mid-transfer over tcp must fail the client promptly and plainly,
+// whichever notices first (UCX's peer mode, the default on tcp, or the bootstrap socket),
 // without UCX's leak warnings for the receives the dead peer left behind.
 TEST(PerfToolTest, ServerKilledMidTransferIsAPromptClearErrorWithoutUcxNoise) {
   setenv("UCX_TLS", "tcp,self", 1);

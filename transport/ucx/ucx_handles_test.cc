@@ -29,19 +29,25 @@ TEST(ParseContextTransportsTest, ReadsEachTransportOnceFromResourceLines) {
   EXPECT_TRUE(ParseContextTransports("no resources here\n").empty());
 }
 
-TEST(UcxContextTest, TcpSharedMemoryAndSelfAreLeftToTheBootstrapSocket) {
-  EXPECT_FALSE(UcxContext::NeedsUcxPeerFailure({"self", "tcp", "posix", "sysv", "cma"}));
+TEST(UcxContextTest, SharedMemoryAndSelfAreLeftToTheBootstrapSocket) {
+  EXPECT_FALSE(UcxContext::NeedsUcxPeerFailure({"self", "posix", "sysv", "cma"}));
+  // tcp needs UCX's watch: a dead tcp peer's failed endpoint is otherwise never purged.
+  EXPECT_TRUE(UcxContext::NeedsUcxPeerFailure({"self", "tcp", "posix", "sysv", "cma"}));
   EXPECT_TRUE(UcxContext::NeedsUcxPeerFailure({"self", "tcp", "rc_mlx5"}));
   EXPECT_TRUE(UcxContext::NeedsUcxPeerFailure({"ud_verbs"}));
 }
 
-TEST(UcxContextTest, AutoOnTcpUsesTheSocketAndAnExplicitChoiceWins) {
+TEST(UcxContextTest, AutoOnTcpAsksUcxAndAnExplicitChoiceWins) {
   auto automatic = UcxContext::Create("tcp,self");
   ASSERT_TRUE(automatic.ok()) << automatic.status();
   EXPECT_THAT((*automatic)->transports(), Contains("tcp"));
-  EXPECT_FALSE((*automatic)->ucx_peer_failure());
+  EXPECT_TRUE((*automatic)->ucx_peer_failure());
 
-  auto ucx = UcxContext::Create("tcp,self", UcxPeerFailure::kUcx);
+  auto shm = UcxContext::Create("posix,sysv,cma,self");
+  ASSERT_TRUE(shm.ok()) << shm.status();
+  EXPECT_FALSE((*shm)->ucx_peer_failure());
+
+  auto ucx = UcxContext::Create("posix,sysv,cma,self", UcxPeerFailure::kUcx);
   ASSERT_TRUE(ucx.ok()) << ucx.status();
   EXPECT_TRUE((*ucx)->ucx_peer_failure());
 
@@ -51,24 +57,9 @@ TEST(UcxContextTest, AutoOnTcpUsesTheSocketAndAnExplicitChoiceWins) {
   EXPECT_THAT((*socket)->transports(), Contains("self"));
 }
 
-// The default UCX_TLS must not cost local peers their shared memory (UCX's PEER mode would
-// leave them only tcp): on a machine with no RDMA, the bootstrap socket watches.
-TEST(UcxContextTest, DefaultTransportsWithoutRdmaKeepSharedMemory) {
-  auto context = UcxContext::Create("all");  // UCX's default, whatever the environment says
-  ASSERT_TRUE(context.ok()) << context.status();
-  const std::vector<std::string>& transports = (*context)->transports();
-  ASSERT_FALSE(transports.empty());
-  if (UcxContext::NeedsUcxPeerFailure(transports)) {
-    EXPECT_TRUE((*context)->ucx_peer_failure());
-    GTEST_SKIP() << "this machine has a transport beyond tcp and shared memory";
-  }
-  EXPECT_FALSE((*context)->ucx_peer_failure());
-  EXPECT_THAT(transports, Contains("posix"));
-}
-
 TEST(UcxContextTest, EnvironmentDecidesAutoAndABadValueIsRefused) {
   setenv("SLUICE_UCX_PEER_FAILURE", "ucx", 1);
-  auto from_env = UcxContext::Create("tcp,self");
+  auto from_env = UcxContext::Create("posix,sysv,cma,self");  // auto would pick the socket
   setenv("SLUICE_UCX_PEER_FAILURE", "sometimes", 1);
   auto bad = UcxContext::Create("tcp,self");
   auto explicit_choice = UcxContext::Create("tcp,self", UcxPeerFailure::kSocketOnly);
