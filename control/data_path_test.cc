@@ -25,14 +25,20 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> StartCluster(const char* ucx_tls) 
   return LocalCluster::Start(options);
 }
 
+// A client of `cluster`'s dispatcher over `ucx_tls`.
+absl::StatusOr<std::unique_ptr<Client>> ConnectClient(const LocalCluster& cluster,
+                                                      const char* ucx_tls) {
+  ClientOptions options;
+  options.dispatcher = cluster.dispatcher_address();
+  options.transport.ucx_tls = ucx_tls;
+  return Client::Connect(options);
+}
+
 TEST_P(DataPathTest, TransportAddsNoCopyBeyondAssembly) {
   auto cluster = StartCluster(GetParam());
   ASSERT_TRUE(cluster.ok()) << cluster.status();
 
-  ClientOptions client_options;
-  client_options.dispatcher = (*cluster)->dispatcher_address();
-  client_options.transport.ucx_tls = GetParam();
-  auto client = Client::Connect(client_options);
+  auto client = ConnectClient(**cluster, GetParam());
   ASSERT_TRUE(client.ok()) << client.status();
   // 8192 int64 values per batch: 64 KiB, above the rendezvous threshold.
   auto pipeline = engine::ParsePipeline("range(81920) | batch(8192)");
@@ -72,10 +78,7 @@ TEST_P(DataPathTest, TransportAddsNoCopyBeyondAssembly) {
 TEST_P(DataPathTest, RepeatedCachedBatchIsServedFromItsSlabWithoutCopies) {
   auto cluster = StartCluster(GetParam());
   ASSERT_TRUE(cluster.ok()) << cluster.status();
-  ClientOptions client_options;
-  client_options.dispatcher = (*cluster)->dispatcher_address();
-  client_options.transport.ucx_tls = GetParam();
-  auto client = Client::Connect(client_options);
+  auto client = ConnectClient(**cluster, GetParam());
   ASSERT_TRUE(client.ok()) << client.status();
   auto dataset = (*client)->RegisterDataset(
       *engine::ParsePipeline("range(8192) | batch(8192) | take(1) | cache() | repeat(20)"));
@@ -111,10 +114,7 @@ TEST_P(DataPathTest, RepeatedCachedBatchIsServedFromItsSlabWithoutCopies) {
 TEST_P(DataPathTest, FullBufferWakesThePipelineOncePerHalfBuffer) {
   auto cluster = StartCluster(GetParam());
   ASSERT_TRUE(cluster.ok()) << cluster.status();
-  ClientOptions client_options;
-  client_options.dispatcher = (*cluster)->dispatcher_address();
-  client_options.transport.ucx_tls = GetParam();
-  auto client = Client::Connect(client_options);
+  auto client = ConnectClient(**cluster, GetParam());
   ASSERT_TRUE(client.ok()) << client.status();
   constexpr int kBatches = 200;
   auto dataset = (*client)->RegisterDataset(*engine::ParsePipeline(
