@@ -10,26 +10,25 @@
 namespace sluice {
 namespace {
 
-TEST(ThreadNameTest, NamesTheCallingThreadOnly) {
-  const std::string before = CurrentThreadName();
+// Names a new thread `name` and returns what that thread then reads back.
+std::string NameReadInThreadNamed(const std::string& name) {
   std::string inside;
   std::thread t([&] {
-    SetCurrentThreadName("sluice-test");
+    SetCurrentThreadName(name);
     inside = CurrentThreadName();
   });
   t.join();
-  EXPECT_EQ(inside, "sluice-test");
+  return inside;
+}
+
+TEST(ThreadNameTest, NamesTheCallingThreadOnly) {
+  const std::string before = CurrentThreadName();
+  EXPECT_EQ(NameReadInThreadNamed("sluice-test"), "sluice-test");
   EXPECT_EQ(CurrentThreadName(), before);
 }
 
 TEST(ThreadNameTest, LongNamesKeepTheirFirstFifteenCharacters) {
-  std::string inside;
-  std::thread t([&] {
-    SetCurrentThreadName("sluice-producer-task-123456");
-    inside = CurrentThreadName();
-  });
-  t.join();
-  EXPECT_EQ(inside, "sluice-producer");
+  EXPECT_EQ(NameReadInThreadNamed("sluice-producer-task-123456"), "sluice-producer");
 }
 
 TEST(ThreadNameTest, PoolThreadsCarryThePoolName) {

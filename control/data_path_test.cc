@@ -4,6 +4,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <string_view>
+
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "control/client.h"
@@ -34,6 +36,18 @@ absl::StatusOr<std::unique_ptr<Client>> ConnectClient(const LocalCluster& cluste
   return Client::Connect(options);
 }
 
+// Registers `pipeline` and reads it in OFF mode into 1 MiB landing slabs.
+absl::StatusOr<std::unique_ptr<BatchReader>> ReadOff(Client& client, std::string_view pipeline) {
+  absl::StatusOr<proto::PipelineDef> parsed = engine::ParsePipeline(pipeline);
+  if (!parsed.ok()) return parsed.status();
+  absl::StatusOr<std::string> dataset = client.RegisterDataset(*parsed);
+  if (!dataset.ok()) return dataset.status();
+  ReadOptions read;
+  read.mode = proto::OFF;
+  read.slab_bytes = 1 << 20;
+  return client.Read(*dataset, read);
+}
+
 TEST_P(DataPathTest, TransportAddsNoCopyBeyondAssembly) {
   auto cluster = StartCluster(GetParam());
   ASSERT_TRUE(cluster.ok()) << cluster.status();
@@ -41,14 +55,7 @@ TEST_P(DataPathTest, TransportAddsNoCopyBeyondAssembly) {
   auto client = ConnectClient(**cluster, GetParam());
   ASSERT_TRUE(client.ok()) << client.status();
   // 8192 int64 values per batch: 64 KiB, above the rendezvous threshold.
-  auto pipeline = engine::ParsePipeline("range(81920) | batch(8192)");
-  ASSERT_TRUE(pipeline.ok());
-  auto dataset = (*client)->RegisterDataset(*pipeline);
-  ASSERT_TRUE(dataset.ok()) << dataset.status();
-  ReadOptions read;
-  read.mode = proto::OFF;
-  read.slab_bytes = 1 << 20;
-  auto reader = (*client)->Read(*dataset, read);
+  auto reader = ReadOff(**client, "range(81920) | batch(8192)");
   ASSERT_TRUE(reader.ok()) << reader.status();
 
   int64_t next_value = 0;
@@ -80,13 +87,7 @@ TEST_P(DataPathTest, RepeatedCachedBatchIsServedFromItsSlabWithoutCopies) {
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   auto client = ConnectClient(**cluster, GetParam());
   ASSERT_TRUE(client.ok()) << client.status();
-  auto dataset = (*client)->RegisterDataset(
-      *engine::ParsePipeline("range(8192) | batch(8192) | take(1) | cache() | repeat(20)"));
-  ASSERT_TRUE(dataset.ok()) << dataset.status();
-  ReadOptions read;
-  read.mode = proto::OFF;
-  read.slab_bytes = 1 << 20;
-  auto reader = (*client)->Read(*dataset, read);
+  auto reader = ReadOff(**client, "range(8192) | batch(8192) | take(1) | cache() | repeat(20)");
   ASSERT_TRUE(reader.ok()) << reader.status();
   int64_t batches = 0;
   int64_t batch_bytes = 0;
@@ -117,13 +118,9 @@ TEST_P(DataPathTest, FullBufferWakesThePipelineOncePerHalfBuffer) {
   auto client = ConnectClient(**cluster, GetParam());
   ASSERT_TRUE(client.ok()) << client.status();
   constexpr int kBatches = 200;
-  auto dataset = (*client)->RegisterDataset(*engine::ParsePipeline(
-      absl::StrCat("range(1024) | batch(1024) | take(1) | cache() | repeat(", kBatches, ")")));
-  ASSERT_TRUE(dataset.ok()) << dataset.status();
-  ReadOptions read;
-  read.mode = proto::OFF;
-  read.slab_bytes = 1 << 20;
-  auto reader = (*client)->Read(*dataset, read);
+  auto reader = ReadOff(
+      **client,
+      absl::StrCat("range(1024) | batch(1024) | take(1) | cache() | repeat(", kBatches, ")"));
   ASSERT_TRUE(reader.ok()) << reader.status();
   int batches = 0;
   while (true) {
