@@ -17,9 +17,10 @@
 namespace sluice::transport {
 namespace {
 
-constexpr char kMagic[4] = {'S', 'L', 'C', '1'};
+constexpr char kMagic[4] = {'S', 'L', 'C', '2'};
 // A worker address is a few hundred bytes; anything far larger is not a Sluice peer.
 constexpr uint32_t kMaxWorkerAddress = 64 * 1024;
+constexpr uint32_t kMaxLocality = 1024;
 
 int MillisUntil(absl::Time deadline) {
   int64_t ms = absl::ToInt64Milliseconds(deadline - absl::Now());
@@ -148,6 +149,10 @@ absl::Status SendHello(int fd, const Hello& hello, absl::Time deadline) {
   message.append(reinterpret_cast<const char*>(&hello.token), sizeof(hello.token));
   message.append(reinterpret_cast<const char*>(&length), sizeof(length));
   message.append(hello.worker_address);
+  uint32_t locality_length = static_cast<uint32_t>(hello.locality.size());
+  message.append(reinterpret_cast<const char*>(&locality_length), sizeof(locality_length));
+  message.append(hello.locality);
+  message.push_back(static_cast<char>(hello.peer_watch));
   return WriteAll(fd, message.data(), message.size(), deadline);
 }
 
@@ -167,7 +172,39 @@ absl::StatusOr<Hello> ReceiveHello(int fd, absl::Time deadline) {
   }
   hello.worker_address.resize(length);
   SLUICE_RETURN_IF_ERROR(ReadAll(fd, hello.worker_address.data(), length, deadline));
-  return hello;
+  SLUICE_RETURN_IF_ERROR(ReadAll(fd, &length, sizeof(length), deadline));
+  if (length > kMaxLocality) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("hello announces a locality of ", length, " bytes"));
+  }
+  hello.locality.resize(length);
+  SLUICE_RETURN_IF_ERROR(ReadAll(fd, hello.locality.data(), length, deadline));
+  uint8_t watch = 0;
+  SLUICE_RETURN_IF_ERROR(ReadAll(fd, &watch, sizeof(watch), deadline));
+  switch (static_cast<PeerWatch>(watch)) {
+    case PeerWatch::kUcx:
+    case PeerWatch::kSocket:
+    case PeerWatch::kSocketForLocalPeers:
+      hello.peer_watch = static_cast<PeerWatch>(watch);
+      return hello;
+  }
+  return absl::InvalidArgumentError(absl::StrCat("hello announces peer watch ", watch));
+}
+
+bool SocketAloneWatches(const Hello& mine, const Hello& theirs) {
+  const bool same_host = !mine.locality.empty() && mine.locality == theirs.locality;
+  auto wishes_socket_alone = [same_host](PeerWatch watch) {
+    switch (watch) {
+      case PeerWatch::kUcx:
+        return false;
+      case PeerWatch::kSocket:
+        return true;
+      case PeerWatch::kSocketForLocalPeers:
+        return same_host;
+    }
+    return false;
+  };
+  return wishes_socket_alone(mine.peer_watch) && wishes_socket_alone(theirs.peer_watch);
 }
 
 bool AcceptPeer(int listen_fd, absl::Time deadline, absl::StatusOr<AcceptedPeer>* accepted) {

@@ -10,8 +10,9 @@
 // dies the kernel closes it, which reports the failure at once on every transport.
 // libfabric's RDM endpoints have no per-peer failure event, so ofi:// relies on it too.
 //
-// Hello (both directions): "SLC1", uint64 token, uint32 length, address bytes (a UCX worker
-// address, or a libfabric endpoint name from fi_getname).
+// Hello (both directions): "SLC2", uint64 token, uint32 length, address bytes (a UCX worker
+// address, or a libfabric endpoint name from fi_getname), uint32 length, locality bytes,
+// uint8 peer watch.
 // `token` is the sender's id for this connection; the receiver stamps it on every message it
 // sends back so the sender knows which connection a message came from.
 //
@@ -45,10 +46,26 @@ class ScopedFd {
   int fd_ = -1;
 };
 
+// Who notices that a connection's peer died, as one side wishes it. The bootstrap socket
+// always watches; UCX's peer-failure mode (UCP_ERR_HANDLING_MODE_PEER) may watch too. Both
+// ends of a UCX connection must agree: with NONE on one side and PEER on the other, tcp
+// messages were never delivered (ucx_peer_watch_test). See UcxContext for who wishes what.
+enum class PeerWatch : uint8_t {
+  kUcx = 0,                  // UCX watches every peer
+  kSocket = 1,               // the socket alone watches every peer
+  kSocketForLocalPeers = 2,  // the socket alone watches peers of the same HostLocality
+};
+
 struct Hello {
   uint64_t token = 0;
   std::string worker_address;
+  std::string locality;  // the sender's HostLocality() (host_locality.h), "" if unknown
+  PeerWatch peer_watch = PeerWatch::kUcx;
 };
+
+// Whether the connection between the senders of `mine` and `theirs` is watched by its socket
+// alone: both wish it. Both ends reach the same answer.
+[[nodiscard]] bool SocketAloneWatches(const Hello& mine, const Hello& theirs);
 
 // A listening socket bound to `bind` (port 0 picks one); `*port` receives the bound port.
 [[nodiscard]] absl::StatusOr<ScopedFd> ListenSocket(const Address& bind, uint16_t* port);

@@ -109,9 +109,10 @@ struct TransportStats {
 // once. In UCX 1.13 that mode costs tcp its zero-copy rendezvous: payloads then travel as
 // fragments UCX copies out of its buffers (`ucp_am_bw -e` runs at ~0.6x `ucp_am_bw`).
 enum class UcxPeerFailure {
-  // kSocketOnly when every transport UCX may pick is shared memory or self (no connection
-  // that can fail inside UCX); kUcx as soon as tcp or RDMA is present. UCX 1.13 without PEER
-  // mode left a failed tcp endpoint unpurged and once aborted on it (docs/design.md).
+  // By the transports UCX opened: shared memory and self only, the socket; tcp besides them,
+  // the socket for same-host peers (which UCX reaches over shared memory) and UCX for the
+  // others; RDMA, UCX. UCX 1.13 without PEER mode left a failed tcp endpoint unpurged and
+  // once aborted on it (docs/design.md, "Peer failure").
   kAuto,
   kUcx,  // ask UCX for UCP_ERR_HANDLING_MODE_PEER wherever a transport supports it
   // UCP_ERR_HANDLING_MODE_NONE; the bootstrap socket reports dead peers. Faster on tcp

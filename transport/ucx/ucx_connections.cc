@@ -5,7 +5,10 @@
 #include <poll.h>
 #include <sys/epoll.h>
 
+#include <cstdio>
+
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 #include "transport/ucx/ucx_transport.h"
 
@@ -14,6 +17,17 @@ namespace {
 
 // How long an accepting transport waits for a connecting peer's hello.
 constexpr absl::Duration kAcceptHelloTimeout = absl::Seconds(2);
+
+// A same-host peer is left to the bootstrap socket on the grounds that UCX reaches it over
+// shared memory only; should UCX pick a lane that can fail inside it (tcp, because shared
+// memory turned out unreachable), say so, and how to have UCX watch instead.
+void WarnIfLanesNeedUcxWatch(const std::vector<std::string>& lanes, absl::string_view peer) {
+  if (lanes.empty() || UcxContext::ChooseAutomatically(lanes) == PeerWatch::kSocket) return;
+  std::fprintf(stderr,
+               "sluice: UCX connects to same-host peer %.*s over %s without UCX's peer watch; "
+               "if that peer dies UCX may misbehave. Set SLUICE_UCX_PEER_FAILURE=ucx.\n",
+               static_cast<int>(peer.size()), peer.data(), absl::StrJoin(lanes, ",").c_str());
+}
 
 }  // namespace
 
@@ -43,7 +57,7 @@ void UcxTransport::AcceptConnections() {
       continue;
     }
     // The handler has not seen this connection yet: drop it without an OnDisconnect.
-    if (!SendHello(fd, Hello{id, worker_address_}, deadline).ok()) CloseEndpoint(id, true);
+    if (!SendHello(fd, OwnHello(id), deadline).ok()) CloseEndpoint(id, true);
   }
 }
 
@@ -51,7 +65,7 @@ absl::StatusOr<ConnectionId> UcxTransport::Connect(const Address& peer) {
   absl::Time deadline = absl::Now() + options_.connect_timeout;
   SLUICE_ASSIGN_OR_RETURN(ScopedFd socket, ConnectSocket(peer, options_.connect_timeout));
   ConnectionId id = next_connection_id_.fetch_add(1);
-  SLUICE_RETURN_IF_ERROR(SendHello(socket.get(), Hello{id, worker_address_}, deadline));
+  SLUICE_RETURN_IF_ERROR(SendHello(socket.get(), OwnHello(id), deadline));
   absl::StatusOr<Hello> remote = ReceiveHello(socket.get(), deadline);
   if (!remote.ok()) {
     return absl::Status(remote.status().code(), absl::StrCat("connecting to ", peer.ToString(),
@@ -69,8 +83,8 @@ absl::Status UcxTransport::CreateEndpoint(ConnectionId id, const Hello& remote, 
   params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLER |
                       UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
   params.address = reinterpret_cast<const ucp_address_t*>(remote.worker_address.data());
-  params.err_mode =
-      context_->ucx_peer_failure() ? UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;
+  params.err_mode = SocketAloneWatches(OwnHello(id), remote) ? UCP_ERR_HANDLING_MODE_NONE
+                                                             : UCP_ERR_HANDLING_MODE_PEER;
   params.err_handler.cb = &UcxTransport::OnEndpointError;
   params.err_handler.arg = this;
   ucp_ep_h ep = nullptr;
@@ -91,8 +105,29 @@ absl::Status UcxTransport::CreateEndpoint(ConnectionId id, const Hello& remote, 
   epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, socket.get(), &ev);
   connection_by_socket_[socket.get()] = id;
   connection_by_ep_[ep] = id;
-  endpoints_[id] = Endpoint{ep, std::move(peer), remote.token, std::move(socket)};
+  bool ucx_watches = params.err_mode == UCP_ERR_HANDLING_MODE_PEER;
+  if (!ucx_watches && context_->peer_watch() == PeerWatch::kSocketForLocalPeers) {
+    WarnIfLanesNeedUcxWatch(EndpointTransports(ep), peer);
+  }
+  endpoints_[id] = Endpoint{ep, std::move(peer), remote.token, std::move(socket), ucx_watches};
   return absl::OkStatus();
+}
+
+Hello UcxTransport::OwnHello(ConnectionId id) const {
+  return Hello{id, worker_address_, locality_, context_->peer_watch()};
+}
+
+absl::StatusOr<std::string> UcxTransport::DescribeConnection(ConnectionId connection) {
+  absl::StatusOr<std::string> described =
+      absl::NotFoundError(absl::StrCat("no UCX connection ", connection));
+  RunSync([&] {
+    auto it = endpoints_.find(connection);
+    if (it == endpoints_.end()) return;
+    described = absl::StrCat(
+        absl::StrJoin(EndpointTransports(it->second.ep), ","), "; dead peers: ",
+        it->second.ucx_watches ? "UCX (peer mode) and bootstrap socket" : "bootstrap socket");
+  });
+  return described;
 }
 
 void UcxTransport::OnEndpointError(void* arg, ucp_ep_h ep, ucs_status_t status) {

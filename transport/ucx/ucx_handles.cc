@@ -55,16 +55,23 @@ absl::StatusOr<UcxPeerFailure> ResolveFromEnvironment(UcxPeerFailure requested) 
       absl::StrCat("SLUICE_UCX_PEER_FAILURE=", value, ": expected auto, ucx or socket"));
 }
 
-std::vector<std::string> ContextTransports(ucp_context_h context) {
+// What a UCX print function writes to a stream, as a string.
+template <typename Print>
+std::string PrintedBy(Print print) {
   char* text = nullptr;
   size_t length = 0;
   FILE* stream = open_memstream(&text, &length);
-  if (stream == nullptr) return {};
-  ucp_context_print_info(context, stream);
+  if (stream == nullptr) return "";
+  print(stream);
   std::fclose(stream);
-  std::vector<std::string> transports = ParseContextTransports(absl::string_view(text, length));
+  std::string printed(text, length);
   std::free(text);
-  return transports;
+  return printed;
+}
+
+void AddOnce(absl::string_view name, std::vector<std::string>* names) {
+  if (name.empty()) return;
+  if (std::find(names->begin(), names->end(), name) == names->end()) names->emplace_back(name);
 }
 
 }  // namespace
@@ -83,27 +90,57 @@ std::vector<std::string> ParseContextTransports(absl::string_view info) {
     size_t flags_end = line.find(" -- ");
     if (flags_end == absl::string_view::npos) continue;
     absl::string_view resource = absl::StripAsciiWhitespace(line.substr(flags_end + 4));
-    absl::string_view name = resource.substr(0, resource.find('/'));
-    if (name.empty()) continue;
-    if (std::find(transports.begin(), transports.end(), name) == transports.end()) {
-      transports.emplace_back(name);
-    }
+    AddOnce(resource.substr(0, resource.find('/')), &transports);
   }
   return transports;
 }
 
-bool UcxContext::NeedsUcxPeerFailure(const std::vector<std::string>& transports) {
-  // Not tcp: a dead tcp peer surfaces inside UCT as a connection error, and without PEER
-  // mode nothing purges the failed endpoint. A fault test then aborted in UCT
-  // (`tcp_iface.c:307 Assertion ep->conn_state != UCT_TCP_EP_CONN_STATE_CLOSED`), and UCX
-  // documents force-closing an endpoint (what Sluice does to a dead peer's) as requiring
-  // PEER mode on both sides. Shared memory has no connection to fail.
+std::vector<std::string> ParseEndpointTransports(absl::string_view info) {
+  std::vector<std::string> transports;
+  for (absl::string_view line : absl::StrSplit(info, '\n')) {
+    size_t lane = line.find("lane[");
+    if (lane == absl::string_view::npos) continue;
+    size_t colon = line.find("]:", lane);
+    if (colon == absl::string_view::npos) continue;
+    // "3:sysv/memory.0 md[2] ...": resource index, transport, device.
+    absl::string_view resource = absl::StripLeadingAsciiWhitespace(line.substr(colon + 2));
+    resource = resource.substr(0, resource.find(' '));
+    resource = resource.substr(resource.find(':') + 1);  // npos + 1 == 0: no index
+    AddOnce(resource.substr(0, resource.find('/')), &transports);
+  }
+  return transports;
+}
+
+std::vector<std::string> EndpointTransports(ucp_ep_h ep) {
+  return ParseEndpointTransports(PrintedBy([ep](FILE* stream) { ucp_ep_print_info(ep, stream); }));
+}
+
+PeerWatch UcxContext::ChooseAutomatically(const std::vector<std::string>& transports) {
+  // Shared memory has no connection that can fail inside UCX. tcp does: a dead tcp peer
+  // surfaces inside UCT as a connection error, and without PEER mode nothing purges the
+  // failed endpoint. A fault test then aborted in UCT (`tcp_iface.c:307 Assertion
+  // ep->conn_state != UCT_TCP_EP_CONN_STATE_CLOSED`), and UCX documents force-closing an
+  // endpoint (what Sluice does to a dead peer's) as requiring PEER mode on both sides. Yet
+  // PEER mode also costs a same-host peer its shared memory (1.13's posix and sysv cannot
+  // report peer failure, so UCX falls back to tcp over loopback). Between shm and tcp alone,
+  // UCX always prefers shm for a reachable peer (`ucx_info -e -P intra`), so NONE is safe
+  // for same-host peers. RDMA transports may add lanes even between co-located peers: kUcx.
   static const auto* kCoveredBySocket =
       new absl::flat_hash_set<std::string>{"self", "posix", "sysv", "cma", "knem", "xpmem"};
+  if (transports.empty()) return PeerWatch::kUcx;  // the text format changed: the safe choice
+  bool has_tcp = false;
+  bool has_shared_memory = false;
   for (const std::string& t : transports) {
-    if (!kCoveredBySocket->contains(t)) return true;
+    if (t == "tcp") {
+      has_tcp = true;
+    } else if (!kCoveredBySocket->contains(t)) {
+      return PeerWatch::kUcx;
+    } else if (t == "posix" || t == "sysv") {
+      has_shared_memory = true;
+    }
   }
-  return false;
+  if (!has_tcp) return PeerWatch::kSocket;
+  return has_shared_memory ? PeerWatch::kSocketForLocalPeers : PeerWatch::kUcx;
 }
 
 absl::StatusOr<std::shared_ptr<UcxContext>> UcxContext::Create(const std::string& tls,
@@ -140,18 +177,17 @@ absl::StatusOr<std::shared_ptr<UcxContext>> UcxContext::Create(const std::string
                                     "); check `ucx_info -d` for the transports available"));
   }
   std::shared_ptr<UcxContext> created(new UcxContext(context, effective_tls));
-  created->transports_ = ContextTransports(context);
+  created->transports_ = ParseContextTransports(
+      PrintedBy([context](FILE* stream) { ucp_context_print_info(context, stream); }));
   switch (resolved) {
     case UcxPeerFailure::kAuto:
-      // An empty list means the text format changed: keep UCX's watch, the safe choice.
-      created->ucx_peer_failure_ =
-          created->transports_.empty() || NeedsUcxPeerFailure(created->transports_);
+      created->peer_watch_ = ChooseAutomatically(created->transports_);
       break;
     case UcxPeerFailure::kUcx:
-      created->ucx_peer_failure_ = true;
+      created->peer_watch_ = PeerWatch::kUcx;
       break;
     case UcxPeerFailure::kSocketOnly:
-      created->ucx_peer_failure_ = false;
+      created->peer_watch_ = PeerWatch::kSocket;
       break;
   }
   return created;

@@ -17,6 +17,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "transport/bootstrap.h"
 #include "transport/transport.h"
 
 namespace sluice::transport::ucx {
@@ -52,20 +53,22 @@ class UcxContext {
   [[nodiscard]] const std::string& tls() const { return tls_; }
   // The transports (UCT names such as "tcp", "posix", "rc_mlx5") UCX opened.
   [[nodiscard]] const std::vector<std::string>& transports() const { return transports_; }
-  // Whether endpoints ask for UCP_ERR_HANDLING_MODE_PEER (kAuto resolved). Even then an
-  // endpoint between shared-memory-only peers falls back to NONE: UCX 1.13's posix, sysv,
-  // cma and self have no peer failure handler and call such an endpoint "unreachable".
-  [[nodiscard]] bool ucx_peer_failure() const { return ucx_peer_failure_; }
+  // Who watches an endpoint's peer (UcxPeerFailure resolved). With kUcx, an endpoint between
+  // shared-memory-only peers still falls back to NONE: UCX 1.13's posix, sysv, cma and self
+  // have no peer failure handler and call such an endpoint "unreachable".
+  [[nodiscard]] PeerWatch peer_watch() const { return peer_watch_; }
 
-  // kAuto's rule: whether any of `transports` is outside tcp, shared memory and self.
-  [[nodiscard]] static bool NeedsUcxPeerFailure(const std::vector<std::string>& transports);
+  // kAuto's rule, from the transports UCX opened: kSocket for shared memory and self only,
+  // kSocketForLocalPeers for tcp besides them (UCX reaches a same-host peer over shared
+  // memory), kUcx otherwise.
+  [[nodiscard]] static PeerWatch ChooseAutomatically(const std::vector<std::string>& transports);
 
  private:
   UcxContext(ucp_context_h context, std::string tls) : context_(context), tls_(std::move(tls)) {}
   ucp_context_h context_;
   std::string tls_;
   std::vector<std::string> transports_;
-  bool ucx_peer_failure_ = true;
+  PeerWatch peer_watch_ = PeerWatch::kUcx;
 };
 
 // Lowers UCX's log level to at most `level` for its lifetime (process-wide: UCX has one
@@ -83,6 +86,11 @@ class ScopedUcxLogLevel {
 
 // The transport names in the text of ucp_context_print_info ("... flags -- tcp/lo" lines).
 [[nodiscard]] std::vector<std::string> ParseContextTransports(absl::string_view info);
+// The transport names of an endpoint's lanes, in the text of ucp_ep_print_info
+// ("lane[0]:  3:sysv/memory.0 md[2] ..." lines), each once.
+[[nodiscard]] std::vector<std::string> ParseEndpointTransports(absl::string_view info);
+// ParseEndpointTransports of the endpoint's own description (on the worker's thread).
+[[nodiscard]] std::vector<std::string> EndpointTransports(ucp_ep_h ep);
 
 }  // namespace sluice::transport::ucx
 

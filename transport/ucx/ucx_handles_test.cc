@@ -29,31 +29,56 @@ TEST(ParseContextTransportsTest, ReadsEachTransportOnceFromResourceLines) {
   EXPECT_TRUE(ParseContextTransports("no resources here\n").empty());
 }
 
-TEST(UcxContextTest, SharedMemoryAndSelfAreLeftToTheBootstrapSocket) {
-  EXPECT_FALSE(UcxContext::NeedsUcxPeerFailure({"self", "posix", "sysv", "cma"}));
-  // tcp needs UCX's watch: a dead tcp peer's failed endpoint is otherwise never purged.
-  EXPECT_TRUE(UcxContext::NeedsUcxPeerFailure({"self", "tcp", "posix", "sysv", "cma"}));
-  EXPECT_TRUE(UcxContext::NeedsUcxPeerFailure({"self", "tcp", "rc_mlx5"}));
-  EXPECT_TRUE(UcxContext::NeedsUcxPeerFailure({"ud_verbs"}));
+TEST(ParseEndpointTransportsTest, ReadsEachLaneTransportOnce) {
+  constexpr absl::string_view kInfo =
+      "#\n"
+      "# UCP endpoint \n"
+      "#               peer: <no debug data>\n"
+      "#                 lane[0]:  3:sysv/memory.0 md[2]  -> md[2]/sysv/sysdev[255] am am_bw#0\n"
+      "#                 lane[1]:  4:posix/memory.0 md[3] -> md[3]/posix/sysdev[255]\n"
+      "#                 lane[2]:  5:cma/memory.0 md[4]   -> md[4]/cma/sysdev[255] rma_bw#0\n"
+      "#                 lane[3]:  6:sysv/memory.0 md[2]  -> md[2]/sysv/sysdev[255]\n"
+      "#                 am_send: 0..<egr/short>..93..<egr/bcopy>..8256..<rndv>..(inf)\n";
+  EXPECT_THAT(ParseEndpointTransports(kInfo), ElementsAre("sysv", "posix", "cma"));
+  EXPECT_THAT(ParseEndpointTransports("#  lane[0]:  1:tcp/lo.0 md[1] -> md[1]/tcp am wireup\n"),
+              ElementsAre("tcp"));
+  EXPECT_TRUE(ParseEndpointTransports("# UCP endpoint\n").empty());
+}
+
+TEST(UcxContextTest, AutomaticWatchFollowsTheTransports) {
+  EXPECT_EQ(UcxContext::ChooseAutomatically({"self", "posix", "sysv", "cma"}), PeerWatch::kSocket);
+  // tcp needs UCX's watch (a dead tcp peer's failed endpoint is otherwise never purged), but
+  // not for a same-host peer, which UCX reaches over shared memory.
+  EXPECT_EQ(UcxContext::ChooseAutomatically({"self", "tcp", "posix", "sysv", "cma"}),
+            PeerWatch::kSocketForLocalPeers);
+  EXPECT_EQ(UcxContext::ChooseAutomatically({"self", "tcp", "cma"}), PeerWatch::kUcx);
+  EXPECT_EQ(UcxContext::ChooseAutomatically({"self", "tcp"}), PeerWatch::kUcx);
+  EXPECT_EQ(UcxContext::ChooseAutomatically({"self", "tcp", "posix", "rc_mlx5"}), PeerWatch::kUcx);
+  EXPECT_EQ(UcxContext::ChooseAutomatically({"ud_verbs"}), PeerWatch::kUcx);
+  EXPECT_EQ(UcxContext::ChooseAutomatically({}), PeerWatch::kUcx);
 }
 
 TEST(UcxContextTest, AutoOnTcpAsksUcxAndAnExplicitChoiceWins) {
   auto automatic = UcxContext::Create("tcp,self");
   ASSERT_TRUE(automatic.ok()) << automatic.status();
   EXPECT_THAT((*automatic)->transports(), Contains("tcp"));
-  EXPECT_TRUE((*automatic)->ucx_peer_failure());
+  EXPECT_EQ((*automatic)->peer_watch(), PeerWatch::kUcx);
+
+  auto mixed = UcxContext::Create("tcp,posix,sysv,cma,self");
+  ASSERT_TRUE(mixed.ok()) << mixed.status();
+  EXPECT_EQ((*mixed)->peer_watch(), PeerWatch::kSocketForLocalPeers);
 
   auto shm = UcxContext::Create("posix,sysv,cma,self");
   ASSERT_TRUE(shm.ok()) << shm.status();
-  EXPECT_FALSE((*shm)->ucx_peer_failure());
+  EXPECT_EQ((*shm)->peer_watch(), PeerWatch::kSocket);
 
   auto ucx = UcxContext::Create("posix,sysv,cma,self", UcxPeerFailure::kUcx);
   ASSERT_TRUE(ucx.ok()) << ucx.status();
-  EXPECT_TRUE((*ucx)->ucx_peer_failure());
+  EXPECT_EQ((*ucx)->peer_watch(), PeerWatch::kUcx);
 
   auto socket = UcxContext::Create("all", UcxPeerFailure::kSocketOnly);
   ASSERT_TRUE(socket.ok()) << socket.status();
-  EXPECT_FALSE((*socket)->ucx_peer_failure());
+  EXPECT_EQ((*socket)->peer_watch(), PeerWatch::kSocket);
   EXPECT_THAT((*socket)->transports(), Contains("self"));
 }
 
@@ -66,11 +91,11 @@ TEST(UcxContextTest, EnvironmentDecidesAutoAndABadValueIsRefused) {
   unsetenv("SLUICE_UCX_PEER_FAILURE");
 
   ASSERT_TRUE(from_env.ok()) << from_env.status();
-  EXPECT_TRUE((*from_env)->ucx_peer_failure());
+  EXPECT_EQ((*from_env)->peer_watch(), PeerWatch::kUcx);
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(bad.status().message(), HasSubstr("SLUICE_UCX_PEER_FAILURE=sometimes"));
   ASSERT_TRUE(explicit_choice.ok()) << explicit_choice.status();
-  EXPECT_FALSE((*explicit_choice)->ucx_peer_failure());
+  EXPECT_EQ((*explicit_choice)->peer_watch(), PeerWatch::kSocket);
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "common/status_macros.h"
 #include "common/thread_name.h"
 #include "transport/adaptive_spin.h"
+#include "transport/host_locality.h"
 #include "transport/ucx/ucx_memory.h"
 
 namespace sluice::transport::ucx {
@@ -114,6 +115,7 @@ absl::Status UcxTransport::Start() {
     return UcsError(s, "ucp_worker_get_address");
   }
   worker_address_.assign(reinterpret_cast<const char*>(address), address_length);
+  locality_ = HostLocality();
   ucp_worker_release_address(worker, address);
 
   int ucx_fd = -1;
@@ -182,7 +184,8 @@ UcxTransport::~UcxTransport() {
   // when the peer's bootstrap socket closed. Destroying the worker, UCX would list each
   // request and buffer of theirs as "not returned to mpool": expected here, not news.
   std::optional<ScopedUcxLogLevel> quiet;
-  if (receives_in_flight_ > 0 && !context_->ucx_peer_failure()) quiet.emplace(UCS_LOG_LEVEL_ERROR);
+  if (receives_in_flight_ > 0 && context_->peer_watch() != PeerWatch::kUcx)
+    quiet.emplace(UCS_LOG_LEVEL_ERROR);
   worker_.reset();
   if (epoll_fd_ >= 0) close(epoll_fd_);
   if (event_fd_ >= 0) close(event_fd_);
@@ -350,10 +353,21 @@ void UcxTransport::HandleReadyFds(const epoll_event* ready, int n) {
 
 std::string UcxTransport::Describe() const {
   if (context_ == nullptr) return "UCX (not started)";
-  return absl::StrCat(
-      "UCX ", ucp_get_version_string(), ": ", absl::StrJoin(context_->transports(), ","),
-      "; dead peers: ",
-      context_->ucx_peer_failure() ? "UCX (peer mode) and bootstrap socket" : "bootstrap socket");
+  absl::string_view watch;
+  switch (context_->peer_watch()) {
+    case PeerWatch::kUcx:
+      watch = "UCX (peer mode) and bootstrap socket";
+      break;
+    case PeerWatch::kSocket:
+      watch = "bootstrap socket";
+      break;
+    case PeerWatch::kSocketForLocalPeers:
+      watch =
+          "bootstrap socket for same-host peers, UCX (peer mode) and bootstrap socket for others";
+      break;
+  }
+  return absl::StrCat("UCX ", ucp_get_version_string(), ": ",
+                      absl::StrJoin(context_->transports(), ","), "; dead peers: ", watch);
 }
 
 absl::StatusOr<std::unique_ptr<MemoryRegion>> UcxTransport::RegisterMemory(void* base,

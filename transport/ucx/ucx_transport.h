@@ -54,6 +54,9 @@ class UcxTransport final : public Transport {
   bool DriveUntil(const std::function<void()>& start, const std::function<bool()>& done) override;
 
   [[nodiscard]] const std::string& tls() const { return context_->tls(); }
+  // The UCT transports of the connection's lanes (e.g. "sysv,posix,cma") and who watches its
+  // peer, e.g. "sysv,posix,cma; dead peers: bootstrap socket". NotFound for an unknown id.
+  [[nodiscard]] absl::StatusOr<std::string> DescribeConnection(ConnectionId connection);
 
  private:
   struct Endpoint {
@@ -61,6 +64,7 @@ class UcxTransport final : public Transport {
     std::string peer;
     uint64_t remote_token = 0;  // stamped on messages we send, so the peer knows the source
     ScopedFd socket;            // bootstrap socket, watched for the peer's death
+    bool ucx_watches = true;    // asked for UCP_ERR_HANDLING_MODE_PEER
   };
   // UCX reads a header until its send completes (1.13 has no UCP_AM_SEND_FLAG_COPY_HEADER),
   // so the operation owns a copy, token first; operations are recycled (ucx_messages.cc).
@@ -93,6 +97,8 @@ class UcxTransport final : public Transport {
   absl::Status CreateEndpoint(ConnectionId id, const Hello& remote, std::string peer,
                               ScopedFd socket);
   void AcceptConnections();
+  // The hello this transport sends for connection `id`.
+  [[nodiscard]] Hello OwnHello(ConnectionId id) const;
   // No more epoll events for the endpoint's bootstrap socket.
   void StopWatching(const Endpoint& endpoint);
   void FailConnection(ConnectionId id, const absl::Status& why);
@@ -118,6 +124,7 @@ class UcxTransport final : public Transport {
   std::shared_ptr<UcxContext> context_;
   UcxWorkerPtr worker_;
   std::string worker_address_;
+  std::string locality_;  // HostLocality(), sent in hellos
   ScopedFd listen_socket_;
   int ucx_fd_ = -1;
   size_t max_header_size_ = 0;

@@ -1,0 +1,87 @@
+// The bootstrap hello on a real socket pair, and the rule both ends apply to it.
+#include "transport/bootstrap.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+namespace sluice::transport {
+namespace {
+
+using ::testing::HasSubstr;
+
+struct SocketPair {
+  SocketPair() {
+    int fds[2] = {-1, -1};
+    EXPECT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, fds), 0);
+    a = ScopedFd(fds[0]);
+    b = ScopedFd(fds[1]);
+  }
+  ScopedFd a;
+  ScopedFd b;
+};
+
+absl::Time Soon() { return absl::Now() + absl::Seconds(5); }
+
+TEST(HelloTest, EveryFieldCrossesTheSocket) {
+  SocketPair pair;
+  const Hello sent{42, std::string(300, 'w'), "boot;ipc=1", PeerWatch::kSocketForLocalPeers};
+  ASSERT_TRUE(SendHello(pair.a.get(), sent, Soon()).ok());
+  absl::StatusOr<Hello> received = ReceiveHello(pair.b.get(), Soon());
+  ASSERT_TRUE(received.ok()) << received.status();
+  EXPECT_EQ(received->token, 42u);
+  EXPECT_EQ(received->worker_address, sent.worker_address);
+  EXPECT_EQ(received->locality, "boot;ipc=1");
+  EXPECT_EQ(received->peer_watch, PeerWatch::kSocketForLocalPeers);
+}
+
+TEST(HelloTest, AnUnknownPeerWatchIsRefused) {
+  SocketPair pair;
+  Hello sent{1, "address", "", PeerWatch::kUcx};
+  sent.peer_watch = static_cast<PeerWatch>(7);
+  ASSERT_TRUE(SendHello(pair.a.get(), sent, Soon()).ok());
+  absl::StatusOr<Hello> received = ReceiveHello(pair.b.get(), Soon());
+  EXPECT_EQ(received.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(received.status().message(), HasSubstr("peer watch 7"));
+}
+
+TEST(HelloTest, AnythingButAHelloIsRefused) {
+  SocketPair pair;
+  ASSERT_EQ(write(pair.a.get(), "GET / HTTP/1.1\r\n", 16), 16);
+  EXPECT_THAT(ReceiveHello(pair.b.get(), Soon()).status().message(), HasSubstr("bad hello magic"));
+}
+
+Hello From(std::string locality, PeerWatch watch) {
+  return Hello{1, "a", std::move(locality), watch};
+}
+
+TEST(SocketAloneWatchesTest, BothEndsMustWishIt) {
+  const Hello local_here = From("host-a", PeerWatch::kSocketForLocalPeers);
+  // Same host, both content with the socket for local peers.
+  EXPECT_TRUE(SocketAloneWatches(local_here, From("host-a", PeerWatch::kSocketForLocalPeers)));
+  EXPECT_TRUE(SocketAloneWatches(local_here, From("host-a", PeerWatch::kSocket)));
+  // Another host, or a peer that wants UCX to watch: UCX watches, on both ends.
+  EXPECT_FALSE(SocketAloneWatches(local_here, From("host-b", PeerWatch::kSocketForLocalPeers)));
+  EXPECT_FALSE(SocketAloneWatches(local_here, From("host-b", PeerWatch::kSocket)));
+  EXPECT_FALSE(SocketAloneWatches(local_here, From("host-a", PeerWatch::kUcx)));
+  EXPECT_FALSE(SocketAloneWatches(From("host-a", PeerWatch::kSocket),
+                                  From("host-b", PeerWatch::kSocketForLocalPeers)));
+  EXPECT_TRUE(
+      SocketAloneWatches(From("host-a", PeerWatch::kSocket), From("host-b", PeerWatch::kSocket)));
+  // An unknown locality matches nothing, not even another unknown one.
+  EXPECT_FALSE(SocketAloneWatches(From("", PeerWatch::kSocketForLocalPeers),
+                                  From("", PeerWatch::kSocketForLocalPeers)));
+  // The rule is symmetric.
+  for (PeerWatch a : {PeerWatch::kUcx, PeerWatch::kSocket, PeerWatch::kSocketForLocalPeers}) {
+    for (PeerWatch b : {PeerWatch::kUcx, PeerWatch::kSocket, PeerWatch::kSocketForLocalPeers}) {
+      for (const char* other : {"host-a", "host-b"}) {
+        EXPECT_EQ(SocketAloneWatches(From("host-a", a), From(other, b)),
+                  SocketAloneWatches(From(other, b), From("host-a", a)));
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace sluice::transport

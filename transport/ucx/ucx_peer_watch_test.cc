@@ -1,0 +1,200 @@
+// Who watches a UCX connection's peer, decided per connection (PeerWatch in ucx_handles.h):
+// real UCX endpoints between transports in this process, or in a child process that left
+// this host's IPC namespace, and the lanes UCX actually picked for each.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sched.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "transport/ucx/ucx_transport.h"
+
+namespace sluice::transport::ucx {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+constexpr size_t kPayloadBytes = 1 << 20;  // sent by rendezvous: exercises the RMA lanes
+constexpr char kMixed[] = "tcp,posix,sysv,cma,self";
+
+// Keeps the payloads it receives and which connection they came on.
+class Receiver final : public MessageHandler {
+ public:
+  PayloadDestination ChoosePayloadDestination(ConnectionId, absl::string_view,
+                                              size_t size) override {
+    absl::MutexLock lock(&mu_);
+    buffers_.emplace_back(size);
+    return {buffers_.back().data(), size};
+  }
+  void OnMessage(ConnectionId from, absl::string_view, InboundPayload payload) override {
+    absl::MutexLock lock(&mu_);
+    if (payload.status.ok() && payload.size == kPayloadBytes &&
+        payload.data[kPayloadBytes - 1] == std::byte{0x5a}) {
+      from_ = from;
+    }
+  }
+  void OnDisconnect(ConnectionId, absl::Status) override {}
+
+  // The connection a whole payload arrived on, or kNoConnection after a few seconds.
+  ConnectionId AwaitPayload() {
+    absl::MutexLock lock(&mu_);
+    mu_.AwaitWithTimeout(absl::Condition(
+                             +[](ConnectionId* from) { return *from != kNoConnection; }, &from_),
+                         absl::Seconds(10));
+    return from_;
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::vector<std::vector<std::byte>> buffers_ ABSL_GUARDED_BY(mu_);
+  ConnectionId from_ ABSL_GUARDED_BY(mu_) = kNoConnection;
+};
+
+std::unique_ptr<UcxTransport> Start(const std::string& tls, MessageHandler* handler,
+                                    UcxPeerFailure peer_failure = UcxPeerFailure::kAuto) {
+  TransportOptions options;
+  options.ucx_tls = tls;
+  options.ucx_peer_failure = peer_failure;
+  auto created = UcxTransport::Create(options, handler);
+  EXPECT_TRUE(created.ok()) << created.status();
+  return created.ok() ? std::move(*created) : nullptr;
+}
+
+// Connects `client` to `server` and sends it one payload.
+ConnectionId ConnectAndSend(UcxTransport& client, const Address& server) {
+  auto connection = client.Connect(server);
+  EXPECT_TRUE(connection.ok()) << connection.status();
+  if (!connection.ok()) return kNoConnection;
+  static const std::vector<std::byte> payload(kPayloadBytes, std::byte{0x5a});
+  client.Send(*connection, "hi", Payload{payload.data(), payload.size()}, [](absl::Status) {});
+  return *connection;
+}
+
+// The server lives in a child process with its own IPC namespace (sysv segments of this
+// one are invisible there): not the same locality, so tcp with UCX's watch, and data flows.
+// First in this file so that the fork happens before this process has started UCX.
+TEST(UcxPeerWatchTest, APeerInAnotherIpcNamespaceIsWatchedByUcx) {
+  int port_pipe[2];
+  int done_pipe[2];  // closed by the parent once it has looked at its connection
+  ASSERT_EQ(pipe(port_pipe), 0);
+  ASSERT_EQ(pipe(done_pipe), 0);
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    close(port_pipe[0]);
+    close(done_pipe[1]);
+    uint16_t port = 0;  // 0 tells the parent that the child could not start
+    if (unshare(CLONE_NEWIPC) == 0) {
+      Receiver handler;
+      auto server = Start(kMixed, &handler);
+      auto address = server ? server->Listen(Address{"ucx", "127.0.0.1", 0})
+                            : absl::StatusOr<Address>(absl::InternalError("no transport"));
+      if (address.ok()) port = address->port;
+      (void)!write(port_pipe[1], &port, sizeof(port));
+      bool received = port != 0 && handler.AwaitPayload() != kNoConnection;
+      char unused;
+      (void)!read(done_pipe[0], &unused, 1);
+      _exit(received ? 0 : 1);
+    }
+    (void)!write(port_pipe[1], &port, sizeof(port));
+    _exit(2);
+  }
+  close(port_pipe[1]);
+  close(done_pipe[0]);
+  uint16_t port = 0;
+  bool read_port = read(port_pipe[0], &port, sizeof(port)) == sizeof(port);
+  close(port_pipe[0]);
+  if (!read_port || port == 0) {
+    close(done_pipe[1]);
+    int status = 0;
+    waitpid(child, &status, 0);
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 2) {
+      GTEST_SKIP() << "unshare(CLONE_NEWIPC) needs root";
+    }
+    FAIL() << "the child could not start a transport";
+  }
+  Receiver client_handler;
+  auto client = Start(kMixed, &client_handler);
+  ASSERT_NE(client, nullptr);
+  ConnectionId connection = ConnectAndSend(*client, Address{"ucx", "127.0.0.1", port});
+  auto client_side = client->DescribeConnection(connection);
+  close(done_pipe[1]);
+  int status = 0;
+  waitpid(child, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the payload did not arrive";
+  ASSERT_TRUE(client_side.ok()) << client_side.status();
+  EXPECT_THAT(*client_side, HasSubstr("tcp"));
+  EXPECT_THAT(*client_side, HasSubstr("dead peers: UCX (peer mode)"));
+}
+
+TEST(UcxPeerWatchTest, SameHostPeersUseSharedMemoryWatchedByTheSocket) {
+  Receiver server_handler;
+  Receiver client_handler;
+  auto server = Start(kMixed, &server_handler);
+  auto client = Start(kMixed, &client_handler);
+  ASSERT_NE(server, nullptr);
+  ASSERT_NE(client, nullptr);
+  auto address = server->Listen(Address{"ucx", "127.0.0.1", 0});
+  ASSERT_TRUE(address.ok()) << address.status();
+  ConnectionId connection = ConnectAndSend(*client, *address);
+  ConnectionId on_server = server_handler.AwaitPayload();
+  ASSERT_NE(on_server, kNoConnection) << "the payload did not arrive";
+
+  // UCX's peer mode would have cost this pair its shared memory (tcp over loopback).
+  auto client_side = client->DescribeConnection(connection);
+  auto server_side = server->DescribeConnection(on_server);
+  ASSERT_TRUE(client_side.ok()) << client_side.status();
+  ASSERT_TRUE(server_side.ok()) << server_side.status();
+  for (const std::string& side : {*client_side, *server_side}) {
+    EXPECT_THAT(side, HasSubstr("dead peers: bootstrap socket"));
+    EXPECT_THAT(side, Not(HasSubstr("tcp")));
+    EXPECT_THAT(side, HasSubstr("cma"));  // the rendezvous lane
+  }
+  EXPECT_THAT(client->Describe(), HasSubstr("bootstrap socket for same-host peers"));
+}
+
+TEST(UcxPeerWatchTest, APeerWithoutSharedMemoryIsWatchedByUcx) {
+  Receiver server_handler;
+  Receiver client_handler;
+  auto server = Start("tcp,self", &server_handler);
+  auto client = Start(kMixed, &client_handler);
+  ASSERT_NE(server, nullptr);
+  ASSERT_NE(client, nullptr);
+  auto address = server->Listen(Address{"ucx", "127.0.0.1", 0});
+  ASSERT_TRUE(address.ok()) << address.status();
+  ConnectionId connection = ConnectAndSend(*client, *address);
+  ASSERT_NE(server_handler.AwaitPayload(), kNoConnection) << "the payload did not arrive";
+
+  auto client_side = client->DescribeConnection(connection);
+  ASSERT_TRUE(client_side.ok()) << client_side.status();
+  EXPECT_THAT(*client_side, HasSubstr("tcp"));
+  EXPECT_THAT(*client_side, HasSubstr("dead peers: UCX (peer mode)"));
+  EXPECT_EQ(client->DescribeConnection(connection + 1000).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+// Both ends must agree: with NONE on one and PEER on the other, UCX 1.13 never delivered
+// the payload over tcp. A wish for the socket alone gives way to a peer that wants UCX.
+TEST(UcxPeerWatchTest, ASocketOnlyWishGivesWayToAPeerThatWantsUcx) {
+  Receiver server_handler;
+  Receiver client_handler;
+  auto server = Start("tcp,self", &server_handler);
+  auto client = Start("tcp,self", &client_handler, UcxPeerFailure::kSocketOnly);
+  ASSERT_NE(server, nullptr);
+  ASSERT_NE(client, nullptr);
+  auto address = server->Listen(Address{"ucx", "127.0.0.1", 0});
+  ASSERT_TRUE(address.ok()) << address.status();
+  ConnectionId connection = ConnectAndSend(*client, *address);
+  ASSERT_NE(server_handler.AwaitPayload(), kNoConnection) << "the payload did not arrive";
+  auto client_side = client->DescribeConnection(connection);
+  ASSERT_TRUE(client_side.ok()) << client_side.status();
+  EXPECT_THAT(*client_side, HasSubstr("dead peers: UCX (peer mode)"));
+}
+
+}  // namespace
+}  // namespace sluice::transport::ucx
