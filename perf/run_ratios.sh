@@ -86,3 +86,8 @@ for tls in "posix,sysv,cma,self" "tcp,self"; do
   report "service tls=$tls 1 worker -> 1 client, 1 MiB vs transport 1 MiB" MB/s "${services[*]}" "${transports[*]}"
   echo "service tls=$tls copied_bytes_per_delivered_byte runs: ${copied[*]}"
 done
+
+# The default UCX_TLS (all, tcp included): same-host peers still talk over shared memory,
+# watched by their bootstrap socket (PeerWatch in transport/bootstrap.h), as ucp_am_bw does.
+export UCX_TLS=all
+compare_bandwidth all 1048576 3000 "" "" "vs ucp_am_bw (default UCX_TLS, local peers)"
