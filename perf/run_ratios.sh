@@ -61,10 +61,18 @@ for tls in "posix,sysv,cma,self" "tcp,self"; do
   compare_bandwidth "$tls" 1048576 $mib_iters "" "" "vs ucp_am_bw"
   compare_bandwidth "$tls" 16777216 $big_iters "" "" "vs ucp_am_bw"
   # Over tcp Sluice's default asks UCX to watch for dead peers (UCP_ERR_HANDLING_MODE_PEER,
-  # TransportOptions::ucx_peer_failure), so the like-for-like baseline is `ucp_am_bw -e`;
-  # `--ucx-peer-failure socket` (NONE) is what plain `ucp_am_bw` compares with.
+  # TransportOptions::ucx_peer_failure), under which UCX 1.13 moves a payload through its
+  # tcp segments; Sluice sets them to 512 KiB (ucx_tcp_segment_bytes). The rows above compare
+  # that default with plain `ucp_am_bw`; here with `ucp_am_bw -e` at UCX's own segment sizes
+  # and at Sluice's, and `--ucx-peer-failure socket` (NONE) with plain `ucp_am_bw`.
   if [ "$tls" = "tcp,self" ]; then
-    compare_bandwidth "$tls" 1048576 $mib_iters -e "" "(default: UCX peer mode) vs ucp_am_bw -e"
+    compare_bandwidth "$tls" 1048576 $mib_iters -e "" "(default) vs ucp_am_bw -e"
+    (
+      export UCX_TCP_TX_SEG_SIZE=512K UCX_TCP_RX_SEG_SIZE=512K
+      compare_bandwidth "$tls" 1048576 $mib_iters -e "" \
+        "(default) vs ucp_am_bw -e, both with 512 KiB tcp segments"
+    )
+    port=$((port + 4 * runs))  # the subshell's perftest ports
     compare_bandwidth "$tls" 1048576 $mib_iters "" "--ucx-peer-failure socket" \
       "--ucx-peer-failure socket vs ucp_am_bw"
   fi

@@ -107,7 +107,8 @@ struct TransportStats {
 // socket (closed by the kernel when the peer's process ends); UCX can watch too
 // (UCP_ERR_HANDLING_MODE_PEER), which also fails the requests in flight to that peer at
 // once. In UCX 1.13 that mode costs tcp its zero-copy rendezvous: payloads then travel as
-// fragments UCX copies out of its buffers (`ucp_am_bw -e` runs at ~0.6x `ucp_am_bw`).
+// fragments UCX copies out of its tcp segments (`ucp_am_bw -e` runs at ~0.6x `ucp_am_bw`
+// with UCX's 8/64 KiB segments; Sluice's 512 KiB ones, ucx_tcp_segment_bytes, win it back).
 enum class UcxPeerFailure {
   // By the transports UCX opened: shared memory and self only, the socket; tcp besides them,
   // the socket for same-host peers (which UCX reaches over shared memory) and UCX for the
@@ -115,8 +116,8 @@ enum class UcxPeerFailure {
   // once aborted on it (docs/design.md, "Peer failure").
   kAuto,
   kUcx,  // ask UCX for UCP_ERR_HANDLING_MODE_PEER wherever a transport supports it
-  // UCP_ERR_HANDLING_MODE_NONE; the bootstrap socket reports dead peers. Faster on tcp
-  // (zero-copy rendezvous), at the risk above when a tcp peer dies.
+  // UCP_ERR_HANDLING_MODE_NONE; the bootstrap socket reports dead peers. Zero-copy tcp
+  // rendezvous, at the risk above when a tcp peer dies; needs the peer to agree.
   kSocketOnly,
 };
 
@@ -125,6 +126,12 @@ struct TransportOptions {
   std::string ucx_tls;
   // For UCX: see UcxPeerFailure. kAuto reads $SLUICE_UCX_PEER_FAILURE (auto, ucx, socket).
   UcxPeerFailure ucx_peer_failure = UcxPeerFailure::kAuto;
+  // For UCX over tcp: the size of UCX's send and receive segments (UCX_TCP_TX_SEG_SIZE and
+  // UCX_TCP_RX_SEG_SIZE, which win when set; 0 keeps UCX's 8 KiB / 64 KiB). With UCX's peer
+  // watch, UCX 1.13 moves a tcp rendezvous payload one segment at a time through its own
+  // buffers: 1 MiB batches ran at 3.1-3.3 GB/s with the defaults, 5.4-5.7 GB/s with 512 KiB
+  // (perf/RESULTS.md). A busy tcp connection may hold one segment each way.
+  size_t ucx_tcp_segment_bytes = 512 * 1024;
   // For libfabric (ofi://): the provider, e.g. "tcp;ofi_rxm" or "shm". "" means
   // $SLUICE_OFI_PROVIDER, else "tcp;ofi_rxm". "sockets" is refused (unusable in 1.17).
   std::string ofi_provider;

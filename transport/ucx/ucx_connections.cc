@@ -107,7 +107,7 @@ absl::Status UcxTransport::CreateEndpoint(ConnectionId id, const Hello& remote, 
   connection_by_ep_[ep] = id;
   bool ucx_watches = params.err_mode == UCP_ERR_HANDLING_MODE_PEER;
   if (!ucx_watches && context_->peer_watch() == PeerWatch::kSocketForLocalPeers) {
-    WarnIfLanesNeedUcxWatch(EndpointTransports(ep), peer);
+    WarnIfLanesNeedUcxWatch(DescribeEndpoint(ep).transports, peer);
   }
   endpoints_[id] = Endpoint{ep, std::move(peer), remote.token, std::move(socket), ucx_watches};
   return absl::OkStatus();
@@ -123,9 +123,11 @@ absl::StatusOr<std::string> UcxTransport::DescribeConnection(ConnectionId connec
   RunSync([&] {
     auto it = endpoints_.find(connection);
     if (it == endpoints_.end()) return;
+    const EndpointInfo info = DescribeEndpoint(it->second.ep);
     described = absl::StrCat(
-        absl::StrJoin(EndpointTransports(it->second.ep), ","), "; dead peers: ",
-        it->second.ucx_watches ? "UCX (peer mode) and bootstrap socket" : "bootstrap socket");
+        absl::StrJoin(info.transports, ","), "; dead peers: ",
+        it->second.ucx_watches ? "UCX (peer mode) and bootstrap socket" : "bootstrap socket",
+        "; am_send ", info.am_send);
   });
   return described;
 }

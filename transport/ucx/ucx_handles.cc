@@ -95,9 +95,13 @@ std::vector<std::string> ParseContextTransports(absl::string_view info) {
   return transports;
 }
 
-std::vector<std::string> ParseEndpointTransports(absl::string_view info) {
-  std::vector<std::string> transports;
+EndpointInfo ParseEndpointInfo(absl::string_view info) {
+  EndpointInfo parsed;
   for (absl::string_view line : absl::StrSplit(info, '\n')) {
+    if (size_t am_send = line.find("am_send:"); am_send != absl::string_view::npos) {
+      parsed.am_send = std::string(absl::StripAsciiWhitespace(line.substr(am_send + 8)));
+      continue;
+    }
     size_t lane = line.find("lane[");
     if (lane == absl::string_view::npos) continue;
     size_t colon = line.find("]:", lane);
@@ -106,13 +110,13 @@ std::vector<std::string> ParseEndpointTransports(absl::string_view info) {
     absl::string_view resource = absl::StripLeadingAsciiWhitespace(line.substr(colon + 2));
     resource = resource.substr(0, resource.find(' '));
     resource = resource.substr(resource.find(':') + 1);  // npos + 1 == 0: no index
-    AddOnce(resource.substr(0, resource.find('/')), &transports);
+    AddOnce(resource.substr(0, resource.find('/')), &parsed.transports);
   }
-  return transports;
+  return parsed;
 }
 
-std::vector<std::string> EndpointTransports(ucp_ep_h ep) {
-  return ParseEndpointTransports(PrintedBy([ep](FILE* stream) { ucp_ep_print_info(ep, stream); }));
+EndpointInfo DescribeEndpoint(ucp_ep_h ep) {
+  return ParseEndpointInfo(PrintedBy([ep](FILE* stream) { ucp_ep_print_info(ep, stream); }));
 }
 
 PeerWatch UcxContext::ChooseAutomatically(const std::vector<std::string>& transports) {
@@ -144,7 +148,8 @@ PeerWatch UcxContext::ChooseAutomatically(const std::vector<std::string>& transp
 }
 
 absl::StatusOr<std::shared_ptr<UcxContext>> UcxContext::Create(const std::string& tls,
-                                                               UcxPeerFailure peer_failure) {
+                                                               UcxPeerFailure peer_failure,
+                                                               size_t tcp_segment_bytes) {
   SLUICE_ASSIGN_OR_RETURN(UcxPeerFailure resolved, ResolveFromEnvironment(peer_failure));
   ucp_config_t* raw_config = nullptr;
   if (ucs_status_t s = ucp_config_read(nullptr, nullptr, &raw_config); s != UCS_OK) {
@@ -160,6 +165,18 @@ absl::StatusOr<std::shared_ptr<UcxContext>> UcxContext::Create(const std::string
     effective_tls = env;
   } else {
     effective_tls = "all";
+  }
+  if (tcp_segment_bytes > 0) {
+    // ucp_config_modify hands names it does not know to the transports, by their own field
+    // names: "TX_SEG_SIZE" is UCX_TCP_TX_SEG_SIZE (only tcp has these two; `ucx_info -c -f`).
+    const std::string bytes = std::to_string(tcp_segment_bytes);
+    for (const char* field : {"TX_SEG_SIZE", "RX_SEG_SIZE"}) {
+      const std::string variable = absl::StrCat("UCX_TCP_", field);
+      if (std::getenv(variable.c_str()) != nullptr) continue;  // the user's choice wins
+      if (ucs_status_t s = ucp_config_modify(config.get(), field, bytes.c_str()); s != UCS_OK) {
+        return UcsError(s, absl::StrCat(variable, "=", bytes));
+      }
+    }
   }
   ucp_params_t params{};
   params.field_mask =

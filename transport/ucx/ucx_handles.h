@@ -42,9 +42,10 @@ class UcxContext {
  public:
   // `tls` overrides UCX_TLS for this context ("" keeps the environment's choice).
   // `peer_failure` kAuto is resolved here (see UcxPeerFailure), from the transports UCX
-  // opened for this context.
+  // opened for this context. `tcp_segment_bytes`: see TransportOptions.
   [[nodiscard]] static absl::StatusOr<std::shared_ptr<UcxContext>> Create(
-      const std::string& tls, UcxPeerFailure peer_failure = UcxPeerFailure::kAuto);
+      const std::string& tls, UcxPeerFailure peer_failure = UcxPeerFailure::kAuto,
+      size_t tcp_segment_bytes = 0);
   ~UcxContext();
   UcxContext(const UcxContext&) = delete;
   UcxContext& operator=(const UcxContext&) = delete;
@@ -86,11 +87,17 @@ class ScopedUcxLogLevel {
 
 // The transport names in the text of ucp_context_print_info ("... flags -- tcp/lo" lines).
 [[nodiscard]] std::vector<std::string> ParseContextTransports(absl::string_view info);
-// The transport names of an endpoint's lanes, in the text of ucp_ep_print_info
-// ("lane[0]:  3:sysv/memory.0 md[2] ..." lines), each once.
-[[nodiscard]] std::vector<std::string> ParseEndpointTransports(absl::string_view info);
-// ParseEndpointTransports of the endpoint's own description (on the worker's thread).
-[[nodiscard]] std::vector<std::string> EndpointTransports(ucp_ep_h ep);
+// What ucp_ep_print_info tells of an endpoint, in part.
+struct EndpointInfo {
+  // The transports of its lanes ("lane[0]:  3:sysv/memory.0 md[2] ..."), each once.
+  std::vector<std::string> transports;
+  // The active message protocol by size, e.g. "0..<egr/short>..8185..<egr/zcopy>..20553..
+  // <rndv>..(inf)" (bytes).
+  std::string am_send;
+};
+[[nodiscard]] EndpointInfo ParseEndpointInfo(absl::string_view info);
+// ParseEndpointInfo of the endpoint's own description (on the worker's thread).
+[[nodiscard]] EndpointInfo DescribeEndpoint(ucp_ep_h ep);
 
 }  // namespace sluice::transport::ucx
 

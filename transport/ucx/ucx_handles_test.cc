@@ -29,7 +29,7 @@ TEST(ParseContextTransportsTest, ReadsEachTransportOnceFromResourceLines) {
   EXPECT_TRUE(ParseContextTransports("no resources here\n").empty());
 }
 
-TEST(ParseEndpointTransportsTest, ReadsEachLaneTransportOnce) {
+TEST(ParseEndpointInfoTest, ReadsEachLaneTransportOnceAndTheProtocols) {
   constexpr absl::string_view kInfo =
       "#\n"
       "# UCP endpoint \n"
@@ -39,10 +39,14 @@ TEST(ParseEndpointTransportsTest, ReadsEachLaneTransportOnce) {
       "#                 lane[2]:  5:cma/memory.0 md[4]   -> md[4]/cma/sysdev[255] rma_bw#0\n"
       "#                 lane[3]:  6:sysv/memory.0 md[2]  -> md[2]/sysv/sysdev[255]\n"
       "#                 am_send: 0..<egr/short>..93..<egr/bcopy>..8256..<rndv>..(inf)\n";
-  EXPECT_THAT(ParseEndpointTransports(kInfo), ElementsAre("sysv", "posix", "cma"));
-  EXPECT_THAT(ParseEndpointTransports("#  lane[0]:  1:tcp/lo.0 md[1] -> md[1]/tcp am wireup\n"),
-              ElementsAre("tcp"));
-  EXPECT_TRUE(ParseEndpointTransports("# UCP endpoint\n").empty());
+  const EndpointInfo info = ParseEndpointInfo(kInfo);
+  EXPECT_THAT(info.transports, ElementsAre("sysv", "posix", "cma"));
+  EXPECT_EQ(info.am_send, "0..<egr/short>..93..<egr/bcopy>..8256..<rndv>..(inf)");
+  EXPECT_THAT(
+      ParseEndpointInfo("#  lane[0]:  1:tcp/lo.0 md[1] -> md[1]/tcp am wireup\n").transports,
+      ElementsAre("tcp"));
+  EXPECT_TRUE(ParseEndpointInfo("# UCP endpoint\n").transports.empty());
+  EXPECT_TRUE(ParseEndpointInfo("# UCP endpoint\n").am_send.empty());
 }
 
 TEST(UcxContextTest, AutomaticWatchFollowsTheTransports) {

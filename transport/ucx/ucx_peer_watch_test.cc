@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -55,11 +56,14 @@ class Receiver final : public MessageHandler {
   ConnectionId from_ ABSL_GUARDED_BY(mu_) = kNoConnection;
 };
 
-std::unique_ptr<UcxTransport> Start(const std::string& tls, MessageHandler* handler,
-                                    UcxPeerFailure peer_failure = UcxPeerFailure::kAuto) {
+std::unique_ptr<UcxTransport> Start(
+    const std::string& tls, MessageHandler* handler,
+    UcxPeerFailure peer_failure = UcxPeerFailure::kAuto,
+    size_t tcp_segment_bytes = TransportOptions().ucx_tcp_segment_bytes) {
   TransportOptions options;
   options.ucx_tls = tls;
   options.ucx_peer_failure = peer_failure;
+  options.ucx_tcp_segment_bytes = tcp_segment_bytes;
   auto created = UcxTransport::Create(options, handler);
   EXPECT_TRUE(created.ok()) << created.status();
   return created.ok() ? std::move(*created) : nullptr;
@@ -194,6 +198,44 @@ TEST(UcxPeerWatchTest, ASocketOnlyWishGivesWayToAPeerThatWantsUcx) {
   auto client_side = client->DescribeConnection(connection);
   ASSERT_TRUE(client_side.ok()) << client_side.status();
   EXPECT_THAT(*client_side, HasSubstr("dead peers: UCX (peer mode)"));
+}
+
+// The largest message UCX sends eagerly by copy ("<egr/short>..N.." in the connection's
+// description), which is bounded by its tcp send segment; -1 if not described.
+int64_t LargestShortSend(UcxTransport& client, const Address& server) {
+  auto connection = client.Connect(server);
+  if (!connection.ok()) return -1;
+  auto described = client.DescribeConnection(*connection);
+  if (!described.ok()) return -1;
+  const size_t at = described->find("<egr/short>..");
+  if (at == std::string::npos) return -1;
+  return std::strtoll(described->c_str() + at + 13, nullptr, 10);
+}
+
+// Over tcp with UCX's peer watch, UCX moves payloads one segment at a time: Sluice asks for
+// 512 KiB segments unless told otherwise, and an environment setting wins.
+TEST(UcxPeerWatchTest, TcpSegmentsFollowTheOptionUnlessTheEnvironmentSetsThem) {
+  Receiver server_handler;
+  auto server = Start("tcp,self", &server_handler);
+  ASSERT_NE(server, nullptr);
+  auto address = server->Listen(Address{"ucx", "127.0.0.1", 0});
+  ASSERT_TRUE(address.ok()) << address.status();
+  Receiver client_handler;
+  auto by_default = Start("tcp,self", &client_handler);
+  auto ucx_defaults = Start("tcp,self", &client_handler, UcxPeerFailure::kAuto, 0);
+  setenv("UCX_TCP_TX_SEG_SIZE", "16K", 1);
+  auto from_environment = Start("tcp,self", &client_handler);
+  unsetenv("UCX_TCP_TX_SEG_SIZE");
+  ASSERT_NE(by_default, nullptr);
+  ASSERT_NE(ucx_defaults, nullptr);
+  ASSERT_NE(from_environment, nullptr);
+  EXPECT_GT(LargestShortSend(*by_default, *address), 256 << 10);
+  const int64_t ucx_default = LargestShortSend(*ucx_defaults, *address);
+  EXPECT_GT(ucx_default, 0);
+  EXPECT_LT(ucx_default, 64 << 10);  // UCX's own 8 KiB
+  const int64_t environment = LargestShortSend(*from_environment, *address);
+  EXPECT_GT(environment, 8 << 10);
+  EXPECT_LE(environment, 16 << 10);
 }
 
 }  // namespace

@@ -79,8 +79,8 @@ UcxTransport::UcxTransport(const TransportOptions& options, MessageHandler* hand
       baton_(options.caller_linger) {}
 
 absl::Status UcxTransport::Start() {
-  SLUICE_ASSIGN_OR_RETURN(context_,
-                          UcxContext::Create(options_.ucx_tls, options_.ucx_peer_failure));
+  SLUICE_ASSIGN_OR_RETURN(context_, UcxContext::Create(options_.ucx_tls, options_.ucx_peer_failure,
+                                                       options_.ucx_tcp_segment_bytes));
 
   ucp_worker_params_t worker_params{};
   worker_params.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;

@@ -54,8 +54,9 @@ class UcxTransport final : public Transport {
   bool DriveUntil(const std::function<void()>& start, const std::function<bool()>& done) override;
 
   [[nodiscard]] const std::string& tls() const { return context_->tls(); }
-  // The UCT transports of the connection's lanes (e.g. "sysv,posix,cma") and who watches its
-  // peer, e.g. "sysv,posix,cma; dead peers: bootstrap socket". NotFound for an unknown id.
+  // The UCT transports of the connection's lanes, who watches its peer and UCX's protocols
+  // by message size, e.g. "sysv,posix,cma; dead peers: bootstrap socket; am_send
+  // 0..<egr/short>..93..<egr/bcopy>..8256..<rndv>..(inf)". NotFound for an unknown id.
   [[nodiscard]] absl::StatusOr<std::string> DescribeConnection(ConnectionId connection);
 
  private:
