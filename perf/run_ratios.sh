@@ -99,7 +99,10 @@ for tls in "posix,sysv,cma,self" "tcp,self"; do
   echo "service tls=$tls copied_bytes_per_delivered_byte runs: ${copied[*]}"
 done
 
-# The default UCX_TLS (all, tcp included): same-host peers still talk over shared memory,
-# watched by their bootstrap socket (PeerWatch in transport/bootstrap.h), as ucp_am_bw does.
+# The default UCX_TLS (all, tcp included): by default UCX's peer watch puts same-host peers
+# on tcp over loopback, where ucp_am_bw uses shared memory; `--ucx-peer-failure local`
+# leaves them to the socket and shared memory (PeerWatch in transport/bootstrap.h).
 export UCX_TLS=all
-compare_bandwidth all 1048576 $mib_iters "" "" "vs ucp_am_bw (default UCX_TLS, local peers)"
+compare_bandwidth all 1048576 $mib_iters "" "" "(default) vs ucp_am_bw"
+compare_bandwidth all 1048576 $mib_iters "" "--ucx-peer-failure local" \
+  "--ucx-peer-failure local vs ucp_am_bw"

@@ -53,6 +53,8 @@ std::string EffectiveUcxPeerFailure(const transport::TransportOptions& options) 
       return "ucx";
     case transport::UcxPeerFailure::kSocketOnly:
       return "socket";
+    case transport::UcxPeerFailure::kSocketForLocalPeers:
+      return "local";
   }
   const char* env = std::getenv("SLUICE_UCX_PEER_FAILURE");
   return env != nullptr && *env != '\0' ? env : "auto";

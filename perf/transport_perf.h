@@ -37,7 +37,7 @@ struct TransportPerfResult {
   std::string ucx_tls;           // UCX_TLS in effect (for ucx)
   std::string ofi_provider;      // the libfabric provider (for ofi)
   std::string progress;          // "thread" or "caller" (TransportOptions::caller_driven_progress)
-  std::string ucx_peer_failure;  // as asked: "auto", "ucx" or "socket" (for ucx)
+  std::string ucx_peer_failure;  // as asked: "auto", "ucx", "socket" or "local" (ucx)
   std::string transport_description;  // Transport::Describe() of the client: as resolved
   size_t size = 0;
   int64_t iterations = 0;

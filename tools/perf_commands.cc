@@ -51,8 +51,9 @@ void AddTransportFlags(CLI::App* app, TransportFlags& flags) {
       ->capture_default_str();
   app->add_option("--ucx-peer-failure", flags.ucx_peer_failure,
                   "Who notices a dead UCX peer (both processes): auto, ucx "
-                  "(UCP_ERR_HANDLING_MODE_PEER) or socket (Sluice's bootstrap socket; keeps UCX "
-                  "1.13's zero-copy tcp rendezvous). Default: $SLUICE_UCX_PEER_FAILURE, else auto");
+                  "(UCP_ERR_HANDLING_MODE_PEER), socket (Sluice's bootstrap socket; keeps UCX "
+                  "1.13's zero-copy tcp rendezvous) or local (the socket for same-host peers, "
+                  "which then keep shared memory). Default: $SLUICE_UCX_PEER_FAILURE, else auto");
   app->add_flag("--json", flags.json, "Print one JSON object");
 }
 
@@ -67,8 +68,8 @@ int RunTransportCommand(const TransportFlags& flags) {
   }
   if (!flags.ucx_peer_failure.empty()) {
     if (flags.ucx_peer_failure != "auto" && flags.ucx_peer_failure != "ucx" &&
-        flags.ucx_peer_failure != "socket") {
-      return Fail("transport", "--ucx-peer-failure must be auto, ucx or socket, got '" +
+        flags.ucx_peer_failure != "socket" && flags.ucx_peer_failure != "local") {
+      return Fail("transport", "--ucx-peer-failure must be auto, ucx, socket or local, got '" +
                                    flags.ucx_peer_failure + "'");
     }
     // Through the environment, so that the server process makes the same choice.

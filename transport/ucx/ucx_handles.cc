@@ -51,8 +51,9 @@ absl::StatusOr<UcxPeerFailure> ResolveFromEnvironment(UcxPeerFailure requested) 
   if (value.empty() || value == "auto") return UcxPeerFailure::kAuto;
   if (value == "ucx") return UcxPeerFailure::kUcx;
   if (value == "socket") return UcxPeerFailure::kSocketOnly;
+  if (value == "local") return UcxPeerFailure::kSocketForLocalPeers;
   return absl::InvalidArgumentError(
-      absl::StrCat("SLUICE_UCX_PEER_FAILURE=", value, ": expected auto, ucx or socket"));
+      absl::StrCat("SLUICE_UCX_PEER_FAILURE=", value, ": expected auto, ucx, socket or local"));
 }
 
 // What a UCX print function writes to a stream, as a string.
@@ -119,32 +120,30 @@ EndpointInfo DescribeEndpoint(ucp_ep_h ep) {
   return ParseEndpointInfo(PrintedBy([ep](FILE* stream) { ucp_ep_print_info(ep, stream); }));
 }
 
+bool TlsMayIncludeTcp(absl::string_view tls) {
+  std::vector<absl::string_view> names = absl::StrSplit(tls, ',', absl::SkipWhitespace());
+  for (absl::string_view& name : names) name = absl::StripAsciiWhitespace(name);
+  const bool excluding = !names.empty() && absl::ConsumePrefix(&names.front(), "^");
+  const bool names_tcp = std::find(names.begin(), names.end(), "tcp") != names.end();
+  if (excluding) return !names_tcp;
+  return names_tcp || std::find(names.begin(), names.end(), "all") != names.end();
+}
+
 PeerWatch UcxContext::ChooseAutomatically(const std::vector<std::string>& transports) {
   // Shared memory has no connection that can fail inside UCX. tcp does: a dead tcp peer
   // surfaces inside UCT as a connection error, and without PEER mode nothing purges the
   // failed endpoint. A fault test then aborted in UCT (`tcp_iface.c:307 Assertion
   // ep->conn_state != UCT_TCP_EP_CONN_STATE_CLOSED`), and UCX documents force-closing an
-  // endpoint (what Sluice does to a dead peer's) as requiring PEER mode on both sides. Yet
-  // PEER mode also costs a same-host peer its shared memory (1.13's posix and sysv cannot
-  // report peer failure, so UCX falls back to tcp over loopback). Between shm and tcp alone,
-  // UCX always prefers shm for a reachable peer (`ucx_info -e -P intra`), so NONE is safe
-  // for same-host peers. RDMA transports may add lanes even between co-located peers: kUcx.
+  // endpoint (what Sluice does to a dead peer's) as requiring PEER mode on both sides.
+  // PEER mode costs a same-host peer its shared memory (UCX 1.13 falls back to tcp over
+  // loopback); kSocketForLocalPeers avoids that, but is not chosen here (UcxPeerFailure).
   static const auto* kCoveredBySocket =
       new absl::flat_hash_set<std::string>{"self", "posix", "sysv", "cma", "knem", "xpmem"};
   if (transports.empty()) return PeerWatch::kUcx;  // the text format changed: the safe choice
-  bool has_tcp = false;
-  bool has_shared_memory = false;
   for (const std::string& t : transports) {
-    if (t == "tcp") {
-      has_tcp = true;
-    } else if (!kCoveredBySocket->contains(t)) {
-      return PeerWatch::kUcx;
-    } else if (t == "posix" || t == "sysv") {
-      has_shared_memory = true;
-    }
+    if (!kCoveredBySocket->contains(t)) return PeerWatch::kUcx;
   }
-  if (!has_tcp) return PeerWatch::kSocket;
-  return has_shared_memory ? PeerWatch::kSocketForLocalPeers : PeerWatch::kUcx;
+  return PeerWatch::kSocket;
 }
 
 absl::StatusOr<std::shared_ptr<UcxContext>> UcxContext::Create(const std::string& tls,
@@ -166,7 +165,9 @@ absl::StatusOr<std::shared_ptr<UcxContext>> UcxContext::Create(const std::string
   } else {
     effective_tls = "all";
   }
-  if (tcp_segment_bytes > 0) {
+  // UCX warns on stderr about a transport setting no transport took ("invalid
+  // configurations"), so it is handed over only when tcp may be opened.
+  if (tcp_segment_bytes > 0 && TlsMayIncludeTcp(effective_tls)) {
     // ucp_config_modify hands names it does not know to the transports, by their own field
     // names: "TX_SEG_SIZE" is UCX_TCP_TX_SEG_SIZE (only tcp has these two; `ucx_info -c -f`).
     const std::string bytes = std::to_string(tcp_segment_bytes);
@@ -205,6 +206,9 @@ absl::StatusOr<std::shared_ptr<UcxContext>> UcxContext::Create(const std::string
       break;
     case UcxPeerFailure::kSocketOnly:
       created->peer_watch_ = PeerWatch::kSocket;
+      break;
+    case UcxPeerFailure::kSocketForLocalPeers:
+      created->peer_watch_ = PeerWatch::kSocketForLocalPeers;
       break;
   }
   return created;

@@ -60,8 +60,7 @@ class UcxContext {
   [[nodiscard]] PeerWatch peer_watch() const { return peer_watch_; }
 
   // kAuto's rule, from the transports UCX opened: kSocket for shared memory and self only,
-  // kSocketForLocalPeers for tcp besides them (UCX reaches a same-host peer over shared
-  // memory), kUcx otherwise.
+  // kUcx as soon as tcp or RDMA is present.
   [[nodiscard]] static PeerWatch ChooseAutomatically(const std::vector<std::string>& transports);
 
  private:
@@ -87,6 +86,10 @@ class ScopedUcxLogLevel {
 
 // The transport names in the text of ucp_context_print_info ("... flags -- tcp/lo" lines).
 [[nodiscard]] std::vector<std::string> ParseContextTransports(absl::string_view info);
+// Whether a UCX_TLS value lets UCX open tcp: "all", a list naming tcp, or an exclusion
+// ("^...") that does not.
+[[nodiscard]] bool TlsMayIncludeTcp(absl::string_view tls);
+
 // What ucp_ep_print_info tells of an endpoint, in part.
 struct EndpointInfo {
   // The transports of its lanes ("lane[0]:  3:sysv/memory.0 md[2] ..."), each once.

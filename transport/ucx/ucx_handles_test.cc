@@ -49,12 +49,22 @@ TEST(ParseEndpointInfoTest, ReadsEachLaneTransportOnceAndTheProtocols) {
   EXPECT_TRUE(ParseEndpointInfo("# UCP endpoint\n").am_send.empty());
 }
 
+TEST(TlsMayIncludeTcpTest, ReadsListsExclusionsAndAll) {
+  EXPECT_TRUE(TlsMayIncludeTcp("all"));
+  EXPECT_TRUE(TlsMayIncludeTcp("tcp,self"));
+  EXPECT_TRUE(TlsMayIncludeTcp("self, tcp"));
+  EXPECT_TRUE(TlsMayIncludeTcp("^posix,sysv"));
+  EXPECT_FALSE(TlsMayIncludeTcp("^tcp"));
+  EXPECT_FALSE(TlsMayIncludeTcp("^sysv,tcp"));
+  EXPECT_FALSE(TlsMayIncludeTcp("posix,sysv,cma,self"));
+  EXPECT_FALSE(TlsMayIncludeTcp("shm,self"));
+}
+
 TEST(UcxContextTest, AutomaticWatchFollowsTheTransports) {
   EXPECT_EQ(UcxContext::ChooseAutomatically({"self", "posix", "sysv", "cma"}), PeerWatch::kSocket);
-  // tcp needs UCX's watch (a dead tcp peer's failed endpoint is otherwise never purged), but
-  // not for a same-host peer, which UCX reaches over shared memory.
+  // tcp needs UCX's watch: a dead tcp peer's failed endpoint is otherwise never purged.
   EXPECT_EQ(UcxContext::ChooseAutomatically({"self", "tcp", "posix", "sysv", "cma"}),
-            PeerWatch::kSocketForLocalPeers);
+            PeerWatch::kUcx);
   EXPECT_EQ(UcxContext::ChooseAutomatically({"self", "tcp", "cma"}), PeerWatch::kUcx);
   EXPECT_EQ(UcxContext::ChooseAutomatically({"self", "tcp"}), PeerWatch::kUcx);
   EXPECT_EQ(UcxContext::ChooseAutomatically({"self", "tcp", "posix", "rc_mlx5"}), PeerWatch::kUcx);
@@ -70,7 +80,10 @@ TEST(UcxContextTest, AutoOnTcpAsksUcxAndAnExplicitChoiceWins) {
 
   auto mixed = UcxContext::Create("tcp,posix,sysv,cma,self");
   ASSERT_TRUE(mixed.ok()) << mixed.status();
-  EXPECT_EQ((*mixed)->peer_watch(), PeerWatch::kSocketForLocalPeers);
+  EXPECT_EQ((*mixed)->peer_watch(), PeerWatch::kUcx);
+  auto local = UcxContext::Create("tcp,posix,sysv,cma,self", UcxPeerFailure::kSocketForLocalPeers);
+  ASSERT_TRUE(local.ok()) << local.status();
+  EXPECT_EQ((*local)->peer_watch(), PeerWatch::kSocketForLocalPeers);
 
   auto shm = UcxContext::Create("posix,sysv,cma,self");
   ASSERT_TRUE(shm.ok()) << shm.status();

@@ -1,4 +1,4 @@
-// Who watches a UCX connection's peer, decided per connection (PeerWatch in ucx_handles.h):
+// Who watches a UCX connection's peer, decided per connection (PeerWatch in bootstrap.h):
 // real UCX endpoints between transports in this process, or in a child process that left
 // this host's IPC namespace, and the lanes UCX actually picked for each.
 #include <gmock/gmock.h>
@@ -22,6 +22,7 @@ using ::testing::Not;
 
 constexpr size_t kPayloadBytes = 1 << 20;  // sent by rendezvous: exercises the RMA lanes
 constexpr char kMixed[] = "tcp,posix,sysv,cma,self";
+constexpr UcxPeerFailure kLocal = UcxPeerFailure::kSocketForLocalPeers;
 
 // Keeps the payloads it receives and which connection they came on.
 class Receiver final : public MessageHandler {
@@ -95,7 +96,7 @@ TEST(UcxPeerWatchTest, APeerInAnotherIpcNamespaceIsWatchedByUcx) {
     uint16_t port = 0;  // 0 tells the parent that the child could not start
     if (unshare(CLONE_NEWIPC) == 0) {
       Receiver handler;
-      auto server = Start(kMixed, &handler);
+      auto server = Start(kMixed, &handler, kLocal);
       auto address = server ? server->Listen(Address{"ucx", "127.0.0.1", 0})
                             : absl::StatusOr<Address>(absl::InternalError("no transport"));
       if (address.ok()) port = address->port;
@@ -123,7 +124,7 @@ TEST(UcxPeerWatchTest, APeerInAnotherIpcNamespaceIsWatchedByUcx) {
     FAIL() << "the child could not start a transport";
   }
   Receiver client_handler;
-  auto client = Start(kMixed, &client_handler);
+  auto client = Start(kMixed, &client_handler, kLocal);
   ASSERT_NE(client, nullptr);
   ConnectionId connection = ConnectAndSend(*client, Address{"ucx", "127.0.0.1", port});
   auto client_side = client->DescribeConnection(connection);
@@ -139,8 +140,8 @@ TEST(UcxPeerWatchTest, APeerInAnotherIpcNamespaceIsWatchedByUcx) {
 TEST(UcxPeerWatchTest, SameHostPeersUseSharedMemoryWatchedByTheSocket) {
   Receiver server_handler;
   Receiver client_handler;
-  auto server = Start(kMixed, &server_handler);
-  auto client = Start(kMixed, &client_handler);
+  auto server = Start(kMixed, &server_handler, kLocal);
+  auto client = Start(kMixed, &client_handler, kLocal);
   ASSERT_NE(server, nullptr);
   ASSERT_NE(client, nullptr);
   auto address = server->Listen(Address{"ucx", "127.0.0.1", 0});
@@ -162,11 +163,30 @@ TEST(UcxPeerWatchTest, SameHostPeersUseSharedMemoryWatchedByTheSocket) {
   EXPECT_THAT(client->Describe(), HasSubstr("bootstrap socket for same-host peers"));
 }
 
+// The default (kAuto) with tcp among the transports: UCX watches every peer, so a same-host
+// pair talks over tcp on loopback.
+TEST(UcxPeerWatchTest, ByDefaultUcxWatchesSameHostPeersToo) {
+  Receiver server_handler;
+  Receiver client_handler;
+  auto server = Start(kMixed, &server_handler);
+  auto client = Start(kMixed, &client_handler);
+  ASSERT_NE(server, nullptr);
+  ASSERT_NE(client, nullptr);
+  auto address = server->Listen(Address{"ucx", "127.0.0.1", 0});
+  ASSERT_TRUE(address.ok()) << address.status();
+  ConnectionId connection = ConnectAndSend(*client, *address);
+  ASSERT_NE(server_handler.AwaitPayload(), kNoConnection) << "the payload did not arrive";
+  auto client_side = client->DescribeConnection(connection);
+  ASSERT_TRUE(client_side.ok()) << client_side.status();
+  EXPECT_THAT(*client_side, HasSubstr("tcp"));
+  EXPECT_THAT(*client_side, HasSubstr("dead peers: UCX (peer mode)"));
+}
+
 TEST(UcxPeerWatchTest, APeerWithoutSharedMemoryIsWatchedByUcx) {
   Receiver server_handler;
   Receiver client_handler;
   auto server = Start("tcp,self", &server_handler);
-  auto client = Start(kMixed, &client_handler);
+  auto client = Start(kMixed, &client_handler, kLocal);
   ASSERT_NE(server, nullptr);
   ASSERT_NE(client, nullptr);
   auto address = server->Listen(Address{"ucx", "127.0.0.1", 0});
