@@ -119,9 +119,9 @@ enum class UcxPeerFailure {
   // rendezvous, at the risk above when a tcp peer dies; needs the peer to agree.
   kSocketOnly,
   // The socket alone for peers on this host (UCX then picks shared memory, not tcp over
-  // loopback), UCX for the others; needs the peer to agree. Not the default: in about 130
-  // runs of a fault test one reader twice stalled after a worker was killed, unexplained
-  // (docs/design.md, "Peer failure").
+  // loopback), UCX for the others; needs the peer to agree. Not the default: over UCX's
+  // shared memory a peer killed mid-send can stall a receiver's queue for every sender
+  // (docs/design.md, "Peer failure"); tcp cannot.
   kSocketForLocalPeers,
 };
 
