@@ -137,87 +137,80 @@ TEST(UcxPeerWatchTest, APeerInAnotherIpcNamespaceIsWatchedByUcx) {
   EXPECT_THAT(*client_side, HasSubstr("dead peers: UCX (peer mode)"));
 }
 
-TEST(UcxPeerWatchTest, SameHostPeersUseSharedMemoryWatchedByTheSocket) {
-  Receiver server_handler;
+// A server and a client transport in this process, the client connected and its payload
+// received by the server.
+struct Pair {
+  Receiver server_handler;  // declared first: outlive the transports that call them
   Receiver client_handler;
-  auto server = Start(kMixed, &server_handler, kLocal);
-  auto client = Start(kMixed, &client_handler, kLocal);
-  ASSERT_NE(server, nullptr);
-  ASSERT_NE(client, nullptr);
-  auto address = server->Listen(Address{"ucx", "127.0.0.1", 0});
-  ASSERT_TRUE(address.ok()) << address.status();
-  ConnectionId connection = ConnectAndSend(*client, *address);
-  ConnectionId on_server = server_handler.AwaitPayload();
-  ASSERT_NE(on_server, kNoConnection) << "the payload did not arrive";
+  std::unique_ptr<UcxTransport> server;
+  std::unique_ptr<UcxTransport> client;
+  ConnectionId connection = kNoConnection;  // the client's
+  ConnectionId on_server = kNoConnection;
+};
 
+// Starts both ends, connects and sends one payload; nullptr (with the failure reported) if
+// any step fails.
+std::unique_ptr<Pair> Connected(const std::string& server_tls, UcxPeerFailure server_watch,
+                                const std::string& client_tls, UcxPeerFailure client_watch) {
+  auto pair = std::make_unique<Pair>();
+  pair->server = Start(server_tls, &pair->server_handler, server_watch);
+  pair->client = Start(client_tls, &pair->client_handler, client_watch);
+  if (pair->server == nullptr || pair->client == nullptr) return nullptr;
+  auto address = pair->server->Listen(Address{"ucx", "127.0.0.1", 0});
+  EXPECT_TRUE(address.ok()) << address.status();
+  if (!address.ok()) return nullptr;
+  pair->connection = ConnectAndSend(*pair->client, *address);
+  pair->on_server = pair->server_handler.AwaitPayload();
+  EXPECT_NE(pair->on_server, kNoConnection) << "the payload did not arrive";
+  return pair->on_server == kNoConnection ? nullptr : std::move(pair);
+}
+
+// What `transport` says of `connection`; "" (with the failure reported) if it cannot.
+std::string Described(UcxTransport& transport, ConnectionId connection) {
+  absl::StatusOr<std::string> described = transport.DescribeConnection(connection);
+  EXPECT_TRUE(described.ok()) << described.status();
+  return described.ok() ? *described : "";
+}
+
+TEST(UcxPeerWatchTest, SameHostPeersUseSharedMemoryWatchedByTheSocket) {
+  auto pair = Connected(kMixed, kLocal, kMixed, kLocal);
+  ASSERT_NE(pair, nullptr);
   // UCX's peer mode would have cost this pair its shared memory (tcp over loopback).
-  auto client_side = client->DescribeConnection(connection);
-  auto server_side = server->DescribeConnection(on_server);
-  ASSERT_TRUE(client_side.ok()) << client_side.status();
-  ASSERT_TRUE(server_side.ok()) << server_side.status();
-  for (const std::string& side : {*client_side, *server_side}) {
+  for (const std::string& side :
+       {Described(*pair->client, pair->connection), Described(*pair->server, pair->on_server)}) {
     EXPECT_THAT(side, HasSubstr("dead peers: bootstrap socket"));
     EXPECT_THAT(side, Not(HasSubstr("tcp")));
     EXPECT_THAT(side, HasSubstr("cma"));  // the rendezvous lane
   }
-  EXPECT_THAT(client->Describe(), HasSubstr("bootstrap socket for same-host peers"));
+  EXPECT_THAT(pair->client->Describe(), HasSubstr("bootstrap socket for same-host peers"));
 }
 
 // The default (kAuto) with tcp among the transports: UCX watches every peer, so a same-host
 // pair talks over tcp on loopback.
 TEST(UcxPeerWatchTest, ByDefaultUcxWatchesSameHostPeersToo) {
-  Receiver server_handler;
-  Receiver client_handler;
-  auto server = Start(kMixed, &server_handler);
-  auto client = Start(kMixed, &client_handler);
-  ASSERT_NE(server, nullptr);
-  ASSERT_NE(client, nullptr);
-  auto address = server->Listen(Address{"ucx", "127.0.0.1", 0});
-  ASSERT_TRUE(address.ok()) << address.status();
-  ConnectionId connection = ConnectAndSend(*client, *address);
-  ASSERT_NE(server_handler.AwaitPayload(), kNoConnection) << "the payload did not arrive";
-  auto client_side = client->DescribeConnection(connection);
-  ASSERT_TRUE(client_side.ok()) << client_side.status();
-  EXPECT_THAT(*client_side, HasSubstr("tcp"));
-  EXPECT_THAT(*client_side, HasSubstr("dead peers: UCX (peer mode)"));
+  auto pair = Connected(kMixed, UcxPeerFailure::kAuto, kMixed, UcxPeerFailure::kAuto);
+  ASSERT_NE(pair, nullptr);
+  const std::string client_side = Described(*pair->client, pair->connection);
+  EXPECT_THAT(client_side, HasSubstr("tcp"));
+  EXPECT_THAT(client_side, HasSubstr("dead peers: UCX (peer mode)"));
 }
 
 TEST(UcxPeerWatchTest, APeerWithoutSharedMemoryIsWatchedByUcx) {
-  Receiver server_handler;
-  Receiver client_handler;
-  auto server = Start("tcp,self", &server_handler);
-  auto client = Start(kMixed, &client_handler, kLocal);
-  ASSERT_NE(server, nullptr);
-  ASSERT_NE(client, nullptr);
-  auto address = server->Listen(Address{"ucx", "127.0.0.1", 0});
-  ASSERT_TRUE(address.ok()) << address.status();
-  ConnectionId connection = ConnectAndSend(*client, *address);
-  ASSERT_NE(server_handler.AwaitPayload(), kNoConnection) << "the payload did not arrive";
-
-  auto client_side = client->DescribeConnection(connection);
-  ASSERT_TRUE(client_side.ok()) << client_side.status();
-  EXPECT_THAT(*client_side, HasSubstr("tcp"));
-  EXPECT_THAT(*client_side, HasSubstr("dead peers: UCX (peer mode)"));
-  EXPECT_EQ(client->DescribeConnection(connection + 1000).status().code(),
+  auto pair = Connected("tcp,self", UcxPeerFailure::kAuto, kMixed, kLocal);
+  ASSERT_NE(pair, nullptr);
+  const std::string client_side = Described(*pair->client, pair->connection);
+  EXPECT_THAT(client_side, HasSubstr("tcp"));
+  EXPECT_THAT(client_side, HasSubstr("dead peers: UCX (peer mode)"));
+  EXPECT_EQ(pair->client->DescribeConnection(pair->connection + 1000).status().code(),
             absl::StatusCode::kNotFound);
 }
 
 // Both ends must agree: with NONE on one and PEER on the other, UCX 1.13 never delivered
 // the payload over tcp. A wish for the socket alone gives way to a peer that wants UCX.
 TEST(UcxPeerWatchTest, ASocketOnlyWishGivesWayToAPeerThatWantsUcx) {
-  Receiver server_handler;
-  Receiver client_handler;
-  auto server = Start("tcp,self", &server_handler);
-  auto client = Start("tcp,self", &client_handler, UcxPeerFailure::kSocketOnly);
-  ASSERT_NE(server, nullptr);
-  ASSERT_NE(client, nullptr);
-  auto address = server->Listen(Address{"ucx", "127.0.0.1", 0});
-  ASSERT_TRUE(address.ok()) << address.status();
-  ConnectionId connection = ConnectAndSend(*client, *address);
-  ASSERT_NE(server_handler.AwaitPayload(), kNoConnection) << "the payload did not arrive";
-  auto client_side = client->DescribeConnection(connection);
-  ASSERT_TRUE(client_side.ok()) << client_side.status();
-  EXPECT_THAT(*client_side, HasSubstr("dead peers: UCX (peer mode)"));
+  auto pair = Connected("tcp,self", UcxPeerFailure::kAuto, "tcp,self", UcxPeerFailure::kSocketOnly);
+  ASSERT_NE(pair, nullptr);
+  EXPECT_THAT(Described(*pair->client, pair->connection), HasSubstr("dead peers: UCX (peer mode)"));
 }
 
 // The largest message UCX sends eagerly by copy ("<egr/short>..N.." in the connection's
