@@ -64,7 +64,7 @@ void UcxTransport::RecycleSendOp(std::unique_ptr<SendOp> op) {
 void UcxTransport::DoSend(ConnectionId to, absl::string_view header, Payload payload,
                           SendCallback done) {
   auto it = endpoints_.find(to);
-  if (it == endpoints_.end()) {
+  if (it == endpoints_.end() || it->second.failed) {
     if (done) done(absl::UnavailableError(absl::StrCat("connection ", to, " is closed")));
     return;
   }
@@ -105,13 +105,66 @@ void UcxTransport::DoSend(ConnectionId to, absl::string_view header, Payload pay
                   : ucp_am_send_nbx(it->second.ep, kActiveMessageId, op->header.data(),
                                     op->header.size(), payload.data, payload.size, &param);
   SendOp* raw = op.release();
-  if (UCS_PTR_IS_PTR(request)) return;  // completes in OnSendComplete
+  if (UCS_PTR_IS_PTR(request)) {  // completes in OnSendComplete
+    raw->to = to;
+    raw->request = request;
+    TrackSend(raw);
+    return;
+  }
   OnSendComplete(nullptr, UCS_PTR_STATUS(request), raw);
+}
+
+void UcxTransport::TrackSend(SendOp* op) {
+  op->in_flight = true;
+  op->prev = nullptr;
+  op->next = sends_in_flight_;
+  if (sends_in_flight_ != nullptr) sends_in_flight_->prev = op;
+  sends_in_flight_ = op;
+}
+
+void UcxTransport::UntrackSend(SendOp* op) {
+  if (op->prev != nullptr) op->prev->next = op->next;
+  if (op->next != nullptr) op->next->prev = op->prev;
+  if (sends_in_flight_ == op) sends_in_flight_ = op->next;
+  op->in_flight = false;
+  op->prev = op->next = nullptr;
+}
+
+bool UcxTransport::HasSendsInFlight(ConnectionId id) const {
+  for (const SendOp* op = sends_in_flight_; op != nullptr; op = op->next) {
+    if (op->to == id) return true;
+  }
+  return false;
+}
+
+void UcxTransport::AbandonSends(ConnectionId id, std::optional<absl::Status> why) {
+  // Callbacks first collected: one may send, and so change the list.
+  std::vector<SendCallback> callbacks;
+  for (SendOp* op = sends_in_flight_; op != nullptr; op = op->next) {
+    if (op->request == nullptr || (id != kNoConnection && op->to != id)) continue;
+    // UCX frees a released request when it completes, and still calls back.
+    ucp_request_free(op->request);
+    op->request = nullptr;
+    if (op->done && why.has_value()) callbacks.push_back(std::move(op->done));
+    op->done = nullptr;
+  }
+  for (SendCallback& done : callbacks) done(*why);
+}
+
+void UcxTransport::ForgetSends() {
+  while (sends_in_flight_ != nullptr) {
+    SendOp* op = sends_in_flight_;
+    UntrackSend(op);
+    delete op;
+  }
 }
 
 void UcxTransport::OnSendComplete(void* request, ucs_status_t status, void* user_data) {
   std::unique_ptr<SendOp> op(static_cast<SendOp*>(user_data));
-  if (request != nullptr) ucp_request_free(request);
+  // Null: completed at once. An abandoned operation's request was released already.
+  if (request != nullptr && (!op->in_flight || op->request != nullptr)) ucp_request_free(request);
+  if (op->in_flight) op->self->UntrackSend(op.get());
+  op->request = nullptr;
   // Recycled before `done` runs: `done` may send again and reuse it.
   SendCallback done = std::move(op->done);
   op->self->RecycleSendOp(std::move(op));
