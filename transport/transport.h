@@ -124,8 +124,8 @@ enum class UcxPeerFailure {
   // The socket alone for peers on this host (UCX then picks shared memory, not tcp over
   // loopback), UCX for the others; needs the peer to agree. Not the default: over UCX's
   // shared memory a peer killed mid-send can stall a receiver's queue for every sender,
-  // and the cure (a worker restart, ucx/ucx_queue_probe.h) loses what was queued behind it
-  // (docs/design.md, "Peer failure"); tcp cannot stall.
+  // cured by restarting the receiver's UCX worker (ucx/ucx_queue_probe.h), which fails all
+  // of its connections (docs/design.md, "Peer failure"); tcp cannot stall.
   kSocketForLocalPeers,
 };
 

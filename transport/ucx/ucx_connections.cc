@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
@@ -58,7 +59,7 @@ void UcxTransport::AcceptConnections() {
       continue;
     }
     // The handler has not seen this connection yet: drop it without an OnDisconnect.
-    if (!SendHello(fd, OwnHello(id), deadline).ok()) CloseEndpoint(id, true);
+    if (!SendHello(fd, OwnHello(id), deadline).ok()) CloseEndpoint(id, Closing::kGivenUp);
   }
 }
 
@@ -182,11 +183,11 @@ void UcxTransport::FailConnection(ConnectionId id, const absl::Status& why) {
   // The peer is dead: what was queued for it is never read, and without UCX's watch
   // nothing would ever complete it.
   if (!it->second.ucx_watches) AbandonSends(id, why);
-  Post([this, id] { CloseEndpoint(id, /*force=*/true); });
+  Post([this, id] { CloseEndpoint(id, Closing::kPeerDead); });
   handler_->OnDisconnect(id, why);
 }
 
-void UcxTransport::CloseEndpoint(ConnectionId id, bool force) {
+void UcxTransport::CloseEndpoint(ConnectionId id, Closing how) {
   auto it = endpoints_.find(id);
   if (it == endpoints_.end()) return;
   ucp_ep_h ep = it->second.ep;
@@ -194,12 +195,17 @@ void UcxTransport::CloseEndpoint(ConnectionId id, bool force) {
   StopWatching(it->second);
   endpoints_.erase(it);
   connection_by_ep_.erase(ep);
-  if (force) {
-    // Without UCX's watch, a close flushes, and a flush waits for ever on sends queued to a
-    // dead peer: such an endpoint is left to the worker's destruction.
-    if (!ucx_watches && HasSendsInFlight(id)) return;
-    ForceClose(ep, ucx_watches);
-    return;
+  switch (how) {
+    case Closing::kGraceful:
+      break;
+    case Closing::kPeerDead:
+    case Closing::kGivenUp:
+      // Without UCX's watch a close flushes, and a flush waits for ever on sends queued to
+      // a dead peer (abandoned, AbandonSends): such an endpoint is left to the worker's
+      // destruction.
+      if (!ucx_watches && HasSendsInFlight(id)) return;
+      CloseUcxEndpoint(ep, /*force=*/ucx_watches && how == Closing::kPeerDead);
+      return;
   }
   // Graceful: flush what was sent, then close. A graceful ucp_ep_close_nbx to a peer that
   // never answers would stay pending for good; a flush can be given up on (destructor).
@@ -218,21 +224,19 @@ void UcxTransport::CloseEndpoint(ConnectionId id, bool force) {
     self->Post([self, ep] {
       auto it = self->flushing_.find(ep);
       if (it == self->flushing_.end()) return;
-      const bool ucx_watches = it->second.ucx_watches;
       self->flushing_.erase(it);
-      self->ForceClose(ep, ucx_watches);
+      self->CloseUcxEndpoint(ep, /*force=*/false);
     });
   };
   ucs_status_ptr_t request = ucp_ep_flush_nbx(ep, &param);
   if (!UCS_PTR_IS_PTR(request)) param.cb.send(nullptr, UCS_PTR_STATUS(request), param.user_data);
 }
 
-void UcxTransport::ForceClose(ucp_ep_h ep, bool ucx_watches) {
-  // With the flush done (or given up on), nothing is lost by not waiting for the peer.
+void UcxTransport::CloseUcxEndpoint(ucp_ep_h ep, bool force) {
   ucp_request_param_t param{};
   param.op_attr_mask =
       UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
-  param.flags = ucx_watches ? UCP_EP_CLOSE_FLAG_FORCE : 0;
+  param.flags = force ? UCP_EP_CLOSE_FLAG_FORCE : 0;
   param.user_data = this;
   param.cb.send = [](void* request, ucs_status_t, void* user_data) {
     --static_cast<UcxTransport*>(user_data)->inflight_closes_;
@@ -243,20 +247,23 @@ void UcxTransport::ForceClose(ucp_ep_h ep, bool ucx_watches) {
 }
 
 void UcxTransport::Close(ConnectionId connection) {
-  Post([this, connection] { CloseEndpoint(connection, /*force=*/false); });
+  Post([this, connection] { CloseEndpoint(connection, Closing::kGraceful); });
 }
 
 void UcxTransport::Abort(ConnectionId connection, absl::Status why) {
-  Post([this, connection, why = std::move(why)] {
+  Post([this, connection, why = std::move(why)]() mutable {
     // Gone, or failed already (FailConnection told the handler and queued the close).
     auto it = endpoints_.find(connection);
     if (it == endpoints_.end() || !connection_by_ep_.contains(it->second.ep)) return;
-    // Without UCX's watch nothing cancels the sends: given up on here (a peer that is alive
-    // after all may still read a payload UCX had queued).
+    // The peer may be alive, so the endpoint is not force-closed (CloseUcxEndpoint): UCX
+    // ends its sends when the close's flush does, or when its watch gives up on the peer;
+    // without UCX's watch nothing would, so they are given up on here (a peer that is alive
+    // after all may still read a payload UCX had queued). A rendezvous receive already
+    // pulling its payload may still land it either way: the calls waiting on one stay
+    // with it (kReceivesOutstandingPayload).
     if (!it->second.ucx_watches) AbandonSends(connection, why);
-    // Force-closing cancels the endpoint's requests first (a rendezvous receive in flight
-    // lets go of its buffer and fails its call); OnDisconnect then fails the rest.
-    CloseEndpoint(connection, /*force=*/true);
+    why.SetPayload(kReceivesOutstandingPayload, absl::Cord("1"));
+    CloseEndpoint(connection, Closing::kGivenUp);
     handler_->OnDisconnect(connection, why);
   });
 }

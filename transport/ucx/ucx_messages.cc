@@ -21,15 +21,6 @@ constexpr size_t kMaxKeptHeaderCapacity = 1024;
 
 }  // namespace
 
-struct UcxTransport::RecvOp {
-  UcxTransport* self;
-  ConnectionId from;
-  std::string header;
-  std::byte* data;
-  size_t size;
-  std::unique_ptr<std::byte[]> owned;
-};
-
 void UcxTransport::Send(ConnectionId to, absl::string_view header, Payload payload,
                         SendCallback done) {
   if (DrivesWorker()) {
@@ -222,7 +213,8 @@ ucs_status_t UcxTransport::OnActiveMessage(const void* header, size_t header_len
     rparam.user_data = op;
     ucs_status_ptr_t request = ucp_am_recv_data_nbx(worker_.get(), data, landing, length, &rparam);
     if (UCS_PTR_IS_PTR(request)) {
-      ++receives_in_flight_;
+      op->request = request;
+      receives_in_flight_.insert(op);
     } else {
       OnReceiveComplete(nullptr, UCS_PTR_STATUS(request), length, op);
     }
@@ -240,20 +232,22 @@ ucs_status_t UcxTransport::OnActiveMessage(const void* header, size_t header_len
 void UcxTransport::OnReceiveComplete(void* request, ucs_status_t status, size_t length,
                                      void* user_data) {
   std::unique_ptr<RecvOp> op(static_cast<RecvOp*>(user_data));
+  UcxTransport* self = op->self;
   if (request != nullptr) {
-    --op->self->receives_in_flight_;
-    ucp_request_free(request);
+    self->receives_in_flight_.erase(op.get());
+    // Released already when its worker was restarted (RestartWorker).
+    if (op->request != nullptr) ucp_request_free(request);
   }
   InboundPayload payload;
   if (status != UCS_OK) {
     payload.status = UcsError(status, "receiving payload");
   } else {
-    op->self->stats_.payload_bytes_received.fetch_add(length, std::memory_order_relaxed);
+    self->stats_.payload_bytes_received.fetch_add(length, std::memory_order_relaxed);
   }
   payload.data = op->data;
   payload.size = length;
   payload.owned = std::move(op->owned);
-  op->self->handler_->OnMessage(op->from, op->header, std::move(payload));
+  self->handler_->OnMessage(op->from, op->header, std::move(payload));
 }
 
 }  // namespace sluice::transport::ucx

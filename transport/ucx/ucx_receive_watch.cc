@@ -17,8 +17,6 @@ namespace {
 // sits behind a dead sender's element. A live queue delivers it within microseconds; a
 // second leaves room for a loaded machine.
 constexpr auto kProbeTimeout = std::chrono::seconds(1);
-// How long the old worker's forced closes get to complete before it is destroyed.
-constexpr auto kCloseGrace = std::chrono::milliseconds(100);
 
 }  // namespace
 
@@ -154,37 +152,33 @@ void UcxTransport::RestartWorker(const absl::Status& why) {
   probes_sent_ = probes_arrived_ = 0;
   probe_wanted_ = false;
 
-  // Every connection lived on the old worker. Endpoints UCX watches are closed by force
-  // (which completes their sends, with an error); the others go with the old worker.
+  // Every connection lived on the old worker, and goes with it. Nothing is closed first
+  // (forcing the close of a live tcp peer's endpoint is not safe in UCX 1.13), but every
+  // request of ours is released: UCX asserts when it destroys a worker holding one.
   std::vector<ConnectionId> told;  // not those failed already: their handler knows
-  std::vector<ucp_ep_h> closing;
   for (auto& [id, endpoint] : endpoints_) {
     StopWatching(endpoint);
     if (!endpoint.failed) told.push_back(id);
-    if (endpoint.ucx_watches && !endpoint.failed) closing.push_back(endpoint.ep);
-  }
-  for (const auto& [ep, flushing] : flushing_) {
-    if (flushing.ucx_watches) closing.push_back(ep);
   }
   endpoints_.clear();
   connection_by_ep_.clear();
   flushing_.clear();
-  for (ucp_ep_h ep : closing) ForceClose(ep, /*ucx_watches=*/true);
-  const auto deadline = std::chrono::steady_clock::now() + kCloseGrace;
-  while (inflight_closes_ > 0 && std::chrono::steady_clock::now() < deadline) {
-    ucp_worker_progress(old.get());
+  AbandonSends(kNoConnection, why);  // their payloads are free again
+  std::vector<RecvOp*> receives(receives_in_flight_.begin(), receives_in_flight_.end());
+  for (RecvOp* op : receives) {
+    ucp_request_free(op->request);
+    op->request = nullptr;
   }
-  // UCX will not complete the old worker's sends any more: their payloads are free.
-  AbandonSends(kNoConnection, why);
-  // UCX lists the requests left in the old worker (rendezvous receives from live peers that
-  // will never complete) as leaks when it is destroyed: expected here.
+  // UCX lists what the old worker still held (the requests above) as leaks: expected here.
   {
-    ScopedUcxLogLevel quiet(UCS_LOG_LEVEL_ERROR);
+    ScopedUcxLogLevel quiet(UCS_LOG_LEVEL_FATAL);
     old.reset();
   }
   ForgetSends();
+  // The receives UCX did not call back for while it went: their calls fail below.
+  for (RecvOp* op : receives_in_flight_) delete op;
+  receives_in_flight_.clear();
   inflight_closes_ = 0;
-  receives_in_flight_ = 0;
   for (ConnectionId id : told) handler_->OnDisconnect(id, why);
 }
 

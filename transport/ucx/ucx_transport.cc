@@ -110,7 +110,7 @@ UcxTransport::~UcxTransport() {
       listen_socket_.reset();
       std::vector<ConnectionId> ids;
       for (const auto& [id, endpoint] : endpoints_) ids.push_back(id);
-      for (ConnectionId id : ids) CloseEndpoint(id, /*force=*/false);
+      for (ConnectionId id : ids) CloseEndpoint(id, Closing::kGraceful);
     });
     // Flushes get a bounded time: a peer behind a partition never acknowledges. What is left
     // is then force-closed, which cancels its requests, so that no request is still ours
@@ -129,8 +129,10 @@ UcxTransport::~UcxTransport() {
       std::vector<std::pair<ucp_ep_h, bool>> left;
       for (const auto& [ep, flushing] : flushing_) left.emplace_back(ep, flushing.ucx_watches);
       flushing_.clear();  // their flushes now complete (cancelled) without closing again
+      // Their peers did not answer in time: forced where UCX allows it; the others go with
+      // the worker.
       for (auto [ep, ucx_watches] : left) {
-        if (ucx_watches) ForceClose(ep, ucx_watches);
+        if (ucx_watches) CloseUcxEndpoint(ep, /*force=*/true);
       }
     });
     wait_until([this] { return inflight_closes_ == 0; });
@@ -145,7 +147,7 @@ UcxTransport::~UcxTransport() {
   // when the peer's bootstrap socket closed. Destroying the worker, UCX would list each
   // request and buffer of theirs as "not returned to mpool": expected here, not news.
   std::optional<ScopedUcxLogLevel> quiet;
-  if (receives_in_flight_ > 0 && context_->peer_watch() != PeerWatch::kUcx)
+  if (!receives_in_flight_.empty() && context_->peer_watch() != PeerWatch::kUcx)
     quiet.emplace(UCS_LOG_LEVEL_ERROR);
   probe_.reset();
   AbandonSends(kNoConnection, std::nullopt);

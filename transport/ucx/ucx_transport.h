@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
 #include "transport/bootstrap.h"
 #include "transport/progress_baton.h"
@@ -95,7 +96,16 @@ class UcxTransport final : public Transport {
     ConnectionId id;
     bool ucx_watches;
   };
-  struct RecvOp;
+  // A rendezvous receive in flight.
+  struct RecvOp {
+    UcxTransport* self;
+    ConnectionId from;
+    std::string header;
+    std::byte* data;
+    size_t size;
+    std::unique_ptr<std::byte[]> owned;
+    void* request = nullptr;  // UCX's, while in flight; null once released (RestartWorker)
+  };
   static constexpr unsigned kActiveMessageId = 0;
 
   UcxTransport(const TransportOptions& options, MessageHandler* handler);
@@ -134,11 +144,16 @@ class UcxTransport final : public Transport {
   // No more epoll events for the endpoint's bootstrap socket.
   void StopWatching(const Endpoint& endpoint);
   void FailConnection(ConnectionId id, const absl::Status& why);
-  // Graceful (flush, then close) or forced (cancels the endpoint's requests at once).
-  void CloseEndpoint(ConnectionId id, bool force);
-  // Closes without waiting for the peer: UCP_EP_CLOSE_FLAG_FORCE where UCX watches the peer
-  // (UCX 1.13 refuses it otherwise, with UCS_ERR_INVALID_PARAM), else a flushing close.
-  void ForceClose(ucp_ep_h ep, bool ucx_watches);
+  enum class Closing {
+    kGraceful,  // Close: flush what was sent, then close
+    kPeerDead,  // the peer's process is gone: cancel what UCX can (forced close)
+    kGivenUp,   // Abort: the peer may be alive: close without waiting for the flush
+  };
+  void CloseEndpoint(ConnectionId id, Closing how);
+  // ucp_ep_close_nbx, forced or flushing. Forced only where UCX watches the peer (UCX 1.13
+  // refuses it otherwise, with UCS_ERR_INVALID_PARAM) and the peer is dead: forcing the
+  // close of a live tcp peer's endpoint crashed a later ucp_worker_progress (docs/design.md).
+  void CloseUcxEndpoint(ucp_ep_h ep, bool force);
   void TrackSend(SendOp* op);
   void UntrackSend(SendOp* op);
   [[nodiscard]] bool HasSendsInFlight(ConnectionId id) const;
@@ -203,8 +218,9 @@ class UcxTransport final : public Transport {
   absl::flat_hash_map<ucp_ep_h, ConnectionId> connection_by_ep_;
   absl::flat_hash_map<int, ConnectionId> connection_by_socket_;
   int inflight_closes_ = 0;
-  // Rendezvous receives UCX has not completed yet (progress thread).
-  int receives_in_flight_ = 0;
+  // Rendezvous receives UCX has not completed yet (progress thread), so that a worker
+  // restart can release their requests.
+  absl::flat_hash_set<RecvOp*> receives_in_flight_;
   // Endpoints closed gracefully whose flush has not completed yet.
   absl::flat_hash_map<ucp_ep_h, Flushing> flushing_;
   SendOp* sends_in_flight_ = nullptr;  // a list through SendOp::prev/next
