@@ -475,11 +475,12 @@ bool BatchReader::OnTaskFetched(Task& task, transport::Slab slab, absl::Time sen
     case FetchOutcome::kReply:
       break;
   }
-  // Any reply means the worker took the acknowledgements the request carried.
+  // retry_later: the worker does not run the task yet, so nobody took the acknowledgements.
+  if (response.retry_later()) return false;  // the next heartbeat tick asks again
+  // Any other reply means the task took the acknowledgements the request carried.
   std::erase_if(task.unconfirmed, [&acked](int64_t index) {
     return std::find(acked.begin(), acked.end(), index) != acked.end();
   });
-  if (response.retry_later()) return false;  // the next heartbeat tick asks again
   if (response.end_of_sequence()) {
     task.ended = true;
     return true;

@@ -255,15 +255,19 @@ void UcxTransport::Abort(ConnectionId connection, absl::Status why) {
     // Gone, or failed already (FailConnection told the handler and queued the close).
     auto it = endpoints_.find(connection);
     if (it == endpoints_.end() || !connection_by_ep_.contains(it->second.ep)) return;
-    // The peer may be alive, so the endpoint is not force-closed (CloseUcxEndpoint): UCX
-    // ends its sends when the close's flush does, or when its watch gives up on the peer;
-    // without UCX's watch nothing would, so they are given up on here (a peer that is alive
-    // after all may still read a payload UCX had queued). A rendezvous receive already
-    // pulling its payload may still land it either way: the calls waiting on one stay
-    // with it (kReceivesOutstandingPayload).
-    if (!it->second.ucx_watches) AbandonSends(connection, why);
-    why.SetPayload(kReceivesOutstandingPayload, absl::Cord("1"));
-    CloseEndpoint(connection, Closing::kGivenUp);
+    // Where UCX watches the peer, a forced close cancels the endpoint's requests (a
+    // rendezvous receive in flight lets go of its buffer and fails its call). Without its
+    // watch UCX refuses to force, and nothing cancels: the sends are given up on here (a
+    // peer that is alive after all may still read a payload UCX had queued), and a
+    // rendezvous receive already pulling its payload may still land it, so the calls
+    // waiting on one stay with it (kReceivesOutstandingPayload).
+    if (it->second.ucx_watches) {
+      CloseEndpoint(connection, Closing::kPeerDead);
+    } else {
+      AbandonSends(connection, why);
+      why.SetPayload(kReceivesOutstandingPayload, absl::Cord("1"));
+      CloseEndpoint(connection, Closing::kGivenUp);
+    }
     handler_->OnDisconnect(connection, why);
   });
 }
