@@ -1,6 +1,7 @@
 #include "control/batch_reader.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -293,14 +294,20 @@ void BatchReader::PumpRounds() {
 void BatchReader::Fetch(size_t task_index, std::shared_ptr<transport::Slab> slab, int64_t round) {
   int64_t task_id;
   transport::Address worker;
+  std::vector<int64_t> acked;
+  int64_t delivery_epoch = 0;
   {
     absl::MutexLock lock(&mu_);
     task_id = tasks_[task_index].id;
     worker = tasks_[task_index].worker;
+    if (round < 0) {
+      acked = tasks_[task_index].unconfirmed;
+      delivery_epoch = tasks_[task_index].delivery_epoch;
+    }
   }
   absl::StatusOr<transport::ConnectionId> connection = rpc_->ConnectTo(worker);
   if (!connection.ok()) {
-    OnFetched(task_index, std::move(*slab), absl::Now(), connection.status(), round);
+    OnFetched(task_index, std::move(*slab), absl::Now(), connection.status(), round, acked);
     return;
   }
   {
@@ -315,14 +322,17 @@ void BatchReader::Fetch(size_t task_index, std::shared_ptr<transport::Slab> slab
     request.set_coordinated(true);
     request.set_consumer_index(options_.consumer_index);
     request.set_round(round);
+  } else {
+    request.set_delivery_epoch(delivery_epoch);
+    for (int64_t index : acked) request.add_acked_batch_indices(index);
   }
   transport::CallOptions call_options;
   call_options.timeout = options_.request_timeout;
   call_options.landing = transport::PayloadDestination{slab->data(), slab->capacity()};
   rpc_->CallAsync(*connection, proto::GET_ELEMENT, request.SerializeAsString(), call_options,
-                  [this, task_index, slab, round,
-                   sent = absl::Now()](absl::StatusOr<transport::CallResult> result) {
-                    OnFetched(task_index, std::move(*slab), sent, std::move(result), round);
+                  [this, task_index, slab, round, sent = absl::Now(),
+                   acked = std::move(acked)](absl::StatusOr<transport::CallResult> result) {
+                    OnFetched(task_index, std::move(*slab), sent, std::move(result), round, acked);
                   });
 }
 
@@ -408,7 +418,8 @@ void BatchReader::AdvanceRounds() {
 }
 
 void BatchReader::OnFetched(size_t task_index, transport::Slab slab, absl::Time sent,
-                            absl::StatusOr<transport::CallResult> result, int64_t round) {
+                            absl::StatusOr<transport::CallResult> result, int64_t round,
+                            const std::vector<int64_t>& acked) {
   // Runs whatever the body below leaves to do, then marks this callback finished: the last
   // touch of `this`.
   struct Finish {
@@ -425,6 +436,7 @@ void BatchReader::OnFetched(size_t task_index, transport::Slab slab, absl::Time 
   }
   Finish finish{this};
   bool pump;
+  transport::ConnectionId to_drop;
   {
     absl::MutexLock lock(&mu_);
     Task& task = tasks_[task_index];
@@ -436,14 +448,22 @@ void BatchReader::OnFetched(size_t task_index, transport::Slab slab, absl::Time 
       slab = transport::Slab();
     }
     pump = round >= 0 ? OnRoundFetched(task, std::move(slab), sent, result, round)
-                      : OnTaskFetched(task, std::move(slab), sent, result);
+                      : OnTaskFetched(task, std::move(slab), sent, result, acked);
+    to_drop = std::exchange(connection_to_drop_, transport::kNoConnection);
+  }
+  if (to_drop != transport::kNoConnection) {
+    rpc_->Disconnect(to_drop, absl::UnavailableError("connection dropped by fault injection "
+                                                     "(ReadOptions::disconnect_every_batches)"));
   }
   if (pump) Pump();
 }
 
 bool BatchReader::OnTaskFetched(Task& task, transport::Slab slab, absl::Time sent,
-                                const absl::StatusOr<transport::CallResult>& result) {
+                                const absl::StatusOr<transport::CallResult>& result,
+                                const std::vector<int64_t>& acked) {
   if (task.lost) return false;  // its splits are re-issued; this batch is not delivered
+  // A failed request may have lost a batch on the way: the next request says so.
+  if (!result.ok()) task.delivery_epoch = std::max(task.delivery_epoch, int64_t{1}) + 1;
   const absl::Time now = absl::Now();
   proto::GetElementResponse response;
   switch (Examine(task, slab, result, absl::StrCat("task ", task.id), &response)) {
@@ -455,10 +475,26 @@ bool BatchReader::OnTaskFetched(Task& task, transport::Slab slab, absl::Time sen
     case FetchOutcome::kReply:
       break;
   }
+  // retry_later: the worker does not run the task yet, so nobody took the acknowledgements.
   if (response.retry_later()) return false;  // the next heartbeat tick asks again
+  // Any other reply means the task took the acknowledgements the request carried.
+  std::erase_if(task.unconfirmed, [&acked](int64_t index) {
+    return std::find(acked.begin(), acked.end(), index) != acked.end();
+  });
   if (response.end_of_sequence()) {
     task.ended = true;
     return true;
+  }
+  const int64_t index = response.batch_index();
+  if (std::find(task.unconfirmed.begin(), task.unconfirmed.end(), index) !=
+      task.unconfirmed.end()) {
+    // Served again although it arrived: the acknowledgement and the worker's resend crossed.
+    return true;  // the slab goes back to the pool
+  }
+  task.unconfirmed.push_back(index);
+  if (options_.disconnect_every_batches > 0 &&
+      ++batches_accepted_ % options_.disconnect_every_batches == 0) {
+    connection_to_drop_ = task.connection;
   }
   unreported_.MergeFrom(response.provenance());
   ready_.push_back(Ready{task.worker_text, response.batch_index(), std::move(slab),

@@ -52,6 +52,9 @@ struct ReadOptions {
   // was lost before this consumer got its batch), each from the round's one worker.
   int num_consumers = 0;
   int consumer_index = 0;
+  // Fault injection, for tests: after every this many batches (0: never) the reader drops
+  // its connection to the worker that served the last one, as a broken network would.
+  int disconnect_every_batches = 0;
 };
 
 // One batch in the client's registered memory. Move-only; returns its slab when destroyed.
@@ -120,6 +123,11 @@ class BatchReader {
     int64_t ending_round = 0;
     // The connection its latest fetch went out on (given up on when the task is lost).
     transport::ConnectionId connection = transport::kNoConnection;
+    // Delivery without loss (GetElementRequest fields 7 and 8): batch indices received and
+    // not confirmed yet (each request carries them; its reply confirms them), and the epoch,
+    // raised when a request to the task failed so that the worker serves lost batches again.
+    std::vector<int64_t> unconfirmed;
+    int64_t delivery_epoch = 1;
   };
   struct Ready {
     std::string worker;
@@ -142,8 +150,10 @@ class BatchReader {
   std::optional<size_t> OwnerOf(int64_t round) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Sends one GetElement (round -1: not coordinated).
   void Fetch(size_t task_index, std::shared_ptr<transport::Slab> slab, int64_t round);
+  // `acked`: the indices the request carried (GetElementRequest.acked_batch_indices).
   void OnFetched(size_t task_index, transport::Slab slab, absl::Time sent,
-                 absl::StatusOr<transport::CallResult> result, int64_t round);
+                 absl::StatusOr<transport::CallResult> result, int64_t round,
+                 const std::vector<int64_t>& acked);
   // Moves rounds that are next in order (or skipped) from rounds_ready_ to ready_.
   void AdvanceRounds() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   enum class FetchOutcome { kUnreachable, kFailed, kReply };
@@ -155,8 +165,8 @@ class BatchReader {
                        proto::GetElementResponse* response) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // OnFetched's bookkeeping for a task's next batch; returns whether to Pump.
   bool OnTaskFetched(Task& task, transport::Slab slab, absl::Time sent,
-                     const absl::StatusOr<transport::CallResult>& result)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+                     const absl::StatusOr<transport::CallResult>& result,
+                     const std::vector<int64_t>& acked) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // OnFetched's bookkeeping for a coordinated round; returns whether to Pump.
   bool OnRoundFetched(Task& task, transport::Slab slab, absl::Time sent,
                       const absl::StatusOr<transport::CallResult>& result, int64_t round)
@@ -181,6 +191,9 @@ class BatchReader {
   // Slabs a cancelled-but-not-ended receive may still write (transport::
   // LandingMayStillBeWritten): never reused.
   std::vector<transport::Slab> quarantined_slabs_ ABSL_GUARDED_BY(mu_);
+  // ReadOptions::disconnect_every_batches: batches accepted, and a connection to drop.
+  int64_t batches_accepted_ ABSL_GUARDED_BY(mu_) = 0;
+  transport::ConnectionId connection_to_drop_ ABSL_GUARDED_BY(mu_) = transport::kNoConnection;
   std::deque<Ready> ready_ ABSL_GUARDED_BY(mu_);
   bool job_finished_ ABSL_GUARDED_BY(mu_) = false;
   // Coordinated reads: rounds up to the horizon may be requested; rounds below

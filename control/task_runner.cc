@@ -1,5 +1,7 @@
 #include "control/task_runner.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "common/thread_name.h"
@@ -235,15 +237,7 @@ void TaskRunner::Serve() {
   {
     absl::MutexLock lock(&mu_);
     if (task_.num_consumers() > 0) MatchRounds(matched, ended);
-    while (task_.num_consumers() == 0 && !waiters_.empty() && !ready_.empty()) {
-      matched.emplace_back(std::move(waiters_.front()), std::move(ready_.front()));
-      waiters_.pop_front();
-      ready_.pop_front();
-      stats_.batches_served += 1;
-      stats_.bytes_served += static_cast<int64_t>(matched.back().second.size);
-      // Counted before the batch leaves ready_, so finished() never sees it nowhere.
-      sends_in_flight_->fetch_add(1);
-    }
+    if (task_.num_consumers() == 0) MatchRequests(matched);
     if (task_.num_consumers() == 0 && produced_all_ && ready_.empty()) {
       ended.assign(waiters_.begin(), waiters_.end());
       waiters_.clear();
@@ -260,6 +254,78 @@ void TaskRunner::Serve() {
     response.set_end_of_sequence(true);
     waiter.call->Reply(response);
   }
+}
+
+void TaskRunner::Fetch(std::shared_ptr<transport::ServerCall> call, uint64_t max_batch_bytes,
+                       Delivery delivery) {
+  if (task_.num_consumers() > 0 || delivery.client_id < 0 || delivery.epoch <= 0) {
+    Fetch(std::move(call), max_batch_bytes);
+    return;
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    auto found = deliveries_.find(delivery.client_id);
+    if (found != deliveries_.end()) {
+      ClientDeliveries& client = found->second;
+      for (int64_t index : delivery.acked) {
+        client.unacked.erase(index);
+        std::erase_if(client.lost, [index](const ReadyBatch& b) { return b.index == index; });
+      }
+      if (delivery.epoch > client.epoch) {
+        // The client's connection broke since: what it has not acknowledged by now was lost.
+        client.epoch = delivery.epoch;
+        for (auto it = client.unacked.begin(); it != client.unacked.end();) {
+          if (it->second.second < delivery.epoch) {
+            client.lost.push_back(std::move(it->second.first));
+            it = client.unacked.erase(it);
+          } else {
+            ++it;
+          }
+        }
+        std::sort(client.lost.begin(), client.lost.end(),
+                  [](const ReadyBatch& a, const ReadyBatch& b) { return a.index < b.index; });
+      }
+      if (client.unacked.empty() && client.lost.empty()) deliveries_.erase(found);
+    }
+    waiters_.push_back(
+        Waiter{std::move(call), max_batch_bytes, -1, -1, delivery.client_id, delivery.epoch});
+  }
+  Serve();
+}
+
+void TaskRunner::MatchRequests(std::vector<std::pair<Waiter, ReadyBatch>>& matched) {
+  for (auto it = waiters_.begin(); it != waiters_.end();) {
+    std::optional<ReadyBatch> batch;
+    bool again = false;
+    if (auto client = deliveries_.find(it->client_id);
+        client != deliveries_.end() && !client->second.lost.empty()) {
+      batch.emplace(std::move(client->second.lost.front()));
+      client->second.lost.pop_front();
+      again = true;
+    } else if (!ready_.empty()) {
+      batch.emplace(std::move(ready_.front()));
+      ready_.pop_front();
+    } else {
+      ++it;
+      continue;
+    }
+    if (it->client_id >= 0 && it->epoch > 0) KeepUntilAcknowledged(*it, *batch);
+    stats_.batches_served += 1;
+    stats_.batches_redelivered += again ? 1 : 0;
+    stats_.bytes_served += static_cast<int64_t>(batch->size);
+    // Counted before the batch leaves ready_, so finished() never sees it nowhere.
+    sends_in_flight_->fetch_add(1);
+    matched.emplace_back(std::move(*it), std::move(*batch));
+    it = waiters_.erase(it);
+  }
+}
+
+void TaskRunner::KeepUntilAcknowledged(const Waiter& waiter, const ReadyBatch& batch) {
+  ClientDeliveries& client = deliveries_[waiter.client_id];
+  client.epoch = std::max(client.epoch, waiter.epoch);
+  if (client.unacked.size() >= kMaxUnackedPerClient) client.unacked.erase(client.unacked.begin());
+  ReadyBatch kept{batch.slab, batch.size, batch.index, batch.provenance};
+  client.unacked.insert_or_assign(batch.index, std::pair{std::move(kept), waiter.epoch});
 }
 
 void TaskRunner::Reply(const Waiter& waiter, ReadyBatch batch) {
@@ -285,6 +351,9 @@ void TaskRunner::Reply(const Waiter& waiter, ReadyBatch batch) {
 
 bool TaskRunner::finished() const {
   absl::MutexLock lock(&mu_);
+  for (const auto& [client_id, client] : deliveries_) {
+    if (!client.lost.empty()) return false;
+  }
   return produced_all_ && ready_.empty() && sends_in_flight_->load() == 0;
 }
 

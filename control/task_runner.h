@@ -5,6 +5,8 @@
 // (`buffer_batches`) and go out as the payload of a GetElement reply. A slab returns to the
 // pool only when the transport reports the send complete. Requests that find the buffer
 // empty are parked and answered as soon as a batch is ready, so clients never poll.
+// A batch sent to a client that acknowledges deliveries (Delivery) is kept until the client
+// acknowledges it, and served to that client again if its connection broke meanwhile.
 //
 //   auto runner = TaskRunner::Start(task_def, pool, std::move(feed), {.buffer_batches = 4});
 //   (*runner)->Fetch(call, request.max_batch_bytes());
@@ -47,6 +49,15 @@ struct TaskRunnerStats {
   // Times the pipeline found the task's buffer full and waited for readers to take half of
   // it: how often the readers, not the pipeline, set the pace.
   int64_t buffer_full_waits = 0;
+  // Batches served again to a client that lost them with its connection (Delivery).
+  int64_t batches_redelivered = 0;
+};
+
+// What an uncoordinated request says about delivery (GetElementRequest fields 7, 8).
+struct Delivery {
+  int64_t client_id = -1;
+  int64_t epoch = 0;  // 0: the client does not acknowledge; nothing is kept for it
+  std::vector<int64_t> acked;
 };
 
 class TaskRunner {
@@ -63,6 +74,10 @@ class TaskRunner {
   // from this worker, consecutively.
   void Fetch(std::shared_ptr<transport::ServerCall> call, uint64_t max_batch_bytes,
              int32_t consumer = -1, int64_t round = -1);
+  // Uncoordinated: takes the acknowledgements first, and serves batches lost under an older
+  // epoch again before new ones.
+  void Fetch(std::shared_ptr<transport::ServerCall> call, uint64_t max_batch_bytes,
+             Delivery delivery);
   // Coordinated reads: lets a round that waited kRoundWait for missing consumers go on.
   // The worker calls it periodically.
   void Poll() { Serve(); }
@@ -87,7 +102,19 @@ class TaskRunner {
     uint64_t max_batch_bytes;
     int32_t consumer = -1;
     int64_t round = -1;
+    int64_t client_id = -1;  // acknowledges deliveries when >= 0
+    int64_t epoch = 0;
   };
+  // What one acknowledging client has not confirmed, and what it lost.
+  struct ClientDeliveries {
+    int64_t epoch = 0;
+    // Sent, not acknowledged yet: batch index -> the batch and the epoch it went out under.
+    std::map<int64_t, std::pair<ReadyBatch, int64_t>> unacked;
+    std::deque<ReadyBatch> lost;  // to serve again, lowest index first
+  };
+  // A client that stops acknowledging (gone, or reading slowly) keeps no more of the worker's
+  // slabs than this; beyond it the oldest batch is let go (most likely it arrived).
+  static constexpr size_t kMaxUnackedPerClient = 8;
   // Coordinated reads: one round's batches, by consumer.
   // A round opens with its first request and takes its batches, consecutively from the
   // pipeline, once every consumer asked (or kRoundWait passed: a consumer that died or
@@ -117,7 +144,12 @@ class TaskRunner {
   void MatchRounds(std::vector<std::pair<Waiter, ReadyBatch>>& matched, std::vector<Waiter>& ended)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Reply(const Waiter& waiter, ReadyBatch batch);
-
+  // Serve() for uncoordinated reads, under mu_.
+  void MatchRequests(std::vector<std::pair<Waiter, ReadyBatch>>& matched)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Keeps a copy of `batch`, sent to an acknowledging client, until acknowledged.
+  void KeepUntilAcknowledged(const Waiter& waiter, const ReadyBatch& batch)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   const proto::TaskDef task_;
   const std::shared_ptr<transport::SlabPool> pool_;
   const std::unique_ptr<engine::SplitFeed> feed_;
@@ -133,6 +165,7 @@ class TaskRunner {
   std::deque<ReadyBatch> ready_ ABSL_GUARDED_BY(mu_);
   std::deque<Waiter> waiters_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, Round> rounds_ ABSL_GUARDED_BY(mu_);
+  std::map<int64_t, ClientDeliveries> deliveries_ ABSL_GUARDED_BY(mu_);  // by client id
 
   bool produced_all_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status error_ ABSL_GUARDED_BY(mu_);

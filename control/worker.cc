@@ -273,7 +273,10 @@ void Worker::HandleGetElement(std::shared_ptr<transport::ServerCall> call) {
     runner->Fetch(std::move(call), request.max_batch_bytes(), request.consumer_index(),
                   request.round());
   } else {
-    runner->Fetch(std::move(call), request.max_batch_bytes());
+    Delivery delivery{request.client_id(),
+                      request.delivery_epoch(),
+                      {request.acked_batch_indices().begin(), request.acked_batch_indices().end()}};
+    runner->Fetch(std::move(call), request.max_batch_bytes(), std::move(delivery));
   }
 }
 

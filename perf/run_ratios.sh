@@ -27,7 +27,6 @@ perftest() {  # TLS TEST SIZE ITERS [EXTRA] -> the Final: line (column 7: MiB/s,
   echo "$line"
 }
 perftest_mb_s() { perftest "$@" | awk '{printf "%.1f", $7 * 1.048576}'; }  # decimal MB/s
-perftest_us() { perftest "$@" | awk '{printf "%.2f", $4}'; }
 field() { python3 -c "import json,sys; print('%.2f' % json.load(sys.stdin)['$1'])"; }
 
 # report LABEL UNIT "OURS..." "REFS..." -> one line with medians and their ratio
@@ -76,9 +75,13 @@ for tls in "posix,sysv,cma,self" "tcp,self"; do
     compare_bandwidth "$tls" 1048576 $mib_iters "" "--ucx-peer-failure socket" \
       "--ucx-peer-failure socket vs ucp_am_bw"
   fi
-  refs=(); threads=(); callers=(); messages=()
+  refs=(); averages=(); threads=(); callers=(); messages=()
   for run in $(seq "$runs"); do
-    refs+=("$(perftest_us "$tls" ucp_am_lat 8 50000)")
+    # ucx_perftest's Final line: column 4 is its typical (median-like) latency, column 5
+    # its average; Sluice's figures are averages, so both are compared.
+    lat=$(perftest "$tls" ucp_am_lat 8 50000)
+    refs+=("$(echo "$lat" | awk '{printf "%.2f", $4}')")
+    averages+=("$(echo "$lat" | awk '{printf "%.2f", $5}')")
     threads+=("$("$perf" transport --size 65536 --iterations 10 --latency-iterations 50000 --progress thread --json | field latency_us)")
     caller=$("$perf" transport --size 65536 --iterations 10 --latency-iterations 50000 --progress caller --json)
     callers+=("$(echo "$caller" | field latency_us)")
@@ -88,6 +91,8 @@ for tls in "posix,sysv,cma,self" "tcp,self"; do
   report "latency tls=$tls progress=caller vs ucp_am_lat" us "${callers[*]}" "${refs[*]}"
   # The same caller, bare Transport messages without the RPC layer (message_ping_pong.h).
   report "latency tls=$tls bare message, progress=caller vs ucp_am_lat" us "${messages[*]}" "${refs[*]}"
+  report "latency tls=$tls progress=caller vs ucp_am_lat average" us "${callers[*]}" "${averages[*]}"
+  report "latency tls=$tls bare message, progress=caller vs ucp_am_lat average" us "${messages[*]}" "${averages[*]}"
   services=(); transports=(); copied=()
   for run in $(seq "$runs"); do
     svc=$("$perf" service --workers 1 --clients 1 --batch-bytes 1MiB --seconds 5 --mode off --json)

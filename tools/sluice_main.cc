@@ -46,6 +46,7 @@ struct ReadFlags {
   int64_t take = -1;
   std::string format = "summary";
   int max_outstanding = 4;
+  int test_disconnect_every = 0;
   int prefetch = 4;
   size_t slab_bytes = 16 << 20;
   int device = -1;  // >= 0: land batches in this CUDA device's memory
@@ -108,6 +109,9 @@ void AddReadFlags(CLI::App* app, ReadFlags& flags) {
       ->capture_default_str();
   app->add_option("--prefetch", flags.prefetch, "Fetched batches waiting for the reader")
       ->capture_default_str();
+  app->add_option("--test-disconnect-every", flags.test_disconnect_every,
+                  "Fault injection: drop the connection to a worker after every N batches "
+                  "(nothing may be lost or duplicated)");
   app->add_option("--slab-bytes", flags.slab_bytes, "Largest batch the client accepts")
       ->capture_default_str();
   app->add_option("--device", flags.device,
@@ -145,6 +149,7 @@ int ReadAll(const transport::Address& dispatcher, const ReadFlags& flags, absl::
   read_options.max_outstanding_requests = flags.max_outstanding;
   read_options.prefetch_batches = flags.prefetch;
   read_options.slab_bytes = flags.slab_bytes;
+  read_options.disconnect_every_batches = flags.test_disconnect_every;
   auto reader = (*client)->Read(*dataset, read_options);
   if (!reader.ok()) return Fail(reader.status(), "read");
   BatchSink sink(*format, std::cout, *format == OutputFormat::kSummary && isatty(2));

@@ -101,6 +101,9 @@ struct TransportStats {
   std::atomic<uint64_t> payload_bytes_copied{0};
   std::atomic<uint64_t> messages_sent{0};
   std::atomic<uint64_t> messages_received{0};
+  // UCX: workers replaced because a dead same-host peer left their receive queue stuck
+  // (ucx/ucx_queue_probe.h); each failed every connection of the transport.
+  std::atomic<uint64_t> worker_restarts{0};
 };
 
 // Who notices that a UCX peer has died. Sluice always watches each connection's bootstrap
@@ -120,8 +123,9 @@ enum class UcxPeerFailure {
   kSocketOnly,
   // The socket alone for peers on this host (UCX then picks shared memory, not tcp over
   // loopback), UCX for the others; needs the peer to agree. Not the default: over UCX's
-  // shared memory a peer killed mid-send can stall a receiver's queue for every sender
-  // (docs/design.md, "Peer failure"); tcp cannot.
+  // shared memory a peer killed mid-send can stall a receiver's queue for every sender,
+  // cured by restarting the receiver's UCX worker (ucx/ucx_queue_probe.h), which fails all
+  // of its connections (docs/design.md, "Peer failure"); tcp cannot stall.
   kSocketForLocalPeers,
 };
 

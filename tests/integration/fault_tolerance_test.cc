@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <string>
 
 #include "nlohmann/json.hpp"
 #include "tests/integration/cluster.h"
@@ -17,6 +18,7 @@ namespace sluice::testing {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 class ScopedTempDir {
  public:
@@ -86,6 +88,27 @@ TEST(FaultToleranceTest, KilledWorkersSplitsAreReissuedWithoutLossOrDuplicates) 
   EXPECT_GT(s["jobs"][0]["reissued_splits"].get<int64_t>(), 0);
   EXPECT_EQ(s["jobs"][0]["finished"], true);
   if (HasFailure()) ADD_FAILURE() << "the dispatcher said:\n" << cluster.dispatcher().stderr_text();
+}
+
+// The reader drops its connection to a worker every 97 batches (fault injection), with
+// replies in flight: lost replies are served again by the worker (acknowledged delivery,
+// control/task_runner.h) and nothing arrives twice.
+TEST(FaultToleranceTest, DroppedConnectionsLoseAndDuplicateNothing) {
+  const char* transport = std::getenv("SLUICE_TEST_TRANSPORT");
+  const char* tls = std::getenv("UCX_TLS");
+  if (transport != nullptr && std::string(transport) == "ucx" &&
+      (tls == nullptr || std::string(tls).find("tcp") != std::string::npos)) {
+    // Known UCX 1.13 failure (docs/design.md, "Delivery without loss"): a reader that keeps
+    // dropping tcp connections to live workers sooner or later crashes inside UCX's tcp
+    // receive path (uct_tcp_iface_progress, SIGSEGV at 0xfffffffffffffff8), in about half
+    // the runs that follow another test of this binary.
+    GTEST_SKIP() << "UCX 1.13 over tcp crashes on repeated aborts of live connections";
+  }
+  Cluster cluster(3);
+  auto read = StartRead(cluster.address(), kPipeline, "dynamic", "",
+                        {"--max-outstanding", "4", "--test-disconnect-every", "97"});
+  ExpectEachValueTimes(Values(*read), 100000, 1);
+  EXPECT_THAT(read->stderr_text(), Not(HasSubstr("error")));
 }
 
 int PortOf(const std::string& address) {

@@ -5,8 +5,10 @@
 #include <poll.h>
 #include <sys/epoll.h>
 
+#include <algorithm>
 #include <cstdio>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
@@ -57,7 +59,7 @@ void UcxTransport::AcceptConnections() {
       continue;
     }
     // The handler has not seen this connection yet: drop it without an OnDisconnect.
-    if (!SendHello(fd, OwnHello(id), deadline).ok()) CloseEndpoint(id, true);
+    if (!SendHello(fd, OwnHello(id), deadline).ok()) CloseEndpoint(id, Closing::kGivenUp);
   }
 }
 
@@ -106,14 +108,22 @@ absl::Status UcxTransport::CreateEndpoint(ConnectionId id, const Hello& remote, 
   connection_by_socket_[socket.get()] = id;
   connection_by_ep_[ep] = id;
   bool ucx_watches = params.err_mode == UCP_ERR_HANDLING_MODE_PEER;
-  if (!ucx_watches && context_->peer_watch() == PeerWatch::kSocketForLocalPeers) {
-    WarnIfLanesNeedUcxWatch(DescribeEndpoint(ep).transports, peer);
+  bool shared_memory = false;
+  const std::vector<std::string>& opened = context_->transports();
+  auto is_shared_memory = [](absl::string_view tl) { return tl == "posix" || tl == "sysv"; };
+  const bool may_warn = !ucx_watches && context_->peer_watch() == PeerWatch::kSocketForLocalPeers;
+  if (may_warn || std::any_of(opened.begin(), opened.end(), is_shared_memory)) {
+    const std::vector<std::string> lanes = DescribeEndpoint(ep).transports;
+    shared_memory = std::any_of(lanes.begin(), lanes.end(), is_shared_memory);
+    if (may_warn) WarnIfLanesNeedUcxWatch(lanes, peer);
   }
-  endpoints_[id] = Endpoint{ep, std::move(peer), remote.token, std::move(socket), ucx_watches};
+  endpoints_[id] =
+      Endpoint{ep, std::move(peer), remote.token, std::move(socket), ucx_watches, shared_memory};
   return absl::OkStatus();
 }
 
 Hello UcxTransport::OwnHello(ConnectionId id) const {
+  absl::MutexLock lock(&address_mu_);
   return Hello{id, worker_address_, locality_, context_->peer_watch()};
 }
 
@@ -167,27 +177,41 @@ void UcxTransport::FailConnection(ConnectionId id, const absl::Status& why) {
   // endpoint from inside its own error callback.
   StopWatching(it->second);
   it->second.socket.reset();
+  it->second.failed = true;
   connection_by_ep_.erase(it->second.ep);
-  Post([this, id] { CloseEndpoint(id, /*force=*/true); });
+  if (it->second.shared_memory) WatchReceiveQueue(it->second.peer);
+  // The peer is dead: what was queued for it is never read, and without UCX's watch
+  // nothing would ever complete it.
+  if (!it->second.ucx_watches) AbandonSends(id, why);
+  Post([this, id] { CloseEndpoint(id, Closing::kPeerDead); });
   handler_->OnDisconnect(id, why);
 }
 
-void UcxTransport::CloseEndpoint(ConnectionId id, bool force) {
+void UcxTransport::CloseEndpoint(ConnectionId id, Closing how) {
   auto it = endpoints_.find(id);
   if (it == endpoints_.end()) return;
   ucp_ep_h ep = it->second.ep;
+  const bool ucx_watches = it->second.ucx_watches;
   StopWatching(it->second);
   endpoints_.erase(it);
   connection_by_ep_.erase(ep);
-  if (force) {
-    ForceClose(ep);
-    return;
+  switch (how) {
+    case Closing::kGraceful:
+      break;
+    case Closing::kPeerDead:
+    case Closing::kGivenUp:
+      // Without UCX's watch a close flushes, and a flush waits for ever on sends queued to
+      // a dead peer (abandoned, AbandonSends): such an endpoint is left to the worker's
+      // destruction.
+      if (!ucx_watches && HasSendsInFlight(id)) return;
+      CloseUcxEndpoint(ep, /*force=*/ucx_watches && how == Closing::kPeerDead);
+      return;
   }
   // Graceful: flush what was sent, then close. A graceful ucp_ep_close_nbx to a peer that
   // never answers would stay pending for good; a flush can be given up on (destructor).
   ucp_request_param_t param{};
   param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
-  flushing_[ep] = id;
+  flushing_[ep] = Flushing{id, ucx_watches};
   param.user_data = new std::pair<UcxTransport*, ucp_ep_h>(this, ep);
   param.cb.send = [](void* request, ucs_status_t, void* user_data) {
     std::unique_ptr<std::pair<UcxTransport*, ucp_ep_h>> op(
@@ -198,19 +222,21 @@ void UcxTransport::CloseEndpoint(ConnectionId id, bool force) {
     // Not from inside UCX's callback (the endpoint may be failing right now): queued, and
     // the queue is FIFO, so the destructor's RunSync checks still see it in order.
     self->Post([self, ep] {
-      if (self->flushing_.erase(ep) > 0) self->ForceClose(ep);
+      auto it = self->flushing_.find(ep);
+      if (it == self->flushing_.end()) return;
+      self->flushing_.erase(it);
+      self->CloseUcxEndpoint(ep, /*force=*/false);
     });
   };
   ucs_status_ptr_t request = ucp_ep_flush_nbx(ep, &param);
   if (!UCS_PTR_IS_PTR(request)) param.cb.send(nullptr, UCS_PTR_STATUS(request), param.user_data);
 }
 
-void UcxTransport::ForceClose(ucp_ep_h ep) {
-  // With the flush done (or given up on), nothing is lost by not waiting for the peer.
+void UcxTransport::CloseUcxEndpoint(ucp_ep_h ep, bool force) {
   ucp_request_param_t param{};
   param.op_attr_mask =
       UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
-  param.flags = UCP_EP_CLOSE_FLAG_FORCE;
+  param.flags = force ? UCP_EP_CLOSE_FLAG_FORCE : 0;
   param.user_data = this;
   param.cb.send = [](void* request, ucs_status_t, void* user_data) {
     --static_cast<UcxTransport*>(user_data)->inflight_closes_;
@@ -221,17 +247,27 @@ void UcxTransport::ForceClose(ucp_ep_h ep) {
 }
 
 void UcxTransport::Close(ConnectionId connection) {
-  Post([this, connection] { CloseEndpoint(connection, /*force=*/false); });
+  Post([this, connection] { CloseEndpoint(connection, Closing::kGraceful); });
 }
 
 void UcxTransport::Abort(ConnectionId connection, absl::Status why) {
-  Post([this, connection, why = std::move(why)] {
+  Post([this, connection, why = std::move(why)]() mutable {
     // Gone, or failed already (FailConnection told the handler and queued the close).
     auto it = endpoints_.find(connection);
     if (it == endpoints_.end() || !connection_by_ep_.contains(it->second.ep)) return;
-    // Force-closing cancels the endpoint's requests first (a rendezvous receive in flight
-    // lets go of its buffer and fails its call); OnDisconnect then fails the rest.
-    CloseEndpoint(connection, /*force=*/true);
+    // Where UCX watches the peer, a forced close cancels the endpoint's requests (a
+    // rendezvous receive in flight lets go of its buffer and fails its call). Without its
+    // watch UCX refuses to force, and nothing cancels: the sends are given up on here (a
+    // peer that is alive after all may still read a payload UCX had queued), and a
+    // rendezvous receive already pulling its payload may still land it, so the calls
+    // waiting on one stay with it (kReceivesOutstandingPayload).
+    if (it->second.ucx_watches) {
+      CloseEndpoint(connection, Closing::kPeerDead);
+    } else {
+      AbandonSends(connection, why);
+      why.SetPayload(kReceivesOutstandingPayload, absl::Cord("1"));
+      CloseEndpoint(connection, Closing::kGivenUp);
+    }
     handler_->OnDisconnect(connection, why);
   });
 }

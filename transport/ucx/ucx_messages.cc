@@ -21,15 +21,6 @@ constexpr size_t kMaxKeptHeaderCapacity = 1024;
 
 }  // namespace
 
-struct UcxTransport::RecvOp {
-  UcxTransport* self;
-  ConnectionId from;
-  std::string header;
-  std::byte* data;
-  size_t size;
-  std::unique_ptr<std::byte[]> owned;
-};
-
 void UcxTransport::Send(ConnectionId to, absl::string_view header, Payload payload,
                         SendCallback done) {
   if (DrivesWorker()) {
@@ -64,7 +55,7 @@ void UcxTransport::RecycleSendOp(std::unique_ptr<SendOp> op) {
 void UcxTransport::DoSend(ConnectionId to, absl::string_view header, Payload payload,
                           SendCallback done) {
   auto it = endpoints_.find(to);
-  if (it == endpoints_.end()) {
+  if (it == endpoints_.end() || it->second.failed) {
     if (done) done(absl::UnavailableError(absl::StrCat("connection ", to, " is closed")));
     return;
   }
@@ -105,13 +96,66 @@ void UcxTransport::DoSend(ConnectionId to, absl::string_view header, Payload pay
                   : ucp_am_send_nbx(it->second.ep, kActiveMessageId, op->header.data(),
                                     op->header.size(), payload.data, payload.size, &param);
   SendOp* raw = op.release();
-  if (UCS_PTR_IS_PTR(request)) return;  // completes in OnSendComplete
+  if (UCS_PTR_IS_PTR(request)) {  // completes in OnSendComplete
+    raw->to = to;
+    raw->request = request;
+    TrackSend(raw);
+    return;
+  }
   OnSendComplete(nullptr, UCS_PTR_STATUS(request), raw);
+}
+
+void UcxTransport::TrackSend(SendOp* op) {
+  op->in_flight = true;
+  op->prev = nullptr;
+  op->next = sends_in_flight_;
+  if (sends_in_flight_ != nullptr) sends_in_flight_->prev = op;
+  sends_in_flight_ = op;
+}
+
+void UcxTransport::UntrackSend(SendOp* op) {
+  if (op->prev != nullptr) op->prev->next = op->next;
+  if (op->next != nullptr) op->next->prev = op->prev;
+  if (sends_in_flight_ == op) sends_in_flight_ = op->next;
+  op->in_flight = false;
+  op->prev = op->next = nullptr;
+}
+
+bool UcxTransport::HasSendsInFlight(ConnectionId id) const {
+  for (const SendOp* op = sends_in_flight_; op != nullptr; op = op->next) {
+    if (op->to == id) return true;
+  }
+  return false;
+}
+
+void UcxTransport::AbandonSends(ConnectionId id, std::optional<absl::Status> why) {
+  // Callbacks first collected: one may send, and so change the list.
+  std::vector<SendCallback> callbacks;
+  for (SendOp* op = sends_in_flight_; op != nullptr; op = op->next) {
+    if (op->request == nullptr || (id != kNoConnection && op->to != id)) continue;
+    // UCX frees a released request when it completes, and still calls back.
+    ucp_request_free(op->request);
+    op->request = nullptr;
+    if (op->done && why.has_value()) callbacks.push_back(std::move(op->done));
+    op->done = nullptr;
+  }
+  for (SendCallback& done : callbacks) done(*why);
+}
+
+void UcxTransport::ForgetSends() {
+  while (sends_in_flight_ != nullptr) {
+    SendOp* op = sends_in_flight_;
+    UntrackSend(op);
+    delete op;
+  }
 }
 
 void UcxTransport::OnSendComplete(void* request, ucs_status_t status, void* user_data) {
   std::unique_ptr<SendOp> op(static_cast<SendOp*>(user_data));
-  if (request != nullptr) ucp_request_free(request);
+  // Null: completed at once. An abandoned operation's request was released already.
+  if (request != nullptr && (!op->in_flight || op->request != nullptr)) ucp_request_free(request);
+  if (op->in_flight) op->self->UntrackSend(op.get());
+  op->request = nullptr;
   // Recycled before `done` runs: `done` may send again and reuse it.
   SendCallback done = std::move(op->done);
   op->self->RecycleSendOp(std::move(op));
@@ -169,7 +213,8 @@ ucs_status_t UcxTransport::OnActiveMessage(const void* header, size_t header_len
     rparam.user_data = op;
     ucs_status_ptr_t request = ucp_am_recv_data_nbx(worker_.get(), data, landing, length, &rparam);
     if (UCS_PTR_IS_PTR(request)) {
-      ++receives_in_flight_;
+      op->request = request;
+      receives_in_flight_.insert(op);
     } else {
       OnReceiveComplete(nullptr, UCS_PTR_STATUS(request), length, op);
     }
@@ -187,20 +232,22 @@ ucs_status_t UcxTransport::OnActiveMessage(const void* header, size_t header_len
 void UcxTransport::OnReceiveComplete(void* request, ucs_status_t status, size_t length,
                                      void* user_data) {
   std::unique_ptr<RecvOp> op(static_cast<RecvOp*>(user_data));
+  UcxTransport* self = op->self;
   if (request != nullptr) {
-    --op->self->receives_in_flight_;
-    ucp_request_free(request);
+    self->receives_in_flight_.erase(op.get());
+    // Released already when its worker was restarted (RestartWorker).
+    if (op->request != nullptr) ucp_request_free(request);
   }
   InboundPayload payload;
   if (status != UCS_OK) {
     payload.status = UcsError(status, "receiving payload");
   } else {
-    op->self->stats_.payload_bytes_received.fetch_add(length, std::memory_order_relaxed);
+    self->stats_.payload_bytes_received.fetch_add(length, std::memory_order_relaxed);
   }
   payload.data = op->data;
   payload.size = length;
   payload.owned = std::move(op->owned);
-  op->self->handler_->OnMessage(op->from, op->header, std::move(payload));
+  self->handler_->OnMessage(op->from, op->header, std::move(payload));
 }
 
 }  // namespace sluice::transport::ucx

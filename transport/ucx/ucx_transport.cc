@@ -82,60 +82,19 @@ absl::Status UcxTransport::Start() {
   SLUICE_ASSIGN_OR_RETURN(context_, UcxContext::Create(options_.ucx_tls, options_.ucx_peer_failure,
                                                        options_.ucx_tcp_segment_bytes));
 
-  ucp_worker_params_t worker_params{};
-  worker_params.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-  worker_params.thread_mode = UCS_THREAD_MODE_SERIALIZED;
-  ucp_worker_h worker = nullptr;
-  if (ucs_status_t s = ucp_worker_create(context_->get(), &worker_params, &worker); s != UCS_OK) {
-    return UcsError(s, "ucp_worker_create");
-  }
-  worker_.reset(worker);
-
-  ucp_worker_attr_t attr{};
-  attr.field_mask = UCP_WORKER_ATTR_FIELD_MAX_AM_HEADER;
-  if (ucs_status_t s = ucp_worker_query(worker, &attr); s != UCS_OK) {
-    return UcsError(s, "ucp_worker_query");
-  }
-  max_header_size_ = attr.max_am_header;
-
-  ucp_am_handler_param_t am{};
-  am.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
-                  UCP_AM_HANDLER_PARAM_FIELD_ARG | UCP_AM_HANDLER_PARAM_FIELD_FLAGS;
-  am.id = kActiveMessageId;
-  am.cb = &UcxTransport::ActiveMessageCallback;
-  am.arg = this;
-  am.flags = UCP_AM_FLAG_WHOLE_MSG;
-  if (ucs_status_t s = ucp_worker_set_am_recv_handler(worker, &am); s != UCS_OK) {
-    return UcsError(s, "ucp_worker_set_am_recv_handler");
-  }
-
-  ucp_address_t* address = nullptr;
-  size_t address_length = 0;
-  if (ucs_status_t s = ucp_worker_get_address(worker, &address, &address_length); s != UCS_OK) {
-    return UcsError(s, "ucp_worker_get_address");
-  }
-  worker_address_.assign(reinterpret_cast<const char*>(address), address_length);
   locality_ = HostLocality();
-  ucp_worker_release_address(worker, address);
-
-  int ucx_fd = -1;
-  if (ucs_status_t s = ucp_worker_get_efd(worker, &ucx_fd); s != UCS_OK) {
-    return UcsError(s, "ucp_worker_get_efd");
-  }
   event_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
   if (event_fd_ < 0 || epoll_fd_ < 0) {
     return absl::InternalError(absl::StrCat("eventfd/epoll_create1: ", std::strerror(errno)));
   }
-  ucx_fd_ = ucx_fd;
-  for (int fd : {ucx_fd, event_fd_}) {
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.fd = fd;
-    if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
-      return absl::InternalError(absl::StrCat("epoll_ctl: ", std::strerror(errno)));
-    }
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.fd = event_fd_;
+  if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, event_fd_, &ev) != 0) {
+    return absl::InternalError(absl::StrCat("epoll_ctl: ", std::strerror(errno)));
   }
+  SLUICE_ASSIGN_OR_RETURN(UcxWorkerPtr none, ReplaceWorker());
   progress_thread_ = std::thread([this] {
     SetCurrentThreadName("sluice-ucx");
     ProgressLoop();
@@ -151,7 +110,7 @@ UcxTransport::~UcxTransport() {
       listen_socket_.reset();
       std::vector<ConnectionId> ids;
       for (const auto& [id, endpoint] : endpoints_) ids.push_back(id);
-      for (ConnectionId id : ids) CloseEndpoint(id, /*force=*/false);
+      for (ConnectionId id : ids) CloseEndpoint(id, Closing::kGraceful);
     });
     // Flushes get a bounded time: a peer behind a partition never acknowledges. What is left
     // is then force-closed, which cancels its requests, so that no request is still ours
@@ -167,10 +126,14 @@ UcxTransport::~UcxTransport() {
     };
     wait_until([this] { return flushing_.empty(); });
     RunSync([this] {
-      std::vector<ucp_ep_h> left;
-      for (const auto& [ep, id] : flushing_) left.push_back(ep);
+      std::vector<std::pair<ucp_ep_h, bool>> left;
+      for (const auto& [ep, flushing] : flushing_) left.emplace_back(ep, flushing.ucx_watches);
       flushing_.clear();  // their flushes now complete (cancelled) without closing again
-      for (ucp_ep_h ep : left) ForceClose(ep);
+      // Their peers did not answer in time: forced where UCX allows it; the others go with
+      // the worker.
+      for (auto [ep, ucx_watches] : left) {
+        if (ucx_watches) CloseUcxEndpoint(ep, /*force=*/true);
+      }
     });
     wait_until([this] { return inflight_closes_ == 0; });
     stopping_.store(true, std::memory_order_seq_cst);
@@ -184,9 +147,13 @@ UcxTransport::~UcxTransport() {
   // when the peer's bootstrap socket closed. Destroying the worker, UCX would list each
   // request and buffer of theirs as "not returned to mpool": expected here, not news.
   std::optional<ScopedUcxLogLevel> quiet;
-  if (receives_in_flight_ > 0 && context_->peer_watch() != PeerWatch::kUcx)
+  if (!receives_in_flight_.empty() && context_->peer_watch() != PeerWatch::kUcx)
     quiet.emplace(UCS_LOG_LEVEL_ERROR);
+  probe_.reset();
+  AbandonSends(kNoConnection, std::nullopt);
   worker_.reset();
+  // What the worker took with it; nobody is told any more (the handler may be going too).
+  ForgetSends();
   if (epoll_fd_ >= 0) close(epoll_fd_);
   if (event_fd_ >= 0) close(event_fd_);
 }
@@ -247,6 +214,12 @@ unsigned UcxTransport::ProgressOnce() {
     if (auto now = std::chrono::steady_clock::now(); now >= next_tick_) {
       handler_->OnTick();
       next_tick_ = now + kTickInterval;
+      // A loop that never sleeps (streaming, or ucp_worker_arm answering BUSY for as long as
+      // a dead sender's half-written element sits in a shared-memory queue) would otherwise
+      // never accept a connection or notice a closed bootstrap socket.
+      epoll_event ready[16];
+      HandleReadyFds(ready, epoll_wait(epoll_fd_, ready, 16, 0));
+      CheckReceiveQueue(now);
     }
   }
   return events;
@@ -292,7 +265,6 @@ bool UcxTransport::DriveUntil(const std::function<void()>& start,
 
 void UcxTransport::ProgressLoop() {
   progress_thread_id_.store(std::this_thread::get_id(), std::memory_order_release);
-  ucp_worker_h worker = worker_.get();
   next_tick_ = std::chrono::steady_clock::now() + kTickInterval;
   // Spinning a little after the last event keeps request/response latency low (an epoll
   // wake-up costs tens of microseconds) without burning a core while idle.
@@ -318,7 +290,7 @@ void UcxTransport::ProgressLoop() {
       continue;
     }
     if (!idle.Expired() || baton_.asked()) continue;
-    if (ucp_worker_arm(worker) == UCS_ERR_BUSY) continue;
+    if (ucp_worker_arm(worker_.get()) == UCS_ERR_BUSY) continue;
     epoll_event ready[16];
     sleeping_.store(true, std::memory_order_seq_cst);
     // A post or a baton request that raced with going to sleep did not write the eventfd: do

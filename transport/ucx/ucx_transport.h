@@ -8,10 +8,15 @@
 // Messages are active messages with one AM id; payloads at or above the rendezvous threshold
 // are sent with UCP_AM_SEND_FLAG_RNDV so they land in the buffer the receiver picks.
 // A dead peer is noticed by its bootstrap socket, and also by UCX where its peer-failure
-// mode costs nothing (UcxPeerFailure in transport.h): it is reported, never a hang.
+// mode costs nothing (UcxPeerFailure in transport.h): it is reported, never a hang. A peer
+// that died half way through writing into this worker's shared-memory receive queue leaves
+// it stuck for every sender (ucx_queue_probe.h): after a same-host peer's death a probe
+// checks the queue, and a stuck worker is replaced, its connections failed
+// (ucx_receive_watch.cc).
 // Peers find each other through the TCP bootstrap in bootstrap.h (see there for why not
 // ucp_listener). Every message header starts with the receiver's token for the connection.
-// Connections live in ucx_connections.cc, messages in ucx_messages.cc.
+// Connections live in ucx_connections.cc, messages in ucx_messages.cc, the worker's creation
+// and replacement in ucx_receive_watch.cc.
 //
 //   auto t = UcxTransport::Create(options, &handler);
 #ifndef SLUICE_TRANSPORT_UCX_UCX_TRANSPORT_H_
@@ -23,15 +28,18 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <thread>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
 #include "transport/bootstrap.h"
 #include "transport/progress_baton.h"
 #include "transport/transport.h"
 #include "transport/ucx/ucx_handles.h"
+#include "transport/ucx/ucx_queue_probe.h"
 
 namespace sluice::transport::ucx {
 
@@ -63,22 +71,55 @@ class UcxTransport final : public Transport {
   struct Endpoint {
     ucp_ep_h ep = nullptr;
     std::string peer;
-    uint64_t remote_token = 0;  // stamped on messages we send, so the peer knows the source
-    ScopedFd socket;            // bootstrap socket, watched for the peer's death
-    bool ucx_watches = true;    // asked for UCP_ERR_HANDLING_MODE_PEER
+    uint64_t remote_token = 0;   // stamped on messages we send, so the peer knows the source
+    ScopedFd socket;             // bootstrap socket, watched for the peer's death
+    bool ucx_watches = true;     // asked for UCP_ERR_HANDLING_MODE_PEER
+    bool shared_memory = false;  // a lane is posix or sysv (ucx_queue_probe.h)
+    bool failed = false;         // the peer died: nothing more is sent
   };
   // UCX reads a header until its send completes (1.13 has no UCP_AM_SEND_FLAG_COPY_HEADER),
   // so the operation owns a copy, token first; operations are recycled (ucx_messages.cc).
+  // An operation UCX has not completed at once is linked into sends_in_flight_, so that
+  // its callback can be run when UCX will not run it (AbandonSends).
   struct SendOp {
     UcxTransport* self = nullptr;
     std::string header;
     SendCallback done;
+    ConnectionId to = kNoConnection;
+    bool in_flight = false;
+    void* request = nullptr;  // UCX's, while in flight; null once given back (AbandonSends)
+    SendOp* prev = nullptr;
+    SendOp* next = nullptr;
   };
-  struct RecvOp;
+  // An endpoint being flushed before it is closed.
+  struct Flushing {
+    ConnectionId id;
+    bool ucx_watches;
+  };
+  // A rendezvous receive in flight.
+  struct RecvOp {
+    UcxTransport* self;
+    ConnectionId from;
+    std::string header;
+    std::byte* data;
+    size_t size;
+    std::unique_ptr<std::byte[]> owned;
+    void* request = nullptr;  // UCX's, while in flight; null once released (RestartWorker)
+  };
   static constexpr unsigned kActiveMessageId = 0;
 
   UcxTransport(const TransportOptions& options, MessageHandler* handler);
   absl::Status Start();
+  // Creates a worker with Sluice's AM handlers and makes it this transport's: its address
+  // goes in hellos from now on, its event fd into the epoll set. Returns the previous
+  // worker (null at start-up); on an error nothing changed.
+  absl::StatusOr<UcxWorkerPtr> ReplaceWorker();
+  // After a same-host peer's death: probe the receive queue (on the next ticks).
+  void WatchReceiveQueue(absl::string_view dead_peer);
+  // On a tick: sends a probe when one is wanted, restarts the worker when one is late.
+  void CheckReceiveQueue(std::chrono::steady_clock::time_point now);
+  // Replaces a worker whose receive queue is stuck; every connection fails with `why`.
+  void RestartWorker(const absl::Status& why);
 
   // Runs `task` on the progress thread (asynchronously).
   void Post(std::function<void()> task);
@@ -103,9 +144,27 @@ class UcxTransport final : public Transport {
   // No more epoll events for the endpoint's bootstrap socket.
   void StopWatching(const Endpoint& endpoint);
   void FailConnection(ConnectionId id, const absl::Status& why);
-  // Graceful (flush, then close) or forced (cancels the endpoint's requests at once).
-  void CloseEndpoint(ConnectionId id, bool force);
-  void ForceClose(ucp_ep_h ep);
+  enum class Closing {
+    kGraceful,  // Close: flush what was sent, then close
+    kPeerDead,  // the peer's process is gone: cancel what UCX can (forced close)
+    kGivenUp,   // Abort: the peer may be alive: close without waiting for the flush
+  };
+  void CloseEndpoint(ConnectionId id, Closing how);
+  // ucp_ep_close_nbx, forced or flushing. Forced only where UCX watches the peer (UCX 1.13
+  // refuses it otherwise, with UCS_ERR_INVALID_PARAM) and the peer is dead: forcing the
+  // close of a live tcp peer's endpoint crashed a later ucp_worker_progress (docs/design.md).
+  void CloseUcxEndpoint(ucp_ep_h ep, bool force);
+  void TrackSend(SendOp* op);
+  void UntrackSend(SendOp* op);
+  [[nodiscard]] bool HasSendsInFlight(ConnectionId id) const;
+  // Runs the callbacks of the sends in flight to `id` (kNoConnection: all) with `why`, for
+  // when UCX will not: the peer is dead and UCX does not watch it (so no forced close), or
+  // the worker is about to be destroyed. UCX's requests are released (a worker destroyed
+  // with requests the user still holds fails an assertion); the operations stay linked
+  // until UCX completes them, if ever. Without `why` (at destruction) nobody is called.
+  void AbandonSends(ConnectionId id, std::optional<absl::Status> why);
+  // Frees the operations still linked, once their worker is gone.
+  void ForgetSends();
   void DoSend(ConnectionId to, absl::string_view header, Payload payload, SendCallback done);
   [[nodiscard]] std::unique_ptr<SendOp> AcquireSendOp();
   void RecycleSendOp(std::unique_ptr<SendOp> op);
@@ -118,13 +177,18 @@ class UcxTransport final : public Transport {
                                             const ucp_am_recv_param_t* param);
   static void OnSendComplete(void* request, ucs_status_t status, void* user_data);
   static void OnReceiveComplete(void* request, ucs_status_t status, size_t length, void* user_data);
+  static ucs_status_t ProbeMessageCallback(void* arg, const void* header, size_t header_length,
+                                           void* data, size_t length,
+                                           const ucp_am_recv_param_t* param);
 
   const TransportOptions options_;
   MessageHandler* const handler_;
   const std::chrono::nanoseconds caller_spin_;  // options_.spin_before_sleep, converted once
   std::shared_ptr<UcxContext> context_;
   UcxWorkerPtr worker_;
-  std::string worker_address_;
+  // Written by the progress thread when the worker is replaced; read by connecting callers.
+  mutable absl::Mutex address_mu_;
+  std::string worker_address_ ABSL_GUARDED_BY(address_mu_);
   std::string locality_;  // HostLocality(), sent in hellos
   ScopedFd listen_socket_;
   int ucx_fd_ = -1;
@@ -154,10 +218,20 @@ class UcxTransport final : public Transport {
   absl::flat_hash_map<ucp_ep_h, ConnectionId> connection_by_ep_;
   absl::flat_hash_map<int, ConnectionId> connection_by_socket_;
   int inflight_closes_ = 0;
-  // Rendezvous receives UCX has not completed yet (progress thread).
-  int receives_in_flight_ = 0;
+  // Rendezvous receives UCX has not completed yet (progress thread), so that a worker
+  // restart can release their requests.
+  absl::flat_hash_set<RecvOp*> receives_in_flight_;
   // Endpoints closed gracefully whose flush has not completed yet.
-  absl::flat_hash_map<ucp_ep_h, ConnectionId> flushing_;
+  absl::flat_hash_map<ucp_ep_h, Flushing> flushing_;
+  SendOp* sends_in_flight_ = nullptr;  // a list through SendOp::prev/next
+  // The receive queue watch (progress thread): probes sent and arrived, by number.
+  std::unique_ptr<ReceiveQueueProbe> probe_;
+  bool probe_wanted_ = false;
+  bool probe_broken_ = false;  // the probe could not be set up; said so once
+  uint64_t probes_sent_ = 0;
+  uint64_t probes_arrived_ = 0;
+  std::chrono::steady_clock::time_point probe_sent_at_;
+  std::string last_dead_peer_;
 };
 
 }  // namespace sluice::transport::ucx

@@ -1,0 +1,185 @@
+// UcxTransport, third part: the worker. Creating it, watching its shared-memory receive
+// queue after a same-host peer died (ucx_queue_probe.h), and replacing it when that queue is
+// stuck. Everything but ReplaceWorker at start-up runs on the progress thread.
+#include <sys/epoll.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "transport/ucx/ucx_transport.h"
+
+namespace sluice::transport::ucx {
+namespace {
+
+// A probe that has not arrived within this long, while the worker was progressed all along,
+// sits behind a dead sender's element. A live queue delivers it within microseconds; a
+// second leaves room for a loaded machine.
+constexpr auto kProbeTimeout = std::chrono::seconds(1);
+
+}  // namespace
+
+absl::StatusOr<UcxWorkerPtr> UcxTransport::ReplaceWorker() {
+  ucp_worker_params_t worker_params{};
+  worker_params.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+  worker_params.thread_mode = UCS_THREAD_MODE_SERIALIZED;
+  ucp_worker_h created = nullptr;
+  if (ucs_status_t s = ucp_worker_create(context_->get(), &worker_params, &created); s != UCS_OK) {
+    return UcsError(s, "ucp_worker_create");
+  }
+  UcxWorkerPtr worker(created);
+
+  ucp_worker_attr_t attr{};
+  attr.field_mask = UCP_WORKER_ATTR_FIELD_MAX_AM_HEADER;
+  if (ucs_status_t s = ucp_worker_query(created, &attr); s != UCS_OK) {
+    return UcsError(s, "ucp_worker_query");
+  }
+  for (auto [id, cb] :
+       {std::pair{kActiveMessageId, &UcxTransport::ActiveMessageCallback},
+        std::pair{ReceiveQueueProbe::kActiveMessageId, &UcxTransport::ProbeMessageCallback}}) {
+    ucp_am_handler_param_t am{};
+    am.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
+                    UCP_AM_HANDLER_PARAM_FIELD_ARG | UCP_AM_HANDLER_PARAM_FIELD_FLAGS;
+    am.id = id;
+    am.cb = cb;
+    am.arg = this;
+    am.flags = UCP_AM_FLAG_WHOLE_MSG;
+    if (ucs_status_t s = ucp_worker_set_am_recv_handler(created, &am); s != UCS_OK) {
+      return UcsError(s, "ucp_worker_set_am_recv_handler");
+    }
+  }
+
+  ucp_address_t* address = nullptr;
+  size_t address_length = 0;
+  if (ucs_status_t s = ucp_worker_get_address(created, &address, &address_length); s != UCS_OK) {
+    return UcsError(s, "ucp_worker_get_address");
+  }
+  std::string address_bytes(reinterpret_cast<const char*>(address), address_length);
+  ucp_worker_release_address(created, address);
+
+  int ucx_fd = -1;
+  if (ucs_status_t s = ucp_worker_get_efd(created, &ucx_fd); s != UCS_OK) {
+    return UcsError(s, "ucp_worker_get_efd");
+  }
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.fd = ucx_fd;
+  if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, ucx_fd, &ev) != 0) {
+    return absl::InternalError(absl::StrCat("epoll_ctl: ", std::strerror(errno)));
+  }
+
+  // Nothing can fail from here on.
+  if (ucx_fd_ >= 0) epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, ucx_fd_, nullptr);
+  ucx_fd_ = ucx_fd;
+  if (worker_ == nullptr) max_header_size_ = attr.max_am_header;
+  {
+    absl::MutexLock lock(&address_mu_);
+    worker_address_ = std::move(address_bytes);
+  }
+  std::swap(worker, worker_);
+  return worker;
+}
+
+void UcxTransport::WatchReceiveQueue(absl::string_view dead_peer) {
+  probe_wanted_ = true;
+  last_dead_peer_ = std::string(dead_peer);
+}
+
+void UcxTransport::CheckReceiveQueue(std::chrono::steady_clock::time_point now) {
+  if (probe_ != nullptr) probe_->Progress();
+  if (probes_sent_ > probes_arrived_) {
+    if (now - probe_sent_at_ < kProbeTimeout) return;
+    RestartWorker(absl::UnavailableError(
+        absl::StrCat("UCX's shared-memory receive queue stalled after ", last_dead_peer_,
+                     " died in the middle of a send; the transport restarted its UCX worker, which "
+                     "ended all of its connections")));
+    return;
+  }
+  if (!probe_wanted_ || probe_broken_) return;
+  probe_wanted_ = false;
+  if (probe_ == nullptr) {
+    std::string address;
+    {
+      absl::MutexLock lock(&address_mu_);
+      address = worker_address_;
+    }
+    absl::StatusOr<std::unique_ptr<ReceiveQueueProbe>> probe =
+        ReceiveQueueProbe::Create(context_->get(), address);
+    if (!probe.ok()) {
+      probe_broken_ = true;
+      std::fprintf(stderr, "sluice: cannot watch UCX's shared-memory receive queue: %s\n",
+                   probe.status().ToString().c_str());
+      return;
+    }
+    probe_ = std::move(*probe);
+  }
+  if (absl::Status sent = probe_->Send(probes_sent_ + 1); !sent.ok()) {
+    probe_broken_ = true;
+    std::fprintf(stderr, "sluice: cannot probe UCX's shared-memory receive queue: %s\n",
+                 sent.ToString().c_str());
+    return;
+  }
+  ++probes_sent_;
+  probe_sent_at_ = now;
+}
+
+ucs_status_t UcxTransport::ProbeMessageCallback(void* arg, const void*, size_t, void* data,
+                                                size_t length, const ucp_am_recv_param_t*) {
+  auto* self = static_cast<UcxTransport*>(arg);
+  uint64_t number = 0;
+  if (length == sizeof(number)) {
+    std::memcpy(&number, data, sizeof(number));
+    self->probes_arrived_ = std::max(self->probes_arrived_, number);
+  }
+  return UCS_OK;
+}
+
+void UcxTransport::RestartWorker(const absl::Status& why) {
+  std::fprintf(stderr, "sluice: %s\n", why.ToString().c_str());
+  absl::StatusOr<UcxWorkerPtr> replaced = ReplaceWorker();
+  if (!replaced.ok()) {
+    // The stuck worker stays: its calls time out as they would have without the watch.
+    probe_broken_ = true;
+    std::fprintf(stderr, "sluice: could not restart the UCX worker: %s\n",
+                 replaced.status().ToString().c_str());
+    return;
+  }
+  UcxWorkerPtr old = std::move(*replaced);
+  stats_.worker_restarts.fetch_add(1, std::memory_order_relaxed);
+  // The probe's endpoint points at the old worker.
+  probe_.reset();
+  probes_sent_ = probes_arrived_ = 0;
+  probe_wanted_ = false;
+
+  // Every connection lived on the old worker, and goes with it. Nothing is closed first
+  // (forcing the close of a live tcp peer's endpoint is not safe in UCX 1.13), but every
+  // request of ours is released: UCX asserts when it destroys a worker holding one.
+  std::vector<ConnectionId> told;  // not those failed already: their handler knows
+  for (auto& [id, endpoint] : endpoints_) {
+    StopWatching(endpoint);
+    if (!endpoint.failed) told.push_back(id);
+  }
+  endpoints_.clear();
+  connection_by_ep_.clear();
+  flushing_.clear();
+  AbandonSends(kNoConnection, why);  // their payloads are free again
+  std::vector<RecvOp*> receives(receives_in_flight_.begin(), receives_in_flight_.end());
+  for (RecvOp* op : receives) {
+    ucp_request_free(op->request);
+    op->request = nullptr;
+  }
+  // UCX lists what the old worker still held (the requests above) as leaks: expected here.
+  {
+    ScopedUcxLogLevel quiet(UCS_LOG_LEVEL_FATAL);
+    old.reset();
+  }
+  ForgetSends();
+  // The receives UCX did not call back for while it went: their calls fail below.
+  for (RecvOp* op : receives_in_flight_) delete op;
+  receives_in_flight_.clear();
+  inflight_closes_ = 0;
+  for (ConnectionId id : told) handler_->OnDisconnect(id, why);
+}
+
+}  // namespace sluice::transport::ucx
