@@ -211,7 +211,7 @@ void BatchReader::Pump() {
       const absl::Time now = absl::Now();
       for (; i < n; ++i) {
         const Task& candidate = tasks_[(next_task_ + i) % n];
-        if (!candidate.ended && candidate.retry_at <= now) break;
+        if (!candidate.ended && !candidate.end_seen && candidate.retry_at <= now) break;
       }
       if (i == n) return;
       task_index = (next_task_ + i) % n;
@@ -449,6 +449,10 @@ void BatchReader::OnFetched(size_t task_index, transport::Slab slab, absl::Time 
     }
     pump = round >= 0 ? OnRoundFetched(task, std::move(slab), sent, result, round)
                       : OnTaskFetched(task, std::move(slab), sent, result, acked);
+    if (task.end_seen && task.outstanding == 0 && !task.ended) {
+      task.ended = true;
+      pump = true;
+    }
     to_drop = std::exchange(connection_to_drop_, transport::kNoConnection);
   }
   if (to_drop != transport::kNoConnection) {
@@ -462,8 +466,12 @@ bool BatchReader::OnTaskFetched(Task& task, transport::Slab slab, absl::Time sen
                                 const absl::StatusOr<transport::CallResult>& result,
                                 const std::vector<int64_t>& acked) {
   if (task.lost) return false;  // its splits are re-issued; this batch is not delivered
-  // A failed request may have lost a batch on the way: the next request says so.
-  if (!result.ok()) task.delivery_epoch = std::max(task.delivery_epoch, int64_t{1}) + 1;
+  // A failed request may have lost a batch on the way: the next request says so (and the
+  // task is read on, whatever end another reply announced).
+  if (!result.ok()) {
+    task.delivery_epoch = std::max(task.delivery_epoch, int64_t{1}) + 1;
+    task.end_seen = false;
+  }
   const absl::Time now = absl::Now();
   proto::GetElementResponse response;
   switch (Examine(task, slab, result, absl::StrCat("task ", task.id), &response)) {
@@ -482,7 +490,10 @@ bool BatchReader::OnTaskFetched(Task& task, transport::Slab slab, absl::Time sen
     return std::find(acked.begin(), acked.end(), index) != acked.end();
   });
   if (response.end_of_sequence()) {
-    task.ended = true;
+    // Ended once no other request to it is in flight (OnFetched): their replies may still
+    // carry batches, and should their connection break, the worker serves those again only
+    // to a later request.
+    task.end_seen = true;
     return true;
   }
   const int64_t index = response.batch_index();

@@ -110,6 +110,8 @@ class BatchReader {
     transport::Address worker;
     std::string worker_text;
     bool ended = false;
+    // A reply said end of sequence; ended once the other requests to it came back well.
+    bool end_seen = false;
     int outstanding = 0;
     // The dispatcher gave the task up (its worker was lost): nothing more is read from it,
     // and what still arrives is dropped (its splits are re-issued).

@@ -170,7 +170,9 @@ void TaskRunner::MatchRounds(std::vector<std::pair<Waiter, ReadyBatch>>& matched
                              std::vector<Waiter>& ended) {
   const size_t n = static_cast<size_t>(task_.num_consumers());
   const absl::Time now = absl::Now();
+  if (absent_.size() != n) absent_.assign(n, false);
   for (const Waiter& w : waiters_) {
+    absent_[w.consumer] = false;  // back, if it was missing
     Round& round = rounds_[w.round];
     if (round.requested.empty()) {
       round.requested.resize(n);
@@ -187,9 +189,16 @@ void TaskRunner::MatchRounds(std::vector<std::pair<Waiter, ReadyBatch>>& matched
   // consumer that asks after its round went ahead gets the next batch on its own.
   for (auto& [id, round] : rounds_) {
     if (!round.assigned) {
-      if (round.num_requested < n && now - round.opened < kRoundWait) continue;
+      // Waits kRoundWait for the consumers that did not ask yet, unless they are missing.
+      bool waits = false;
+      for (size_t c = 0; c < n; ++c) waits = waits || (!round.requested[c] && !absent_[c]);
+      if (waits && now - round.opened < kRoundWait) continue;
       if (ready_.size() < round.num_requested) break;
       round.assigned = true;
+      // A consumer that let a round go without it is missing until it asks again: later
+      // rounds do not wait for it (a dead consumer would otherwise slow every round to one
+      // per kRoundWait).
+      for (size_t c = 0; c < n; ++c) absent_[c] = absent_[c] || !round.requested[c];
     }
     for (size_t c = 0; c < n && !ready_.empty(); ++c) {
       if (!round.requested[c] || round.given[c]) continue;
@@ -233,11 +242,12 @@ void TaskRunner::MatchRounds(std::vector<std::pair<Waiter, ReadyBatch>>& matched
 void TaskRunner::Serve() {
   std::vector<std::pair<Waiter, ReadyBatch>> matched;
   std::vector<Waiter> ended;
+  std::vector<Waiter> stale;
   absl::Status error;
   {
     absl::MutexLock lock(&mu_);
     if (task_.num_consumers() > 0) MatchRounds(matched, ended);
-    if (task_.num_consumers() == 0) MatchRequests(matched);
+    if (task_.num_consumers() == 0) MatchRequests(matched, stale);
     if (task_.num_consumers() == 0 && produced_all_ && ready_.empty()) {
       ended.assign(waiters_.begin(), waiters_.end());
       waiters_.clear();
@@ -245,6 +255,11 @@ void TaskRunner::Serve() {
     error = error_;
   }
   for (auto& [waiter, batch] : matched) Reply(waiter, std::move(batch));
+  for (const Waiter& waiter : stale) {
+    proto::GetElementResponse response;
+    response.set_retry_later(true);  // the client asks again, under its current epoch
+    waiter.call->Reply(response);
+  }
   for (const Waiter& waiter : ended) {
     if (!error.ok()) {
       waiter.call->Reply(error);
@@ -264,9 +279,9 @@ void TaskRunner::Fetch(std::shared_ptr<transport::ServerCall> call, uint64_t max
   }
   {
     absl::MutexLock lock(&mu_);
-    auto found = deliveries_.find(delivery.client_id);
-    if (found != deliveries_.end()) {
-      ClientDeliveries& client = found->second;
+    // Created on the client's first request, so that its epoch is known from then on.
+    {
+      ClientDeliveries& client = deliveries_[delivery.client_id];
       for (int64_t index : delivery.acked) {
         client.unacked.erase(index);
         std::erase_if(client.lost, [index](const ReadyBatch& b) { return b.index == index; });
@@ -285,7 +300,7 @@ void TaskRunner::Fetch(std::shared_ptr<transport::ServerCall> call, uint64_t max
         std::sort(client.lost.begin(), client.lost.end(),
                   [](const ReadyBatch& a, const ReadyBatch& b) { return a.index < b.index; });
       }
-      if (client.unacked.empty() && client.lost.empty()) deliveries_.erase(found);
+      // The entry stays even when empty: it remembers the client's epoch (see MatchRequests).
     }
     waiters_.push_back(
         Waiter{std::move(call), max_batch_bytes, -1, -1, delivery.client_id, delivery.epoch});
@@ -293,12 +308,21 @@ void TaskRunner::Fetch(std::shared_ptr<transport::ServerCall> call, uint64_t max
   Serve();
 }
 
-void TaskRunner::MatchRequests(std::vector<std::pair<Waiter, ReadyBatch>>& matched) {
+void TaskRunner::MatchRequests(std::vector<std::pair<Waiter, ReadyBatch>>& matched,
+                               std::vector<Waiter>& stale) {
   for (auto it = waiters_.begin(); it != waiters_.end();) {
     std::optional<ReadyBatch> batch;
     bool again = false;
-    if (auto client = deliveries_.find(it->client_id);
-        client != deliveries_.end() && !client->second.lost.empty()) {
+    auto client = it->epoch > 0 ? deliveries_.find(it->client_id) : deliveries_.end();
+    if (client != deliveries_.end() && it->epoch < client->second.epoch) {
+      // Sent before its client saw a connection break (a newer epoch arrived first, over
+      // the new connection): its reply most likely goes nowhere, and a batch kept under the
+      // old epoch would never be counted lost again. It gets no batch.
+      stale.push_back(std::move(*it));
+      it = waiters_.erase(it);
+      continue;
+    }
+    if (client != deliveries_.end() && !client->second.lost.empty()) {
       batch.emplace(std::move(client->second.lost.front()));
       client->second.lost.pop_front();
       again = true;

@@ -144,9 +144,10 @@ class TaskRunner {
   void MatchRounds(std::vector<std::pair<Waiter, ReadyBatch>>& matched, std::vector<Waiter>& ended)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Reply(const Waiter& waiter, ReadyBatch batch);
-  // Serve() for uncoordinated reads, under mu_.
-  void MatchRequests(std::vector<std::pair<Waiter, ReadyBatch>>& matched)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Serve() for uncoordinated reads, under mu_; requests of an epoch their client has left
+  // behind go to `stale`, to be told to retry.
+  void MatchRequests(std::vector<std::pair<Waiter, ReadyBatch>>& matched,
+                     std::vector<Waiter>& stale) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Keeps a copy of `batch`, sent to an acknowledging client, until acknowledged.
   void KeepUntilAcknowledged(const Waiter& waiter, const ReadyBatch& batch)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -165,6 +166,9 @@ class TaskRunner {
   std::deque<ReadyBatch> ready_ ABSL_GUARDED_BY(mu_);
   std::deque<Waiter> waiters_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, Round> rounds_ ABSL_GUARDED_BY(mu_);
+  // Coordinated reads: by consumer, whether a round went ahead without it and it has not
+  // asked since (MatchRounds).
+  std::vector<bool> absent_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, ClientDeliveries> deliveries_ ABSL_GUARDED_BY(mu_);  // by client id
 
   bool produced_all_ ABSL_GUARDED_BY(mu_) = false;

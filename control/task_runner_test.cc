@@ -55,7 +55,10 @@ class DeliveryTest : public ::testing::Test {
     runner_.reset();
   }
 
-  // The batch index the worker answers `client` with; -1 at the end of the sequence.
+  static constexpr int64_t kEnd = -1;
+  static constexpr int64_t kRetryLater = -2;
+
+  // The batch index the worker answers `client` with, or kEnd, or kRetryLater.
   int64_t Get(int64_t client, int64_t epoch, std::vector<int64_t> acked) {
     proto::GetElementRequest request;
     request.set_task_id(kTaskId);
@@ -67,7 +70,8 @@ class DeliveryTest : public ::testing::Test {
     absl::Status status =
         client_->CallProto(address_, proto::GET_ELEMENT, request, &response, absl::Seconds(10));
     EXPECT_TRUE(status.ok()) << status;
-    if (response.end_of_sequence()) return -1;
+    if (response.end_of_sequence()) return kEnd;
+    if (response.retry_later()) return kRetryLater;
     EXPECT_GT(response.batch_bytes(), 0u);
     return response.batch_index();
   }
@@ -99,6 +103,16 @@ TEST_F(DeliveryTest, AnAcknowledgementThatArrivesWithTheNewEpochPreventsTheResen
   EXPECT_EQ(Get(7, 1, {}), 0);
   EXPECT_EQ(Get(7, 2, {0}), 1);  // 0 arrived before the break: not sent again
   EXPECT_EQ(runner_->stats().batches_redelivered, 0);
+}
+
+TEST_F(DeliveryTest, ARequestOfAnEpochItsClientLeftBehindGetsNoBatch) {
+  EXPECT_EQ(Get(7, 1, {}), 0);
+  EXPECT_EQ(Get(7, 3, {0}), 1);  // over a new connection, overtaking ...
+  // ... a request sent before the break: a batch for it would most likely be lost, and
+  // kept under epoch 2 it would never be served again.
+  EXPECT_EQ(Get(7, 2, {}), kRetryLater);
+  EXPECT_EQ(Get(7, 3, {1}), 2);
+  EXPECT_EQ(runner_->stats().batches_served, 3);
 }
 
 TEST_F(DeliveryTest, ClientsThatDoNotAcknowledgeGetNothingTwice) {

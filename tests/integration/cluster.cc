@@ -6,10 +6,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
 
 namespace sluice::testing {
@@ -31,20 +33,23 @@ std::string TestDataRoot() {
 }
 
 int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof(addr);
-  int port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
+  // Below Linux's ephemeral range (32768 and up by default): a port found free there can be
+  // taken by any connection's local end before the worker binds it, which happened in CI.
+  // Here only another listener could take it.
+  static std::atomic<int> next{20000 + static_cast<int>(getpid() % 500) * 20};
+  for (int attempt = 0; attempt < 2000; ++attempt) {
+    const int port = 20000 + (next.fetch_add(1) - 20000) % 12000;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    const bool bound = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+    close(fd);
+    if (bound) return port;
   }
-  close(fd);
-  EXPECT_NE(port, 0) << "no free port";
-  return port;
+  ADD_FAILURE() << "no free port below 32000";
+  return 0;
 }
 
 std::vector<std::string> Cluster::RootArgs() const {
@@ -119,8 +124,14 @@ std::map<int64_t, int> Values(Subprocess& read) {
   EXPECT_EQ(read.Wait(absl::Seconds(120)), 0) << read.stderr_text();
   std::map<int64_t, int> counts;
   std::istringstream lines(read.stdout_text());
+  int number = 0;
   for (std::string line; std::getline(lines, line);) {
-    nlohmann::json batch = nlohmann::json::parse(line);
+    ++number;
+    nlohmann::json batch = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (batch.is_discarded()) {
+      ADD_FAILURE() << "output line " << number << " is not JSON: " << line.substr(0, 400);
+      continue;
+    }
     EXPECT_EQ(batch["tensors"].size(), 1u);
     EXPECT_EQ(batch["tensors"][0]["dtype"], "int64");
     for (int64_t v : batch["tensors"][0]["values"]) ++counts[v];
@@ -129,7 +140,12 @@ std::map<int64_t, int> Values(Subprocess& read) {
 }
 
 void ExpectEachValueTimes(const std::map<int64_t, int>& counts, int64_t n, int times) {
-  ASSERT_EQ(counts.size(), static_cast<size_t>(n)) << "distinct values read";
+  std::vector<int64_t> missing;
+  for (int64_t v = 0; v < n && missing.size() < 40; ++v) {
+    if (!counts.contains(v)) missing.push_back(v);
+  }
+  ASSERT_EQ(counts.size(), static_cast<size_t>(n))
+      << "distinct values read; the first missing: " << absl::StrJoin(missing, ",");
   ASSERT_EQ(counts.begin()->first, 0);
   ASSERT_EQ(counts.rbegin()->first, n - 1);
   for (const auto& [value, count] : counts) ASSERT_EQ(count, times) << "value " << value;

@@ -21,7 +21,7 @@ namespace sluice::testing {
 std::string Scheme();
 // The `sluice` binary (SLUICE_BINARY).
 std::string Binary();
-// A TCP port that was free a moment ago on 127.0.0.1.
+// A TCP port on 127.0.0.1 that was free a moment ago, below the ephemeral range.
 int FreePort();
 
 struct ClusterOptions {

@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <signal.h>
+
 #include <map>
 #include <set>
 #include <sstream>
@@ -119,6 +121,26 @@ TEST(CoordinatedReadsTest, ConsumersGoOnWhenAWorkerDies) {
   for (const auto& rounds : per_consumer) {
     EXPECT_EQ(rounds.rbegin()->second.worker, cluster.worker_address(1));
   }
+}
+
+// A consumer that dies stalls the others for about one round wait (1 s), not for every
+// round after it (which at one round a second would look like a hang).
+TEST(CoordinatedReadsTest, ConsumersGoOnWhenAConsumerDies) {
+  Cluster cluster(2);
+  constexpr int kTake = 2000;
+  auto consumers = StartConsumers(cluster.address(), kTake);
+  ASSERT_FALSE(consumers[0]->WaitForOutput("round", absl::Seconds(30)).empty())
+      << consumers[0]->stderr_text();
+  consumers.back()->Kill(SIGKILL);
+  consumers.back()->Wait(absl::Seconds(10));
+  consumers.pop_back();
+  const absl::Time killed = absl::Now();
+  std::vector<std::map<int64_t, Line>> per_consumer;
+  for (auto& consumer : consumers) per_consumer.push_back(Rounds(*consumer, kTake));
+  EXPECT_LT(absl::Now() - killed, absl::Seconds(30)) << "the survivors stalled";
+  std::set<std::string> workers;
+  EXPECT_EQ(CheckRounds(per_consumer, &workers), kTake) << "the survivors got every round";
+  EXPECT_EQ(workers.size(), 2u);
 }
 
 TEST(CoordinatedReadsTest, AWorkerJoiningMidJobEntersAtARoundAllAgreeOn) {

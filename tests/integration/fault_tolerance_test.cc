@@ -97,12 +97,11 @@ TEST(FaultToleranceTest, DroppedConnectionsLoseAndDuplicateNothing) {
   const char* transport = std::getenv("SLUICE_TEST_TRANSPORT");
   const char* tls = std::getenv("UCX_TLS");
   if (transport != nullptr && std::string(transport) == "ucx" &&
-      (tls == nullptr || std::string(tls).find("tcp") != std::string::npos)) {
-    // Known UCX 1.13 failure (docs/design.md, "Delivery without loss"): a reader that keeps
-    // dropping tcp connections to live workers sooner or later crashes inside UCX's tcp
-    // receive path (uct_tcp_iface_progress, SIGSEGV at 0xfffffffffffffff8), in about half
-    // the runs that follow another test of this binary.
-    GTEST_SKIP() << "UCX 1.13 over tcp crashes on repeated aborts of live connections";
+      (tls == nullptr || std::string(tls).find("tcp") != std::string::npos) &&
+      std::getenv("SLUICE_TEST_UCX_TCP_DROPS") == nullptr) {
+    // Known (docs/design.md, "Delivery without loss"): over UCX tcp about 1 run in 15 still
+    // loses a few batches or prints a garbled one; SLUICE_TEST_UCX_TCP_DROPS=1 runs it.
+    GTEST_SKIP() << "UCX tcp: a rare loss under repeated drops is not found yet";
   }
   Cluster cluster(3);
   auto read = StartRead(cluster.address(), kPipeline, "dynamic", "",

@@ -74,7 +74,16 @@ absl::StatusOr<ConnectionId> UcxTransport::Connect(const Address& peer) {
                                                              ": ", remote.status().message()));
   }
   absl::Status status;
-  RunSync([&] { status = CreateEndpoint(id, *remote, peer.ToString(), std::move(socket)); });
+  RunSync([&] {
+    if (in_ucp_progress_) {  // from a callback: see RunDeferred
+      // Sends stamp the token now; they go out once the endpoint exists.
+      endpoints_[id] = Endpoint{.peer = peer.ToString(), .remote_token = remote->token};
+      deferred_endpoints_.push_back(
+          DeferredEndpoint{id, *std::move(remote), peer.ToString(), std::move(socket)});
+      return;
+    }
+    status = CreateEndpoint(id, *remote, peer.ToString(), std::move(socket));
+  });
   SLUICE_RETURN_IF_ERROR(status);
   return id;
 }
@@ -132,7 +141,7 @@ absl::StatusOr<std::string> UcxTransport::DescribeConnection(ConnectionId connec
       absl::NotFoundError(absl::StrCat("no UCX connection ", connection));
   RunSync([&] {
     auto it = endpoints_.find(connection);
-    if (it == endpoints_.end()) return;
+    if (it == endpoints_.end() || it->second.ep == nullptr) return;
     const EndpointInfo info = DescribeEndpoint(it->second.ep);
     described = absl::StrCat(
         absl::StrJoin(info.transports, ","), "; dead peers: ",
@@ -194,6 +203,7 @@ void UcxTransport::CloseEndpoint(ConnectionId id, Closing how) {
   const bool ucx_watches = it->second.ucx_watches;
   StopWatching(it->second);
   endpoints_.erase(it);
+  if (ep == nullptr) return;  // its creation was deferred and failed (RunDeferred)
   connection_by_ep_.erase(ep);
   switch (how) {
     case Closing::kGraceful:

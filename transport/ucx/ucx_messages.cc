@@ -72,6 +72,54 @@ void UcxTransport::DoSend(ConnectionId to, absl::string_view header, Payload pay
   op->header.assign(reinterpret_cast<const char*>(&token), sizeof(token));
   op->header.append(header.data(), header.size());
   op->done = std::move(done);
+  op->to = to;
+  op->payload = payload;
+  if (in_ucp_progress_ || it->second.ep == nullptr) {
+    // Not from inside ucp_worker_progress, nor before the endpoint exists: see RunDeferred.
+    deferred_sends_.push_back(std::move(op));
+    return;
+  }
+  IssueSend(std::move(op));
+}
+
+void UcxTransport::RunDeferred() {
+  while (!deferred_endpoints_.empty() || !deferred_sends_.empty()) {
+    // Endpoints first: the sends may be for them.
+    std::vector<DeferredEndpoint> endpoints;
+    endpoints.swap(deferred_endpoints_);
+    for (DeferredEndpoint& pending : endpoints) {
+      absl::Status created = CreateEndpoint(pending.id, pending.remote, std::move(pending.peer),
+                                            std::move(pending.socket));
+      if (created.ok()) continue;
+      // Its sends fail below; the RPC layer forgets the connection.
+      endpoints_.erase(pending.id);
+      handler_->OnDisconnect(pending.id, created);
+    }
+    // Issuing may complete a send at once, and its callback may send again (directly now).
+    // The two vectors trade places, so that deferring allocates nothing once warm.
+    std::vector<std::unique_ptr<SendOp>> sends;
+    sends.swap(spare_deferred_sends_);
+    sends.swap(deferred_sends_);
+    for (auto& op : sends) {
+      auto it = endpoints_.find(op->to);
+      if (it == endpoints_.end() || it->second.failed) {
+        // The connection failed or closed while the send waited.
+        SendCallback done = std::move(op->done);
+        const ConnectionId to = op->to;
+        RecycleSendOp(std::move(op));
+        if (done) done(absl::UnavailableError(absl::StrCat("connection ", to, " is closed")));
+        continue;
+      }
+      IssueSend(std::move(op));
+    }
+    sends.clear();
+    spare_deferred_sends_.swap(sends);
+  }
+}
+
+void UcxTransport::IssueSend(std::unique_ptr<SendOp> op) {
+  const Payload payload = op->payload;
+  ucp_ep_h ep = endpoints_[op->to].ep;
   ucp_request_param_t param{};
   param.op_attr_mask =
       UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
@@ -91,13 +139,12 @@ void UcxTransport::DoSend(ConnectionId to, absl::string_view header, Payload pay
   stats_.messages_sent.fetch_add(1, std::memory_order_relaxed);
   stats_.payload_bytes_sent.fetch_add(payload.size, std::memory_order_relaxed);
   ucs_status_ptr_t request =
-      header_only ? ucp_am_send_nbx(it->second.ep, kActiveMessageId, nullptr, 0, op->header.data(),
+      header_only ? ucp_am_send_nbx(ep, kActiveMessageId, nullptr, 0, op->header.data(),
                                     op->header.size(), &param)
-                  : ucp_am_send_nbx(it->second.ep, kActiveMessageId, op->header.data(),
-                                    op->header.size(), payload.data, payload.size, &param);
+                  : ucp_am_send_nbx(ep, kActiveMessageId, op->header.data(), op->header.size(),
+                                    payload.data, payload.size, &param);
   SendOp* raw = op.release();
   if (UCS_PTR_IS_PTR(request)) {  // completes in OnSendComplete
-    raw->to = to;
     raw->request = request;
     TrackSend(raw);
     return;

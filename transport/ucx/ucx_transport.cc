@@ -209,7 +209,7 @@ void UcxTransport::DrainQueue() {
 unsigned UcxTransport::ProgressOnce() {
   DrainQueue();
   unsigned events = 0;
-  while (unsigned n = ucp_worker_progress(worker_.get())) events += n;
+  while (unsigned n = ProgressWorker()) events += n;
   if (++turns_ % kClockEvery == 0) {
     if (auto now = std::chrono::steady_clock::now(); now >= next_tick_) {
       handler_->OnTick();
@@ -222,6 +222,14 @@ unsigned UcxTransport::ProgressOnce() {
       CheckReceiveQueue(now);
     }
   }
+  return events;
+}
+
+unsigned UcxTransport::ProgressWorker() {
+  in_ucp_progress_ = true;
+  const unsigned events = ucp_worker_progress(worker_.get());
+  in_ucp_progress_ = false;
+  RunDeferred();
   return events;
 }
 
@@ -248,7 +256,7 @@ bool UcxTransport::DriveUntil(const std::function<void()>& start,
     // thread: it gets the baton back at least every few milliseconds (ProgressBaton), and a
     // caller keeps it only while replies come fast.
     DrainQueue();
-    const unsigned events = ucp_worker_progress(worker_.get());
+    const unsigned events = ProgressWorker();
     if (done()) {
       baton_.Lend();
       return true;

@@ -86,6 +86,7 @@ class UcxTransport final : public Transport {
     std::string header;
     SendCallback done;
     ConnectionId to = kNoConnection;
+    Payload payload;
     bool in_flight = false;
     void* request = nullptr;  // UCX's, while in flight; null once given back (AbandonSends)
     SendOp* prev = nullptr;
@@ -166,6 +167,18 @@ class UcxTransport final : public Transport {
   // Frees the operations still linked, once their worker is gone.
   void ForgetSends();
   void DoSend(ConnectionId to, absl::string_view header, Payload payload, SendCallback done);
+  // ucp_am_send_nbx for a prepared operation (its endpoint exists and has not failed).
+  void IssueSend(std::unique_ptr<SendOp> op);
+  // One ucp_worker_progress, then what its callbacks asked for meanwhile (RunDeferred).
+  unsigned ProgressWorker();
+  // Endpoints created and sends made from inside ucp_worker_progress (from callbacks: an
+  // RPC reply's continuation connects and sends) wait for it to return. UCX 1.13's tcp
+  // transport handles a batch of socket events per progress call: a send that fails (its
+  // peer died) closes its endpoint at once, and an endpoint created meanwhile can take over
+  // the socket of one being handled; when such an endpoint's event comes later in the batch,
+  // UCX asserts (tcp_iface.c, "conn_state != CLOSED") or frees a receive buffer twice
+  // (SIGSEGV at 0xfffffffffffffff8). See docs/design.md.
+  void RunDeferred();
   [[nodiscard]] std::unique_ptr<SendOp> AcquireSendOp();
   void RecycleSendOp(std::unique_ptr<SendOp> op);
   ucs_status_t OnActiveMessage(const void* header, size_t header_length, void* data, size_t length,
@@ -215,6 +228,17 @@ class UcxTransport final : public Transport {
   unsigned turns_ = 0;
   absl::flat_hash_map<ConnectionId, Endpoint> endpoints_;
   std::vector<std::unique_ptr<SendOp>> spare_send_ops_;
+  bool in_ucp_progress_ = false;  // inside ucp_worker_progress (its callbacks run)
+  // RunDeferred's work. An endpoint waiting here is in endpoints_ with a null ep.
+  struct DeferredEndpoint {
+    ConnectionId id;
+    Hello remote;
+    std::string peer;
+    ScopedFd socket;
+  };
+  std::vector<DeferredEndpoint> deferred_endpoints_;
+  std::vector<std::unique_ptr<SendOp>> deferred_sends_;
+  std::vector<std::unique_ptr<SendOp>> spare_deferred_sends_;
   absl::flat_hash_map<ucp_ep_h, ConnectionId> connection_by_ep_;
   absl::flat_hash_map<int, ConnectionId> connection_by_socket_;
   int inflight_closes_ = 0;
