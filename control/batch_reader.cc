@@ -294,20 +294,19 @@ void BatchReader::PumpRounds() {
 void BatchReader::Fetch(size_t task_index, std::shared_ptr<transport::Slab> slab, int64_t round) {
   int64_t task_id;
   transport::Address worker;
-  std::vector<int64_t> acked;
-  int64_t delivery_epoch = 0;
+  Sent sent_request;
   {
     absl::MutexLock lock(&mu_);
     task_id = tasks_[task_index].id;
     worker = tasks_[task_index].worker;
     if (round < 0) {
-      acked = tasks_[task_index].unconfirmed;
-      delivery_epoch = tasks_[task_index].delivery_epoch;
+      sent_request.acked = tasks_[task_index].unconfirmed;
+      sent_request.epoch = tasks_[task_index].delivery_epoch;
     }
   }
   absl::StatusOr<transport::ConnectionId> connection = rpc_->ConnectTo(worker);
   if (!connection.ok()) {
-    OnFetched(task_index, std::move(*slab), absl::Now(), connection.status(), round, acked);
+    OnFetched(task_index, std::move(*slab), absl::Now(), connection.status(), round, sent_request);
     return;
   }
   {
@@ -323,17 +322,18 @@ void BatchReader::Fetch(size_t task_index, std::shared_ptr<transport::Slab> slab
     request.set_consumer_index(options_.consumer_index);
     request.set_round(round);
   } else {
-    request.set_delivery_epoch(delivery_epoch);
-    for (int64_t index : acked) request.add_acked_batch_indices(index);
+    request.set_delivery_epoch(sent_request.epoch);
+    for (int64_t index : sent_request.acked) request.add_acked_batch_indices(index);
   }
   transport::CallOptions call_options;
   call_options.timeout = options_.request_timeout;
   call_options.landing = transport::PayloadDestination{slab->data(), slab->capacity()};
-  rpc_->CallAsync(*connection, proto::GET_ELEMENT, request.SerializeAsString(), call_options,
-                  [this, task_index, slab, round, sent = absl::Now(),
-                   acked = std::move(acked)](absl::StatusOr<transport::CallResult> result) {
-                    OnFetched(task_index, std::move(*slab), sent, std::move(result), round, acked);
-                  });
+  rpc_->CallAsync(
+      *connection, proto::GET_ELEMENT, request.SerializeAsString(), call_options,
+      [this, task_index, slab, round, sent = absl::Now(),
+       sent_request = std::move(sent_request)](absl::StatusOr<transport::CallResult> result) {
+        OnFetched(task_index, std::move(*slab), sent, std::move(result), round, sent_request);
+      });
 }
 
 BatchReader::FetchOutcome BatchReader::Examine(Task& task, const transport::Slab& slab,
@@ -419,7 +419,7 @@ void BatchReader::AdvanceRounds() {
 
 void BatchReader::OnFetched(size_t task_index, transport::Slab slab, absl::Time sent,
                             absl::StatusOr<transport::CallResult> result, int64_t round,
-                            const std::vector<int64_t>& acked) {
+                            const Sent& request) {
   // Runs whatever the body below leaves to do, then marks this callback finished: the last
   // touch of `this`.
   struct Finish {
@@ -448,7 +448,7 @@ void BatchReader::OnFetched(size_t task_index, transport::Slab slab, absl::Time 
       slab = transport::Slab();
     }
     pump = round >= 0 ? OnRoundFetched(task, std::move(slab), sent, result, round)
-                      : OnTaskFetched(task, std::move(slab), sent, result, acked);
+                      : OnTaskFetched(task, std::move(slab), sent, result, request);
     if (task.end_seen && task.outstanding == 0 && !task.ended) {
       task.ended = true;
       pump = true;
@@ -464,7 +464,7 @@ void BatchReader::OnFetched(size_t task_index, transport::Slab slab, absl::Time 
 
 bool BatchReader::OnTaskFetched(Task& task, transport::Slab slab, absl::Time sent,
                                 const absl::StatusOr<transport::CallResult>& result,
-                                const std::vector<int64_t>& acked) {
+                                const Sent& request) {
   if (task.lost) return false;  // its splits are re-issued; this batch is not delivered
   // A failed request may have lost a batch on the way: the next request says so (and the
   // task is read on, whatever end another reply announced).
@@ -486,14 +486,15 @@ bool BatchReader::OnTaskFetched(Task& task, transport::Slab slab, absl::Time sen
   // retry_later: the worker does not run the task yet, so nobody took the acknowledgements.
   if (response.retry_later()) return false;  // the next heartbeat tick asks again
   // Any other reply means the task took the acknowledgements the request carried.
-  std::erase_if(task.unconfirmed, [&acked](int64_t index) {
-    return std::find(acked.begin(), acked.end(), index) != acked.end();
+  std::erase_if(task.unconfirmed, [&request](int64_t index) {
+    return std::find(request.acked.begin(), request.acked.end(), index) != request.acked.end();
   });
   if (response.end_of_sequence()) {
     // Ended once no other request to it is in flight (OnFetched): their replies may still
     // carry batches, and should their connection break, the worker serves those again only
-    // to a later request.
-    task.end_seen = true;
+    // to a later request. Only an end said to the current epoch counts: a request sent
+    // before another one failed cannot have made the worker serve the lost batch again.
+    if (request.epoch >= task.delivery_epoch) task.end_seen = true;
     return true;
   }
   const int64_t index = response.batch_index();

@@ -152,10 +152,13 @@ class BatchReader {
   std::optional<size_t> OwnerOf(int64_t round) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Sends one GetElement (round -1: not coordinated).
   void Fetch(size_t task_index, std::shared_ptr<transport::Slab> slab, int64_t round);
-  // `acked`: the indices the request carried (GetElementRequest.acked_batch_indices).
+  // What an uncoordinated request said about delivery (GetElementRequest fields 7, 8).
+  struct Sent {
+    std::vector<int64_t> acked;
+    int64_t epoch = 0;
+  };
   void OnFetched(size_t task_index, transport::Slab slab, absl::Time sent,
-                 absl::StatusOr<transport::CallResult> result, int64_t round,
-                 const std::vector<int64_t>& acked);
+                 absl::StatusOr<transport::CallResult> result, int64_t round, const Sent& request);
   // Moves rounds that are next in order (or skipped) from rounds_ready_ to ready_.
   void AdvanceRounds() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   enum class FetchOutcome { kUnreachable, kFailed, kReply };
@@ -167,8 +170,8 @@ class BatchReader {
                        proto::GetElementResponse* response) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // OnFetched's bookkeeping for a task's next batch; returns whether to Pump.
   bool OnTaskFetched(Task& task, transport::Slab slab, absl::Time sent,
-                     const absl::StatusOr<transport::CallResult>& result,
-                     const std::vector<int64_t>& acked) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+                     const absl::StatusOr<transport::CallResult>& result, const Sent& request)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // OnFetched's bookkeeping for a coordinated round; returns whether to Pump.
   bool OnRoundFetched(Task& task, transport::Slab slab, absl::Time sent,
                       const absl::StatusOr<transport::CallResult>& result, int64_t round)

@@ -9,6 +9,9 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
+#include <ext/stdio_filebuf.h>
 #include <iostream>
 #include <string>
 
@@ -134,6 +137,18 @@ int ReadAll(const transport::Address& dispatcher, const ReadFlags& flags, absl::
                 "read");
   }
 
+  // UCX (and libfabric) print their errors on stdout: the batches go out on a copy of it,
+  // and fd 1 leads to stderr from now on, so no such message lands amid the data (one did,
+  // in a jsonl stream, when UCX failed to reconnect a tcp socket).
+  std::cout.flush();
+  const int data_fd = dup(STDOUT_FILENO);
+  if (data_fd < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+    return Fail(absl::InternalError(absl::StrCat("redirecting stdout: ", std::strerror(errno))),
+                "read");
+  }
+  __gnu_cxx::stdio_filebuf<char> data_buffer(data_fd, std::ios::out);
+  std::ostream data(&data_buffer);
+
   control::ClientOptions client_options;
   client_options.dispatcher = dispatcher;
   client_options.timeout = timeout;
@@ -152,7 +167,7 @@ int ReadAll(const transport::Address& dispatcher, const ReadFlags& flags, absl::
   read_options.disconnect_every_batches = flags.test_disconnect_every;
   auto reader = (*client)->Read(*dataset, read_options);
   if (!reader.ok()) return Fail(reader.status(), "read");
-  BatchSink sink(*format, std::cout, *format == OutputFormat::kSummary && isatty(2));
+  BatchSink sink(*format, data, *format == OutputFormat::kSummary && isatty(2));
   if (flags.device >= 0) {
     absl::Status read =
         ReadThroughDevice(std::move(*reader), read_options, flags.device, flags.take, sink);
