@@ -100,16 +100,30 @@ bool OfiEndpoint::CanBlock() {
 }
 
 absl::StatusOr<fi_addr_t> OfiEndpoint::Insert(const std::string& peer_name) {
+  if (auto known = peers_.find(peer_name); known != peers_.end()) {
+    ++known->second.users;
+    return known->second.address;
+  }
   fi_addr_t address = FI_ADDR_UNSPEC;
   int inserted = fi_av_insert(av_.get(), peer_name.data(), 1, &address, 0, nullptr);
   if (inserted != 1) {
     return OfiError(inserted < 0 ? inserted : -FI_EINVAL,
                     absl::StrCat("fi_av_insert of the peer's ", domain_->provider(), " address"));
   }
+  peers_[peer_name] = Peer{address, 1};
+  peer_names_[address] = peer_name;
   return address;
 }
 
-void OfiEndpoint::Remove(fi_addr_t address) { fi_av_remove(av_.get(), &address, 1, 0); }
+void OfiEndpoint::Remove(fi_addr_t address) {
+  auto name = peer_names_.find(address);
+  if (name == peer_names_.end()) return;
+  auto peer = peers_.find(name->second);
+  if (--peer->second.users > 0) return;
+  peers_.erase(peer);
+  peer_names_.erase(name);
+  fi_av_remove(av_.get(), &address, 1, 0);
+}
 
 void OfiEndpoint::Send(std::unique_ptr<OfiOp> op, fi_addr_t to, const void* data, size_t size,
                        void* desc) {

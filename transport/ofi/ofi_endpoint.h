@@ -66,6 +66,11 @@ class OfiEndpoint {
   // fi_trywait: true when nothing is pending and sleeping on wait_fd() is safe.
   [[nodiscard]] bool CanBlock();
 
+  // The peer's address in the AV, inserted on first use. Connections to the same peer share
+  // one entry: each Insert is matched by one Remove, and the entry leaves the AV with the last.
+  // (libfabric 1.17's shm provider unmaps a peer's region on the first fi_av_remove even when
+  // the address was inserted twice, so a second connection's sends would hit the gone
+  // mapping.)
   [[nodiscard]] absl::StatusOr<fi_addr_t> Insert(const std::string& peer_name);
   void Remove(fi_addr_t address);
 
@@ -111,6 +116,12 @@ class OfiEndpoint {
   std::deque<Deferred> backlog_;
   std::deque<Refused> refused_;
   absl::flat_hash_map<ConnectionId, int> op_counts_;
+  struct Peer {
+    fi_addr_t address = FI_ADDR_UNSPEC;
+    int users = 0;  // Inserts not yet matched by a Remove
+  };
+  absl::flat_hash_map<std::string, Peer> peers_;
+  absl::flat_hash_map<fi_addr_t, std::string> peer_names_;
 };
 
 }  // namespace sluice::transport::ofi

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "transport/ofi/ofi_memory.h"
+#include "transport/ofi/shm_endpoint_keeper.h"
 
 namespace sluice::transport::ofi {
 namespace {
@@ -19,6 +20,8 @@ namespace {
 constexpr absl::Duration kAcceptHelloTimeout = absl::Seconds(2);
 // How long the destructor lets closing connections finish their transfers.
 constexpr auto kCloseGrace = std::chrono::seconds(2);
+// How long an ended connection's peer address stays in the AV (RemoveRetiredAddresses).
+constexpr auto kAddressGrace = std::chrono::seconds(1);
 
 }  // namespace
 
@@ -35,6 +38,7 @@ OfiTransport::OfiTransport(const TransportOptions& options, MessageHandler* hand
 absl::Status OfiTransport::Start() {
   SLUICE_ASSIGN_OR_RETURN(domain_, OfiDomain::Open(options_.ofi_provider));
   SLUICE_ASSIGN_OR_RETURN(endpoint_, OfiEndpoint::Open(domain_));
+  if (domain_->provider() == "shm") ShmEndpointKeeper::Opened();
   eager_limit_ = std::min(options_.rendezvous_threshold, kMaxEagerPayload);
   buffer_size_ = sizeof(WireHeader) + kMaxHeaderSize + eager_limit_;
   receive_buffers_.reset(new std::byte[buffer_size_ * kReceiveBuffers]);
@@ -78,7 +82,12 @@ OfiTransport::~OfiTransport() {
     progress_->RunSync([this] { FailEverything(); });
     progress_->Stop();
   }
-  if (domain_ != nullptr) {
+  if (endpoint_ != nullptr && domain_->provider() == "shm") {
+    // In-process shm peers may still touch this endpoint's region (shm_endpoint_keeper.h).
+    ShmEndpointKeeper::Close(ShmEndpointParts{domain_, std::move(receive_buffers_),
+                                              std::move(receive_registration_),
+                                              std::move(endpoint_)});
+  } else if (domain_ != nullptr) {
     // The endpoint goes before the receive buffers' registration, both before the domain.
     domain_->RunUnowned([this] {
       endpoint_.reset();
@@ -217,7 +226,7 @@ void OfiTransport::FailConnection(ConnectionId id, const absl::Status& why, bool
   it->second.failed = true;
   FailPendingOf(id, why, fail_reads);
   if (auto again = connections_.find(id); again != connections_.end()) {
-    retired_.emplace_back(id, again->second.address);
+    retired_.push_back({id, again->second.address, std::chrono::steady_clock::now()});
     connections_.erase(again);
   }
   if (notify) handler_->OnDisconnect(id, why);
@@ -238,16 +247,19 @@ void OfiTransport::RetireIfDone(ConnectionId id) {
     progress_->Unwatch(fd);
     connection_by_socket_.erase(fd);
   }
-  retired_.emplace_back(id, it->second.address);
+  retired_.push_back({id, it->second.address, std::chrono::steady_clock::now()});
   connections_.erase(it);
 }
 
 void OfiTransport::RemoveRetiredAddresses() {
   // An address leaves the AV only when libfabric holds no op for it: a provider may still
   // be retrying a send to a dead peer, and removal under it is not safe in every provider.
-  std::erase_if(retired_, [this](const std::pair<ConnectionId, fi_addr_t>& entry) {
-    if (!endpoint_->Idle(entry.first)) return false;
-    endpoint_->Remove(entry.second);
+  // The grace covers what the peer sent before it saw the connection end: libfabric's shm
+  // provider still answers those messages into the peer's region, which removal unmaps.
+  const auto now = std::chrono::steady_clock::now();
+  std::erase_if(retired_, [&](const Retired& entry) {
+    if (now - entry.since < kAddressGrace || !endpoint_->Idle(entry.id)) return false;
+    endpoint_->Remove(entry.address);
     return true;
   });
 }

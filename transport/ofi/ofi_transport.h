@@ -29,6 +29,7 @@
 #ifndef SLUICE_TRANSPORT_OFI_OFI_TRANSPORT_H_
 #define SLUICE_TRANSPORT_OFI_OFI_TRANSPORT_H_
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -151,8 +152,14 @@ class OfiTransport final : public Transport {
   absl::flat_hash_map<uint64_t, PendingSend> sends_;
   absl::flat_hash_map<uint64_t, ReadOp*> reads_;  // owned by the endpoint while in flight
   uint64_t next_op_id_ = 1;
-  // Addresses of ended connections, removed from the AV once libfabric holds no op for them.
-  std::vector<std::pair<ConnectionId, fi_addr_t>> retired_;
+  // Addresses of ended connections, removed from the AV once libfabric holds no op for them
+  // and kAddressGrace has passed.
+  struct Retired {
+    ConnectionId id;
+    fi_addr_t address;
+    std::chrono::steady_clock::time_point since;
+  };
+  std::vector<Retired> retired_;
 };
 
 }  // namespace sluice::transport::ofi
