@@ -9,11 +9,6 @@
 
 namespace sluice::control {
 namespace {
-// A worker that does not know a task yet is asked again after this long.
-constexpr absl::Duration kRetryLater = absl::Milliseconds(20);
-// A worker that could not be reached is asked again after this long.
-constexpr absl::Duration kUnreachableBackoff = absl::Milliseconds(200);
-
 // Failures that say the worker is gone or unreachable, not that the task failed.
 bool IsUnreachable(const absl::Status& status) {
   return absl::IsUnavailable(status) || absl::IsDeadlineExceeded(status) ||
@@ -226,71 +221,6 @@ void BatchReader::Pump() {
   }
 }
 
-std::optional<size_t> BatchReader::OwnerOf(int64_t round) const {
-  std::vector<size_t> active;
-  for (size_t i = 0; i < tasks_.size(); ++i) {
-    const Task& t = tasks_[i];
-    if (t.starting_round <= round && (t.ending_round == 0 || round < t.ending_round)) {
-      active.push_back(i);
-    }
-  }
-  if (active.empty()) return std::nullopt;
-  // Every consumer orders the rotation alike: by task id.
-  std::sort(active.begin(), active.end(),
-            [this](size_t a, size_t b) { return tasks_[a].id < tasks_[b].id; });
-  return active[static_cast<size_t>(round % static_cast<int64_t>(active.size()))];
-}
-
-void BatchReader::PumpRounds() {
-  while (true) {
-    size_t task_index;
-    int64_t round;
-    std::shared_ptr<transport::Slab> slab;
-    {
-      absl::MutexLock lock(&mu_);
-      if (!error_.ok() || stop_.HasBeenNotified()) return;
-      if (outstanding_ >= options_.max_outstanding_requests) return;
-      const absl::Time now = absl::Now();
-      auto retry = rounds_to_retry_.begin();
-      while (retry != rounds_to_retry_.end() && retry->second > now) ++retry;
-      const bool retrying = retry != rounds_to_retry_.end();
-      if (retrying) {
-        round = retry->first;
-      } else {
-        round = next_round_to_request_;
-        // Within the horizon the dispatcher vouched for, and not too far ahead of the caller.
-        const int64_t window = options_.max_outstanding_requests + options_.prefetch_batches;
-        if (round > round_horizon_ || round - next_round_ >= window) return;
-      }
-      std::optional<size_t> owner = OwnerOf(round);
-      if (!owner) return;  // no task yet: wait for one
-      if (tasks_[*owner].lost) {
-        // Its worker is gone; no consumer can get this round from it.
-        rounds_skipped_.insert(round);
-        AdvanceRounds();
-        if (retrying) {
-          rounds_to_retry_.erase(retry);
-        } else {
-          ++next_round_to_request_;
-        }
-        continue;
-      }
-      std::optional<transport::Slab> free_slab = pool_->TryAcquire();
-      if (!free_slab) return;
-      slab = std::make_shared<transport::Slab>(std::move(*free_slab));
-      if (retrying) {
-        rounds_to_retry_.erase(retry);
-      } else {
-        ++next_round_to_request_;
-      }
-      task_index = *owner;
-      ++outstanding_;
-      ++tasks_[task_index].outstanding;
-    }
-    Fetch(task_index, std::move(slab), round);
-  }
-}
-
 void BatchReader::Fetch(size_t task_index, std::shared_ptr<transport::Slab> slab, int64_t round) {
   int64_t task_id;
   transport::Address worker;
@@ -370,51 +300,6 @@ BatchReader::FetchOutcome BatchReader::Examine(Task& task, const transport::Slab
   }
   if (carries_batch) task.unreachable_since = absl::InfiniteFuture();
   return FetchOutcome::kReply;
-}
-
-bool BatchReader::OnRoundFetched(Task& task, transport::Slab slab, absl::Time sent,
-                                 const absl::StatusOr<transport::CallResult>& result,
-                                 int64_t round) {
-  const absl::Time now = absl::Now();
-  proto::GetElementResponse response;
-  switch (Examine(task, slab, result, absl::StrCat("round ", round), &response)) {
-    case FetchOutcome::kUnreachable:
-      // Ask again; if its worker was lost meanwhile, PumpRounds skips the round instead.
-      rounds_to_retry_[round] = now + kUnreachableBackoff;
-      return false;
-    case FetchOutcome::kFailed:
-      return false;
-    case FetchOutcome::kReply:
-      break;
-  }
-  if (response.retry_later()) {
-    rounds_to_retry_[round] = now + kRetryLater;
-    return false;
-  }
-  if (response.end_of_sequence()) {
-    error_ = absl::FailedPreconditionError(
-        absl::StrCat("coordinated reads need an infinite pipeline, but task ", task.id, " on ",
-                     task.worker_text, " reached its end"));
-    return false;
-  }
-  rounds_ready_.emplace(round, Ready{task.worker_text, response.batch_index(), std::move(slab),
-                                     result->payload.size, now - sent, round});
-  AdvanceRounds();
-  return true;
-}
-
-void BatchReader::AdvanceRounds() {
-  while (true) {
-    if (auto skipped = rounds_skipped_.find(next_round_); skipped != rounds_skipped_.end()) {
-      rounds_skipped_.erase(skipped);
-    } else if (auto ready = rounds_ready_.find(next_round_); ready != rounds_ready_.end()) {
-      ready_.push_back(std::move(ready->second));
-      rounds_ready_.erase(ready);
-    } else {
-      return;
-    }
-    ++next_round_;
-  }
 }
 
 void BatchReader::OnFetched(size_t task_index, transport::Slab slab, absl::Time sent,

@@ -140,6 +140,11 @@ class BatchReader {
     int64_t round = -1;
   };
 
+  // A worker that does not know a task yet is asked again after this long.
+  static constexpr absl::Duration kRetryLater = absl::Milliseconds(20);
+  // A worker that could not be reached is asked again after this long.
+  static constexpr absl::Duration kUnreachableBackoff = absl::Milliseconds(200);
+
   BatchReader(transport::RpcEndpoint* rpc, transport::Address dispatcher,
               const ReadOptions& options);
   absl::Status HeartbeatOnce();

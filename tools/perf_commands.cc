@@ -4,8 +4,10 @@
 #include <unistd.h>
 
 #include <iostream>
+#include <memory>
 
 #include "absl/strings/str_format.h"
+#include "common/private_stdout.h"
 #include "common/subprocess.h"
 #include "perf/transport_perf.h"
 #include "tools/byte_size.h"
@@ -75,6 +77,13 @@ int RunTransportCommand(const TransportFlags& flags) {
     // Through the environment, so that the server process makes the same choice.
     setenv("SLUICE_UCX_PEER_FAILURE", flags.ucx_peer_failure.c_str(), 1);
   }
+  // With --json, stdout carries the one JSON object and nothing a library prints.
+  std::unique_ptr<PrivateStdout> json_out;
+  if (flags.json) {
+    auto taken = PrivateStdout::Take();
+    if (!taken.ok()) return Fail("transport", taken.status().message());
+    json_out = std::move(*taken);
+  }
   Subprocess server({SelfBinary(), "transport-server", "--transport", flags.transport});
   std::string ready = server.WaitForOutput("ready ", absl::Seconds(20));
   if (ready.empty()) return Fail("transport", "server did not start: " + server.stderr_text());
@@ -95,7 +104,7 @@ int RunTransportCommand(const TransportFlags& flags) {
   if (!result.ok()) return Fail("transport", result.status().message());
   if (isatty(2)) std::cerr << "\r";
   if (flags.json) {
-    std::cout << result->ToJson().dump() << std::endl;
+    json_out->stream() << result->ToJson().dump() << std::endl;
   } else {
     std::cout << absl::StrFormat(
         "%s (%s, %s progress) %s x %d: %.1f MB/s; 8-byte latency %.2f us one-way by RPC "

@@ -28,8 +28,8 @@ struct ServiceFlags {
   int clients = 1;
   std::string batch_bytes = "1MiB";
   double seconds = 10;
-  std::string mode = "dynamic";
-  std::string pipeline;  // default: a cached synthetic batch of --batch-bytes
+  std::string mode = "off";  // tf.data's "ideal model speed" set-up
+  std::string pipeline;      // default: a synthetic batch of --batch-bytes (see --pipeline)
   int max_outstanding = 8;
   int buffer_batches = 8;
   std::string sluice_binary;  // default: `sluice` beside this binary

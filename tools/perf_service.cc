@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/private_stdout.h"
 #include "common/subprocess.h"
 #include "control/client.h"
 #include "engine/pipeline_text.h"
@@ -49,9 +50,11 @@ void AddServiceFlags(CLI::App* app, ServiceFlags& flags) {
   app->add_option("--batch-bytes", flags.batch_bytes, "Bytes of tensor data per batch")
       ->capture_default_str();
   app->add_option("--seconds", flags.seconds, "How long clients read")->capture_default_str();
-  app->add_option("--mode", flags.mode, "off or dynamic")->capture_default_str();
+  app->add_option("--mode", flags.mode, "Sharding: off or dynamic")->capture_default_str();
   app->add_option("--pipeline", flags.pipeline,
-                  "Pipeline to serve (default: one cached synthetic batch, repeated)");
+                  "Pipeline to serve (default: off, one cached synthetic batch, repeated; "
+                  "dynamic, each batch made from its own split of a range, which measures "
+                  "batch assembly too)");
   app->add_option("--max-outstanding", flags.max_outstanding, "Fetches in flight per client")
       ->capture_default_str();
   app->add_option("--buffer-batches", flags.buffer_batches, "Worker buffer per task")
@@ -78,6 +81,9 @@ int RunServiceClientCommand(const ServiceClientFlags& flags) {
   if (!slab_bytes.ok()) return Fail("service-client", slab_bytes.status().message());
   absl::StatusOr<proto::PipelineDef> pipeline = engine::ParsePipeline(flags.pipeline);
   if (!pipeline.ok()) return Fail("service-client", pipeline.status().message());
+  // The parent parses this process's stdout as JSON: no library message may land in it.
+  auto data = PrivateStdout::Take();
+  if (!data.ok()) return Fail("service-client", data.status().message());
   control::ClientOptions options;
   options.dispatcher = *address;
   auto client = control::Client::Connect(options);
@@ -123,7 +129,7 @@ int RunServiceClientCommand(const ServiceClientFlags& flags) {
                          (*client)->transport_stats().payload_bytes_received - received_before},
                         {"transport_bytes_copied",
                          (*client)->transport_stats().payload_bytes_copied - copied_before}};
-  std::cout << out.dump() << std::endl;
+  (*data)->stream() << out.dump() << std::endl;
   return 0;
 }
 
@@ -145,14 +151,28 @@ int RunServiceCommand(const ServiceFlags& flags) {
                              " (build it beside sluice-perf, or pass --sluice-binary)"));
   }
   const int64_t elements = std::max<int64_t>(1, static_cast<int64_t>(*batch_bytes / 8));
-  // tf.data's "ideal model speed" set-up: one batch made once, then served forever.
-  const std::string pipeline = flags.pipeline.empty()
-                                   ? absl::StrCat("range(", elements, ") | batch(", elements,
-                                                  ") | take(1) | cache() | repeat()")
-                                   : flags.pipeline;
+  // tf.data's "ideal model speed" set-up: one batch made once, then served forever. DYNAMIC
+  // sharding refuses cache() (it would replay the first repetition's splits), so there each
+  // batch is made from its own split of a range too long to run out within the run.
+  const int64_t dynamic_batches =
+      std::max<int64_t>(1000000, static_cast<int64_t>(flags.seconds * 100000));
+  const std::string pipeline =
+      !flags.pipeline.empty() ? flags.pipeline
+      : flags.mode == "off"
+          ? absl::StrCat("range(", elements, ") | batch(", elements,
+                         ") | take(1) | cache() | repeat()")
+          : absl::StrCat("range(", elements * dynamic_batches, ") | batch(", elements, ")");
   const size_t slab_bytes = *batch_bytes + (64 << 10);  // room for the batch header
 
-  Subprocess dispatcher({sluice, "dispatcher", "--port", "0", "--host", "127.0.0.1"});
+  std::vector<std::string> dispatcher_argv = {sluice, "dispatcher", "--port",
+                                              "0",    "--host",     "127.0.0.1"};
+  if (flags.pipeline.empty() && flags.mode == "dynamic") {
+    // One split per synthetic batch: the default 256 elements would cost a 1 MiB batch 512
+    // GetSplit calls, which measures the dispatcher, not the data path.
+    dispatcher_argv.insert(dispatcher_argv.end(),
+                           {"--elements-per-split", std::to_string(elements)});
+  }
+  Subprocess dispatcher(dispatcher_argv);
   std::string line = dispatcher.WaitForOutput("listening on", absl::Seconds(20));
   if (line.empty()) return Fail("service", "dispatcher did not start: " + dispatcher.stderr_text());
   size_t at = line.find("ucx://");

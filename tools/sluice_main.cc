@@ -9,9 +9,6 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
-#include <ext/stdio_filebuf.h>
 #include <iostream>
 #include <string>
 
@@ -19,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "common/mutex_checks.h"
+#include "common/private_stdout.h"
 #include "common/status_macros.h"
 #include "control/client.h"
 #include "control/dispatcher.h"
@@ -122,8 +120,9 @@ void AddReadFlags(CLI::App* app, ReadFlags& flags) {
                   "memory); they are copied back only to be printed");
 }
 
-// Reads a whole job and prints it. Shared by `read` and `local`.
-int ReadAll(const transport::Address& dispatcher, const ReadFlags& flags, absl::Duration timeout) {
+// Reads a whole job and prints it on `data`. Shared by `read` and `local`.
+int ReadAll(const transport::Address& dispatcher, const ReadFlags& flags, absl::Duration timeout,
+            std::ostream& data) {
   absl::StatusOr<OutputFormat> format = ParseOutputFormat(flags.format);
   if (!format.ok()) return Fail(format.status(), "read");
   absl::StatusOr<proto::ProcessingMode> mode = ParseMode(flags.mode);
@@ -136,18 +135,6 @@ int ReadAll(const transport::Address& dispatcher, const ReadFlags& flags, absl::
                     "carry their round)"),
                 "read");
   }
-
-  // UCX (and libfabric) print their errors on stdout: the batches go out on a copy of it,
-  // and fd 1 leads to stderr from now on, so no such message lands amid the data (one did,
-  // in a jsonl stream, when UCX failed to reconnect a tcp socket).
-  std::cout.flush();
-  const int data_fd = dup(STDOUT_FILENO);
-  if (data_fd < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
-    return Fail(absl::InternalError(absl::StrCat("redirecting stdout: ", std::strerror(errno))),
-                "read");
-  }
-  __gnu_cxx::stdio_filebuf<char> data_buffer(data_fd, std::ios::out);
-  std::ostream data(&data_buffer);
 
   control::ClientOptions client_options;
   client_options.dispatcher = dispatcher;
@@ -391,11 +378,16 @@ int Main(int argc, char** argv) {
   if (read_cmd->parsed()) {
     absl::StatusOr<transport::Address> dispatcher = transport::ParseAddress(read_dispatcher);
     if (!dispatcher.ok()) return Fail(dispatcher.status(), "read");
-    return ReadAll(*dispatcher, read_flags, *timeout);
+    // Before any transport starts, so that no library message lands amid the batches.
+    auto data = PrivateStdout::Take();
+    if (!data.ok()) return Fail(data.status(), "read");
+    return ReadAll(*dispatcher, read_flags, *timeout, (*data)->stream());
   }
   if (status_cmd->parsed()) {
     absl::StatusOr<transport::Address> dispatcher = transport::ParseAddress(status_dispatcher);
     if (!dispatcher.ok()) return Fail(dispatcher.status(), "status");
+    auto data = PrivateStdout::Take();  // before the transport starts (private_stdout.h)
+    if (!data.ok()) return Fail(data.status(), "status");
     control::ClientOptions options;
     options.dispatcher = *dispatcher;
     options.timeout = *timeout;
@@ -403,7 +395,7 @@ int Main(int argc, char** argv) {
     if (!client.ok()) return Fail(client.status(), "status");
     auto status = (*client)->GetStatus();
     if (!status.ok()) return Fail(status.status(), "status");
-    PrintStatus(*status, status_json, std::cout);
+    PrintStatus(*status, status_json, (*data)->stream());
     return 0;
   }
   // local
@@ -417,14 +409,16 @@ int Main(int argc, char** argv) {
   options.scheme = scheme;
   options.worker.task.data_roots = local_data_roots;
   options.dispatcher.config.data_roots = local_data_roots;
+  auto data = PrivateStdout::Take();  // before the transports start (private_stdout.h)
+  if (!data.ok()) return Fail(data.status(), "local");
   auto cluster = control::LocalCluster::Start(options);
   if (!cluster.ok()) return Fail(cluster.status(), "local");
   if (local_flags.format == "summary") {
-    std::cout << "local cluster: dispatcher " << (*cluster)->dispatcher_address().ToString() << ", "
-              << local_workers << " workers; pipeline: " << local_flags.pipeline << " (mode "
-              << local_flags.mode << ")\n";
+    (*data)->stream() << "local cluster: dispatcher " << (*cluster)->dispatcher_address().ToString()
+                      << ", " << local_workers << " workers; pipeline: " << local_flags.pipeline
+                      << " (mode " << local_flags.mode << ")\n";
   }
-  return ReadAll((*cluster)->dispatcher_address(), local_flags, *timeout);
+  return ReadAll((*cluster)->dispatcher_address(), local_flags, *timeout, (*data)->stream());
 }
 
 }  // namespace

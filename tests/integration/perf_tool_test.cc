@@ -55,6 +55,17 @@ TEST(PerfToolTest, ServiceReportsTheContractFields) {
   EXPECT_LE(r["copied_bytes_per_delivered_byte"].get<double>(), 1.1);
 }
 
+// Without --pipeline, both modes serve a synthetic pipeline their sharding accepts (DYNAMIC
+// refuses cache(), which the OFF default uses).
+TEST(PerfToolTest, ServiceRunsItsDefaultPipelineInBothModes) {
+  for (const char* mode : {"off", "dynamic"}) {
+    nlohmann::json r = RunJson({PerfBinary(), "service", "--batch-bytes", "64KiB", "--seconds", "1",
+                                "--mode", mode, "--json"});
+    EXPECT_GT(r["batches_per_s"].get<double>(), 0) << mode;
+    ASSERT_EQ(r["per_worker_batches"].size(), 1u) << mode;
+  }
+}
+
 TEST(PerfToolTest, ServiceNamesAMissingSluiceBinary) {
   Subprocess run(
       {PerfBinary(), "service", "--seconds", "1", "--sluice-binary", "/nonexistent/sluice"});
