@@ -1,6 +1,7 @@
 // Google Benchmark microbenchmarks of the data path's hot pieces, each beside the memcpy of
 // the same bytes so that results read as ratios on any machine:
-//   slab acquire/release, batch assembly (EncodeBatch), batch header parse (BatchView),
+//   slab acquire/release, batch assembly (EncodeBatch), batching scalar elements in the
+//   engine (RangeBatch), batch header parse (BatchView),
 //   and the GetElement response header encode/decode.
 //
 //   build/perf/sluice_micro_benchmark --benchmark_filter=Encode
@@ -9,8 +10,11 @@
 #include <cstring>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "control/service.pb.h"
 #include "engine/batch_layout.h"
+#include "engine/iterator.h"
+#include "engine/pipeline_text.h"
 #include "transport/slab_pool.h"
 
 namespace sluice {
@@ -53,6 +57,32 @@ void BM_EncodeBatch(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes));
 }
 BENCHMARK(BM_EncodeBatch)->Arg(64 << 10)->Arg(1 << 20)->Arg(16 << 20);
+
+// A batch stacked from scalar elements by the engine (`range(n) | batch(n)`): per element a
+// tensor is made and freed, so this measures the engine's per-element cost, against the
+// memcpy of the batch's bytes.
+void BM_RangeBatch(benchmark::State& state) {
+  const int64_t elements = state.range(0) / 8;
+  auto def = engine::ParsePipeline(
+      absl::StrCat("range(", elements, ") | batch(", elements, ") | repeat()"));
+  auto pipeline = engine::BuildPipeline(*def, engine::PipelineContext{});
+  if (!pipeline.ok()) {
+    state.SkipWithError(pipeline.status().ToString().c_str());
+    return;
+  }
+  engine::Element batch;
+  bool end = false;
+  for (auto _ : state) {
+    if (!(*pipeline)->GetNext(&batch, &end).ok() || end) {
+      state.SkipWithError("the pipeline ended or failed");
+      return;
+    }
+    benchmark::DoNotOptimize(batch);
+  }
+  state.SetBytesProcessed(state.iterations() * elements * 8);
+  state.SetItemsProcessed(state.iterations() * elements);
+}
+BENCHMARK(BM_RangeBatch)->Arg(64 << 10)->Arg(1 << 20);
 
 // The baseline for BM_EncodeBatch: the same bytes copied once.
 void BM_Memcpy(benchmark::State& state) {
