@@ -1,5 +1,7 @@
 #include "transport/ofi/shm_endpoint_keeper.h"
 
+#include <algorithm>
+#include <iterator>
 #include <utility>
 #include <vector>
 
@@ -9,10 +11,16 @@
 namespace sluice::transport::ofi {
 namespace {
 
+struct Parked {
+  ShmEndpointParts parts;
+  absl::Time since;
+};
+
 struct Keeper {
   absl::Mutex mu;
   int open ABSL_GUARDED_BY(mu) = 0;
-  std::vector<ShmEndpointParts> parked ABSL_GUARDED_BY(mu);
+  std::vector<Parked> parked ABSL_GUARDED_BY(mu);
+  absl::Duration lifetime ABSL_GUARDED_BY(mu) = ShmEndpointKeeper::kParkedLifetime;
 };
 
 Keeper& TheKeeper() {
@@ -41,16 +49,32 @@ void ShmEndpointKeeper::Opened() {
 
 void ShmEndpointKeeper::Close(ShmEndpointParts parts) {
   Keeper& keeper = TheKeeper();
-  std::vector<ShmEndpointParts> closing;
+  std::vector<Parked> closing;
   {
     absl::MutexLock lock(&keeper.mu);
-    keeper.parked.push_back(std::move(parts));
-    if (--keeper.open > 0) return;
-    closing.swap(keeper.parked);
+    const absl::Time now = absl::Now();
+    if (--keeper.open > 0) {
+      // Those parked long enough go now; this one waits its turn.
+      auto expired = std::stable_partition(
+          keeper.parked.begin(), keeper.parked.end(),
+          [&](const Parked& each) { return now - each.since < keeper.lifetime; });
+      std::move(expired, keeper.parked.end(), std::back_inserter(closing));
+      keeper.parked.erase(expired, keeper.parked.end());
+      keeper.parked.push_back(Parked{std::move(parts), now});
+    } else {
+      closing.swap(keeper.parked);
+      closing.push_back(Parked{std::move(parts), now});
+    }
   }
   // Closed outside the lock: an endpoint's close may take a while, and a transport opening
   // meanwhile cannot reach these (their listeners and connections are gone).
-  for (ShmEndpointParts& each : closing) Destroy(each);
+  for (Parked& each : closing) Destroy(each.parts);
+}
+
+void ShmEndpointKeeper::SetParkedLifetimeForTesting(absl::Duration lifetime) {
+  Keeper& keeper = TheKeeper();
+  absl::MutexLock lock(&keeper.mu);
+  keeper.lifetime = lifetime;
 }
 
 size_t ShmEndpointKeeper::parked() {

@@ -10,9 +10,10 @@
 // parks its endpoint, with the receive buffers that endpoint's posted receives name, and
 // the last shm transport of the process to close closes them all.
 //
-// Cost: a process that keeps one shm transport open while it opens and closes others keeps
-// each closed one's region (and /dev/shm file) until the long-lived one closes too. Sluice
-// opens one transport per role, so this is a handful of regions at most.
+// Parked endpoints are closed when the last open one closes, or once parked for
+// kParkedLifetime: by then their in-process peers have long seen the connections end and
+// dropped their addresses (ofi_transport.cc, kAddressGrace), so nothing reaches the region.
+// That bounds what a process keeps when one shm transport lives on while others come and go.
 //
 //   ShmEndpointKeeper::Opened();                  // after the shm endpoint is open
 //   ...
@@ -23,6 +24,7 @@
 #include <cstddef>
 #include <memory>
 
+#include "absl/time/time.h"
 #include "transport/ofi/ofi_domain.h"
 #include "transport/ofi/ofi_endpoint.h"
 #include "transport/ofi/ofi_handles.h"
@@ -40,6 +42,10 @@ struct ShmEndpointParts {
 
 class ShmEndpointKeeper {
  public:
+  // Well beyond the transports' address grace (1 s) and close grace (2 s): a peer drops a
+  // parked endpoint's address before the endpoint goes.
+  static constexpr absl::Duration kParkedLifetime = absl::Seconds(10);
+
   // An shm endpoint of this process is open; every call is matched by one Close.
   static void Opened();
   // Parks `parts` while another shm endpoint of this process is open, else closes them and
@@ -47,6 +53,8 @@ class ShmEndpointKeeper {
   static void Close(ShmEndpointParts parts);
   // How many closed endpoints wait for the last open one (for tests and diagnostics).
   [[nodiscard]] static size_t parked();
+  // Tests only: how long an endpoint stays parked (kParkedLifetime by default).
+  static void SetParkedLifetimeForTesting(absl::Duration lifetime);
 };
 
 }  // namespace sluice::transport::ofi

@@ -1,6 +1,6 @@
-// Closed shm endpoints stay mapped while another shm endpoint of the process is open, and all
-// of them go, files included, once the last one closes: through real shm transports that
-// talk to each other in this process, as rpc_test's shm cases do.
+// Closed shm endpoints stay mapped while another shm endpoint of the process is open, for a
+// bounded time, and all of them go, files included, once the last one closes: through real
+// shm transports that talk to each other in this process, as rpc_test's shm cases do.
 #include "transport/ofi/shm_endpoint_keeper.h"
 
 #include <gtest/gtest.h>
@@ -110,6 +110,41 @@ TEST(ShmEndpointKeeperTest, ClientsComeAndGoWhileTheServerServes) {
 
   late->reset();
   server.reset();
+  EXPECT_EQ(ShmEndpointKeeper::parked(), 0u);
+  EXPECT_EQ(OwnShmFiles(), files_before);
+}
+
+// A parked endpoint goes once parked longer than the lifetime, while the server still lives:
+// memory stays bounded in a process whose one shm transport outlives many others.
+TEST(ShmEndpointKeeperTest, ParkedEndpointsGoAfterTheirLifetime) {
+  ASSERT_EQ(ShmEndpointKeeper::parked(), 0u);
+  const int files_before = OwnShmFiles();
+  // Longer than the transports' address grace (1 s), as kParkedLifetime is.
+  ShmEndpointKeeper::SetParkedLifetimeForTesting(absl::Milliseconds(1200));
+  Address address;
+  std::unique_ptr<RpcEndpoint> server = StartServer(&address);
+  ASSERT_NE(server, nullptr);
+  for (int round = 0; round < 2; ++round) {
+    auto client = RpcEndpoint::Create(ShmOptions());
+    ASSERT_TRUE(client.ok()) << client.status();
+    auto connection = (*client)->ConnectTo(address);
+    ASSERT_TRUE(connection.ok()) << connection.status();
+    auto result = (*client)->Call(*connection, kEcho, std::string(4000, 'e'), {});
+    ASSERT_TRUE(result.ok()) << result.status();
+    client->reset();
+    // Only this round's client is parked: the earlier ones outlived the lifetime.
+    EXPECT_EQ(ShmEndpointKeeper::parked(), 1u) << "round " << round;
+    EXPECT_EQ(OwnShmFiles(), files_before + 2) << "round " << round;  // server + parked
+    absl::SleepFor(absl::Milliseconds(1300));
+  }
+  auto echoed = RpcEndpoint::Create(ShmOptions());
+  ASSERT_TRUE(echoed.ok());
+  auto connection = (*echoed)->ConnectTo(address);
+  ASSERT_TRUE(connection.ok()) << connection.status();
+  EXPECT_TRUE((*echoed)->Call(*connection, kEcho, "still here", {}).ok());
+  echoed->reset();
+  server.reset();
+  ShmEndpointKeeper::SetParkedLifetimeForTesting(ShmEndpointKeeper::kParkedLifetime);
   EXPECT_EQ(ShmEndpointKeeper::parked(), 0u);
   EXPECT_EQ(OwnShmFiles(), files_before);
 }
