@@ -56,6 +56,22 @@ std::vector<std::unique_ptr<Subprocess>> StartConsumers(const std::string& addre
   return consumers;
 }
 
+// StartConsumers, returning once the first consumer has printed a round (the job runs).
+void StartConsumersAndAwaitARound(const std::string& address, int take,
+                                  std::vector<std::unique_ptr<Subprocess>>* consumers) {
+  *consumers = StartConsumers(address, take);
+  ASSERT_FALSE((*consumers)[0]->WaitForOutput("round", absl::Seconds(30)).empty())
+      << (*consumers)[0]->stderr_text();
+}
+
+// Rounds() of every consumer, once each has exited.
+std::vector<std::map<int64_t, Line>> RoundsOfAll(
+    std::vector<std::unique_ptr<Subprocess>>& consumers, int64_t take) {
+  std::vector<std::map<int64_t, Line>> per_consumer;
+  for (auto& consumer : consumers) per_consumer.push_back(Rounds(*consumer, take));
+  return per_consumer;
+}
+
 // Every round, whichever consumers got it, came from one worker, with a distinct batch for
 // each consumer. Returns how many rounds every consumer got.
 int CheckRounds(const std::vector<std::map<int64_t, Line>>& per_consumer,
@@ -87,8 +103,7 @@ int CheckRounds(const std::vector<std::map<int64_t, Line>>& per_consumer,
 TEST(CoordinatedReadsTest, EveryRoundComesFromOneWorker) {
   Cluster cluster(2);
   auto consumers = StartConsumers(cluster.address(), 40);
-  std::vector<std::map<int64_t, Line>> per_consumer;
-  for (auto& consumer : consumers) per_consumer.push_back(Rounds(*consumer, 40));
+  std::vector<std::map<int64_t, Line>> per_consumer = RoundsOfAll(consumers, 40);
   for (const auto& rounds : per_consumer) {
     ASSERT_EQ(rounds.size(), 40u);
     EXPECT_EQ(rounds.begin()->first, 0);
@@ -102,13 +117,11 @@ TEST(CoordinatedReadsTest, EveryRoundComesFromOneWorker) {
 TEST(CoordinatedReadsTest, ConsumersGoOnWhenAWorkerDies) {
   Cluster cluster({.workers = 2, .dispatcher_args = {"--worker-timeout", "1s"}});
   constexpr int kTake = 3000;
-  auto consumers = StartConsumers(cluster.address(), kTake);
-  ASSERT_FALSE(consumers[0]->WaitForOutput("round", absl::Seconds(30)).empty())
-      << consumers[0]->stderr_text();
+  std::vector<std::unique_ptr<Subprocess>> consumers;
+  ASSERT_NO_FATAL_FAILURE(StartConsumersAndAwaitARound(cluster.address(), kTake, &consumers));
   cluster.KillWorker(0);
   const absl::Time killed = absl::Now();
-  std::vector<std::map<int64_t, Line>> per_consumer;
-  for (auto& consumer : consumers) per_consumer.push_back(Rounds(*consumer, kTake));
+  std::vector<std::map<int64_t, Line>> per_consumer = RoundsOfAll(consumers, kTake);
   // Bounded by the worker timeout and the heartbeats, not by request timeouts.
   EXPECT_LT(absl::Now() - killed, absl::Seconds(20)) << "consumers stalled";
   std::set<std::string> workers;
@@ -128,15 +141,13 @@ TEST(CoordinatedReadsTest, ConsumersGoOnWhenAWorkerDies) {
 TEST(CoordinatedReadsTest, ConsumersGoOnWhenAConsumerDies) {
   Cluster cluster(2);
   constexpr int kTake = 2000;
-  auto consumers = StartConsumers(cluster.address(), kTake);
-  ASSERT_FALSE(consumers[0]->WaitForOutput("round", absl::Seconds(30)).empty())
-      << consumers[0]->stderr_text();
+  std::vector<std::unique_ptr<Subprocess>> consumers;
+  ASSERT_NO_FATAL_FAILURE(StartConsumersAndAwaitARound(cluster.address(), kTake, &consumers));
   consumers.back()->Kill(SIGKILL);
   consumers.back()->Wait(absl::Seconds(10));
   consumers.pop_back();
   const absl::Time killed = absl::Now();
-  std::vector<std::map<int64_t, Line>> per_consumer;
-  for (auto& consumer : consumers) per_consumer.push_back(Rounds(*consumer, kTake));
+  std::vector<std::map<int64_t, Line>> per_consumer = RoundsOfAll(consumers, kTake);
   EXPECT_LT(absl::Now() - killed, absl::Seconds(30)) << "the survivors stalled";
   std::set<std::string> workers;
   EXPECT_EQ(CheckRounds(per_consumer, &workers), kTake) << "the survivors got every round";
@@ -146,12 +157,10 @@ TEST(CoordinatedReadsTest, ConsumersGoOnWhenAConsumerDies) {
 TEST(CoordinatedReadsTest, AWorkerJoiningMidJobEntersAtARoundAllAgreeOn) {
   Cluster cluster(1);
   constexpr int kTake = 4000;
-  auto consumers = StartConsumers(cluster.address(), kTake);
-  ASSERT_FALSE(consumers[0]->WaitForOutput("round", absl::Seconds(30)).empty())
-      << consumers[0]->stderr_text();
+  std::vector<std::unique_ptr<Subprocess>> consumers;
+  ASSERT_NO_FATAL_FAILURE(StartConsumersAndAwaitARound(cluster.address(), kTake, &consumers));
   cluster.AddWorker();
-  std::vector<std::map<int64_t, Line>> per_consumer;
-  for (auto& consumer : consumers) per_consumer.push_back(Rounds(*consumer, kTake));
+  std::vector<std::map<int64_t, Line>> per_consumer = RoundsOfAll(consumers, kTake);
   std::set<std::string> workers;
   EXPECT_EQ(CheckRounds(per_consumer, &workers), kTake) << "no round skipped or split";
   EXPECT_EQ(workers.size(), 2u) << "the new worker joined the rotation";
