@@ -36,7 +36,8 @@
 namespace sluice::engine {
 
 // Bump when anything a plugin and its host share changes incompatibly.
-inline constexpr uint32_t kPluginAbiVersion = 2;  // 2: tensors share buffers (copy-on-write)
+// 2: tensors share buffers (copy-on-write); 3: small buffers inline (Tensor::kInlineBytes)
+inline constexpr uint32_t kPluginAbiVersion = 3;
 
 // Compared field by field when a plugin is loaded.
 struct PluginAbi {

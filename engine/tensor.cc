@@ -148,7 +148,9 @@ Tensor::Tensor(DType dtype, std::vector<int64_t> shape, int64_t num_elements)
 
 Tensor::Tensor(DType dtype, std::vector<int64_t> shape, int64_t num_elements, size_t byte_size)
     : dtype_(dtype), shape_(std::move(shape)), num_elements_(num_elements), byte_size_(byte_size) {
-  if (byte_size_ > 0) {
+  if (is_inline()) {
+    std::memset(inline_, 0, byte_size_);
+  } else {
     data_.reset(static_cast<std::byte*>(::operator new[](byte_size_, std::align_val_t{kAlignment})),
                 AlignedFree{});
     std::memset(data_.get(), 0, byte_size_);
@@ -241,7 +243,13 @@ Tensor::Tensor(const Tensor& other)
       num_elements_(other.num_elements_),
       byte_size_(other.byte_size_),
       data_(other.data_),
-      provenance_(other.provenance_) {}
+      provenance_(other.provenance_) {
+  if (is_inline()) std::memcpy(inline_, other.inline_, byte_size_);
+}
+
+void Tensor::CopyIn(const void* bytes, size_t size) {
+  if (size > 0) std::memcpy(mutable_data(), bytes, size);
+}
 
 void Tensor::Unshare() {
   std::shared_ptr<std::byte[]> own(
@@ -262,15 +270,19 @@ Tensor::Tensor(Tensor&& other) noexcept
       num_elements_(std::exchange(other.num_elements_, 0)),
       byte_size_(std::exchange(other.byte_size_, 0)),
       data_(std::move(other.data_)),
-      provenance_(std::move(other.provenance_)) {}
+      provenance_(std::move(other.provenance_)) {
+  if (is_inline()) std::memcpy(inline_, other.inline_, byte_size_);
+}
 
 Tensor& Tensor::operator=(Tensor&& other) noexcept {
+  if (this == &other) return *this;
   dtype_ = other.dtype_;
   shape_ = std::move(other.shape_);
   num_elements_ = std::exchange(other.num_elements_, 0);
   byte_size_ = std::exchange(other.byte_size_, 0);
   data_ = std::move(other.data_);
   provenance_ = std::move(other.provenance_);
+  if (is_inline()) std::memcpy(inline_, other.inline_, byte_size_);
   return *this;
 }
 

@@ -1,8 +1,10 @@
 // Dense tensors and elements, the values that flow through a Sluice pipeline.
 //
-// A Tensor owns one contiguous row-major buffer (64-byte aligned, so it can be
-// handed to vectorised code or registered with a NIC without copying). An
-// Element is a tuple of tensors: one pipeline "row", e.g. (image, label).
+// A Tensor owns one contiguous row-major buffer. Buffers over kInlineBytes are 64-byte
+// aligned heap blocks, so they can be handed to vectorised code or registered with a NIC
+// without copying; smaller ones (scalars, short vectors) live inside the Tensor itself,
+// 16-byte aligned, so a pipeline of scalars allocates nothing per element. An Element is a
+// tuple of tensors: one pipeline "row", e.g. (image, label).
 //
 //   Tensor s = Tensor::Scalar<int64_t>(7);
 //   std::vector<float> v = {1, 2, 3, 4, 5, 6};
@@ -134,8 +136,12 @@ std::string ShapeString(std::span<const int64_t> shape);
 
 class Tensor {
  public:
-  // Alignment of every tensor buffer; also the batch-layout data alignment.
+  // Alignment of every heap tensor buffer; also the batch-layout data alignment.
   static constexpr size_t kAlignment = 64;
+  // Buffers of at most this many bytes are stored inline (kInlineAlignment-aligned) and
+  // never shared: data() then points into the Tensor and moves with it.
+  static constexpr size_t kInlineBytes = 16;
+  static constexpr size_t kInlineAlignment = 16;
 
   // int64 tensor of shape [0] (no elements); exists so containers can default-construct.
   Tensor();
@@ -156,7 +162,7 @@ class Tensor {
   static Tensor FromVector(std::vector<int64_t> shape, std::span<const T> values) {
     int64_t n = CheckedNumElements(shape, values.size());
     Tensor t(DTypeOf<T>::value, std::move(shape), n);
-    if (!values.empty()) std::memcpy(t.mutable_data(), values.data(), values.size_bytes());
+    t.CopyIn(values.data(), values.size_bytes());
     return t;
   }
   // Overload so braced lists and std::vector<T> deduce T.
@@ -192,15 +198,18 @@ class Tensor {
   // Buffer size: num_elements() * DTypeSize(dtype()) for numeric tensors, offsets table plus
   // string bytes for kString.
   size_t byte_size() const { return byte_size_; }
-  // Null when byte_size() == 0.
-  const std::byte* data() const { return data_.get(); }
+  // Null when byte_size() == 0. An inline buffer (byte_size() <= kInlineBytes) lives in the
+  // Tensor: the pointer is valid while this Tensor object lives and is not moved.
+  const std::byte* data() const { return is_inline() ? inline_data() : data_.get(); }
   // Unshares the buffer first when a copy shares it; do not keep the pointer across a copy
   // of this tensor (writes through it would show in the copy).
   std::byte* mutable_data() {
-    if (data_ != nullptr && data_.use_count() > 1) Unshare();
+    if (is_inline()) return inline_data();
+    if (data_.use_count() > 1) Unshare();
     return data_.get();
   }
-  // Whether `other` shares this tensor's buffer (a copy not yet written to).
+  // Whether `other` shares this tensor's heap buffer (a copy not yet written to); always
+  // false for inline buffers, which are copied with the Tensor.
   bool SharesBufferWith(const Tensor& other) const {
     return data_ != nullptr && data_ == other.data_;
   }
@@ -208,7 +217,7 @@ class Tensor {
   template <TensorValue T>
   std::span<const T> values() const {
     assert(DTypeOf<T>::value == dtype_ && "Tensor::values<T>: T does not match dtype");
-    return {reinterpret_cast<const T*>(data_.get()), static_cast<size_t>(num_elements_)};
+    return {reinterpret_cast<const T*>(data()), static_cast<size_t>(num_elements_)};
   }
   template <TensorValue T>
   std::span<T> mutable_values() {
@@ -220,7 +229,7 @@ class Tensor {
   std::string_view string_value(int64_t i) const {
     assert(dtype_ == DType::kString && "Tensor::string_value: not a string tensor");
     assert(i >= 0 && i < num_elements_ && "Tensor::string_value: index out of range");
-    return StringAt(data_.get(), num_elements_, i);
+    return StringAt(data(), num_elements_, i);
   }
   std::vector<std::string_view> string_values() const;
 
@@ -249,13 +258,23 @@ class Tensor {
   static int64_t CheckedNumElements(std::span<const int64_t> shape, size_t value_count);
   // Gives this tensor its own copy of a shared buffer.
   void Unshare();
+  // Copies `size` (== byte_size()) bytes into a new, unshared buffer. Out of line so the
+  // compiler does not mistake the heap branch's size for the inline branch's.
+  void CopyIn(const void* bytes, size_t size);
+
+  // byte_size_ decides where the bytes are: none (0), inline_, or data_.
+  bool is_inline() const { return byte_size_ <= kInlineBytes; }
+  std::byte* inline_data() { return byte_size_ == 0 ? nullptr : inline_; }
+  const std::byte* inline_data() const { return byte_size_ == 0 ? nullptr : inline_; }
 
   DType dtype_;
   std::vector<int64_t> shape_;
   int64_t num_elements_;
   size_t byte_size_;
-  std::shared_ptr<std::byte[]> data_;  // freed with AlignedFree; shared by copies
+  // Heap buffers only (byte_size_ > kInlineBytes); freed with AlignedFree; shared by copies.
+  std::shared_ptr<std::byte[]> data_;
   std::shared_ptr<const Provenance> provenance_;
+  alignas(kInlineAlignment) std::byte inline_[kInlineBytes];
 };
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t);

@@ -226,5 +226,40 @@ TEST(TensorTest, CopiesShareTheBufferUntilOneIsWritten) {
   EXPECT_EQ(d, c);
 }
 
+TEST(TensorTest, SmallBuffersLiveInlineAndLargerOnesOnTheAlignedHeap) {
+  // 16 bytes: inline, 16-byte aligned, and a copy owns its own bytes from the start.
+  Tensor small = Tensor::FromVector<int64_t>({2}, {5, 6});
+  EXPECT_EQ(small.byte_size(), Tensor::kInlineBytes);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(small.data()) % Tensor::kInlineAlignment, 0u);
+  EXPECT_GE(small.data(), reinterpret_cast<const std::byte*>(&small));
+  EXPECT_LT(small.data(), reinterpret_cast<const std::byte*>(&small) + sizeof(Tensor));
+  Tensor copy = small;
+  EXPECT_FALSE(copy.SharesBufferWith(small));
+  copy.mutable_values<int64_t>()[1] = 60;
+  EXPECT_THAT(small.values<int64_t>(), ElementsAre(5, 6)) << "the original is untouched";
+  EXPECT_THAT(copy.values<int64_t>(), ElementsAre(5, 60));
+  // Moves carry the inline bytes; the moved-from tensor holds none.
+  Tensor moved = std::move(copy);
+  EXPECT_THAT(moved.values<int64_t>(), ElementsAre(5, 60));
+  EXPECT_EQ(copy.byte_size(), 0u);  // NOLINT(bugprone-use-after-move): documented state.
+  EXPECT_EQ(copy.data(), nullptr);
+  Tensor assigned;
+  assigned = std::move(moved);
+  EXPECT_THAT(assigned.values<int64_t>(), ElementsAre(5, 60));
+  // 17 bytes and more: a heap buffer, 64-byte aligned, shared by copies until written.
+  Tensor large = Tensor::FromVector<uint8_t>({17}, std::vector<uint8_t>(17, 3));
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(large.data()) % Tensor::kAlignment, 0u);
+  Tensor large_copy = large;
+  EXPECT_TRUE(large_copy.SharesBufferWith(large));
+  // Scalars and a one-character string scalar (offsets 16 bytes + 1) on either side.
+  EXPECT_EQ(Tensor::Scalar<double>(2.5).values<double>()[0], 2.5);
+  EXPECT_EQ(Tensor::StringScalar("").string_value(0), "");
+  EXPECT_EQ(Tensor::StringScalar("q").string_value(0), "q");
+  Element row = {Tensor::Scalar<int32_t>(1), Tensor::Scalar<int32_t>(2)};
+  for (int i = 0; i < 100; ++i) row.push_back(Tensor::Scalar<int32_t>(i));  // reallocates
+  EXPECT_EQ(row[1].values<int32_t>()[0], 2);
+  EXPECT_EQ(row[101].values<int32_t>()[0], 99);
+}
+
 }  // namespace
 }  // namespace sluice::engine

@@ -1,7 +1,7 @@
 // Google Benchmark microbenchmarks of the data path's hot pieces, each beside the memcpy of
 // the same bytes so that results read as ratios on any machine:
 //   slab acquire/release, batch assembly (EncodeBatch), batching scalar elements in the
-//   engine (RangeBatch), batch header parse (BatchView),
+//   engine (RangeBatch, RangeMapBatch), batch header parse (BatchView),
 //   and the GetElement response header encode/decode.
 //
 //   build/perf/sluice_micro_benchmark --benchmark_filter=Encode
@@ -58,13 +58,13 @@ void BM_EncodeBatch(benchmark::State& state) {
 }
 BENCHMARK(BM_EncodeBatch)->Arg(64 << 10)->Arg(1 << 20)->Arg(16 << 20);
 
-// A batch stacked from scalar elements by the engine (`range(n) | batch(n)`): per element a
-// tensor is made and freed, so this measures the engine's per-element cost, against the
-// memcpy of the batch's bytes.
-void BM_RangeBatch(benchmark::State& state) {
+// Batches stacked from scalar elements by the engine: this measures the engine's
+// per-element cost (one source element, one stacked row), against BM_Memcpy and
+// BM_EncodeBatch of the same bytes. `stages` goes between the source and the batch.
+void RunScalarPipeline(benchmark::State& state, const char* stages) {
   const int64_t elements = state.range(0) / 8;
   auto def = engine::ParsePipeline(
-      absl::StrCat("range(", elements, ") | batch(", elements, ") | repeat()"));
+      absl::StrCat("range(", elements, ")", stages, " | batch(", elements, ") | repeat()"));
   auto pipeline = engine::BuildPipeline(*def, engine::PipelineContext{});
   if (!pipeline.ok()) {
     state.SkipWithError(pipeline.status().ToString().c_str());
@@ -82,7 +82,14 @@ void BM_RangeBatch(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * elements * 8);
   state.SetItemsProcessed(state.iterations() * elements);
 }
+
+// `range(n) | batch(n)`.
+void BM_RangeBatch(benchmark::State& state) { RunScalarPipeline(state, ""); }
 BENCHMARK(BM_RangeBatch)->Arg(64 << 10)->Arg(1 << 20);
+
+// `range(n) | map(square) | batch(n)`: the main job's pipeline (tools/run_local.sh).
+void BM_RangeMapBatch(benchmark::State& state) { RunScalarPipeline(state, " | map(square)"); }
+BENCHMARK(BM_RangeMapBatch)->Arg(64 << 10)->Arg(1 << 20);
 
 // The baseline for BM_EncodeBatch: the same bytes copied once.
 void BM_Memcpy(benchmark::State& state) {

@@ -6,62 +6,15 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "engine/absl_compat.h"
+#include "engine/batch_builder.h"
 #include "engine/cardinality.h"
-#include "engine/provenance.h"
 
 namespace sluice::engine {
 
 absl::StatusOr<Element> StackElements(std::span<const Element> rows) {
-  if (rows.empty()) return absl::InvalidArgumentError("expected at least one element to stack");
-  const Element& first = rows[0];
-  for (size_t r = 1; r < rows.size(); ++r) {
-    if (rows[r].size() != first.size()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("all elements of a batch need the same number of components; element ", r,
-                       " has ", rows[r].size(), " but element 0 has ", first.size()));
-    }
-    for (size_t c = 0; c < first.size(); ++c) {
-      const Tensor& a = first[c];
-      const Tensor& b = rows[r][c];
-      if (a.dtype() != b.dtype() || a.shape() != b.shape()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "all elements of a batch need equal dtype and shape per component; component ", c,
-            " of element ", r, " is ", AbslView(DTypeName(b.dtype())), ShapeString(b.shape()),
-            " but in element 0 it is ", AbslView(DTypeName(a.dtype())), ShapeString(a.shape())));
-      }
-    }
-  }
-  Element out;
-  out.reserve(first.size());
-  for (size_t c = 0; c < first.size(); ++c) {
-    std::vector<int64_t> shape = {static_cast<int64_t>(rows.size())};
-    shape.insert(shape.end(), first[c].shape().begin(), first[c].shape().end());
-    if (first[c].dtype() == DType::kString) {
-      std::vector<std::string_view> strings;
-      strings.reserve(rows.size() * static_cast<size_t>(first[c].num_elements()));
-      for (const Element& row : rows) {
-        for (int64_t i = 0; i < row[c].num_elements(); ++i) {
-          strings.push_back(row[c].string_value(i));
-        }
-      }
-      out.push_back(Tensor::FromStrings(std::move(shape), strings));
-      continue;
-    }
-    SLUICE_ASSIGN_OR_RETURN(Tensor stacked, Tensor::Create(first[c].dtype(), std::move(shape)));
-    const size_t row_bytes = first[c].byte_size();
-    if (row_bytes > 0) {
-      for (size_t r = 0; r < rows.size(); ++r) {
-        std::memcpy(stacked.mutable_data() + r * row_bytes, rows[r][c].data(), row_bytes);
-      }
-    }
-    out.push_back(std::move(stacked));
-  }
-  // The batch's provenance: its rows', in row order.
-  if (std::shared_ptr<const Provenance> p = ConcatProvenance(rows)) {
-    SetElementProvenance(out, std::move(p));
-  }
-  return out;
+  BatchBuilder builder(static_cast<int64_t>(rows.size()));
+  for (const Element& row : rows) SLUICE_RETURN_IF_ERROR(builder.Append(row));
+  return builder.Finish();
 }
 
 namespace {
@@ -72,24 +25,23 @@ class BatchIterator : public ElementIterator {
       : input_(std::move(input)), batch_size_(batch_size), drop_remainder_(drop_remainder) {}
 
   absl::Status GetNext(Element* out, bool* end_of_sequence) override {
-    std::vector<Element> rows;
-    // Cap the reservation: batch_size comes from users and may be far above what arrives.
-    rows.reserve(static_cast<size_t>(std::min<int64_t>(batch_size_, 4096)));
-    while (!input_done_ && static_cast<int64_t>(rows.size()) < batch_size_) {
-      Element e;
+    // Rows are stacked as they arrive into one buffer per component, and row_ is reused:
+    // a batch of scalars allocates nothing per row.
+    BatchBuilder builder(batch_size_);
+    while (!input_done_ && builder.rows() < batch_size_) {
       bool end = false;
-      SLUICE_RETURN_IF_ERROR(input_->GetNext(&e, &end));
+      SLUICE_RETURN_IF_ERROR(input_->GetNext(&row_, &end));
       if (end) {
         input_done_ = true;
         break;
       }
-      rows.push_back(std::move(e));
+      if (absl::Status s = builder.Append(row_); !s.ok()) return PrefixStatus("batch", s);
     }
-    if (rows.empty() || (drop_remainder_ && static_cast<int64_t>(rows.size()) < batch_size_)) {
+    if (builder.rows() == 0 || (drop_remainder_ && builder.rows() < batch_size_)) {
       *end_of_sequence = true;
       return absl::OkStatus();
     }
-    absl::StatusOr<Element> stacked = StackElements(rows);
+    absl::StatusOr<Element> stacked = builder.Finish();
     if (!stacked.ok()) return PrefixStatus("batch", stacked.status());
     *out = *std::move(stacked);
     *end_of_sequence = false;
@@ -101,6 +53,7 @@ class BatchIterator : public ElementIterator {
   const int64_t batch_size_;
   const bool drop_remainder_;
   bool input_done_ = false;
+  Element row_;
 };
 
 }  // namespace
