@@ -27,7 +27,8 @@ std::vector<int64_t> BatchShape(int64_t rows, const std::vector<int64_t>& row_sh
 
 }  // namespace
 
-BatchBuilder::BatchBuilder(int64_t expected_rows) : expected_rows_(std::max<int64_t>(1, expected_rows)) {}
+BatchBuilder::BatchBuilder(int64_t expected_rows)
+    : expected_rows_(std::max<int64_t>(1, expected_rows)) {}
 
 absl::Status BatchBuilder::CheckRow(const Element& row) const {
   if (row.size() != columns_.size()) {
@@ -65,7 +66,8 @@ absl::Status BatchBuilder::StartColumns(const Element& row) {
     int64_t capacity = expected_rows_;
     if (column.row_bytes > 0) {
       capacity = std::min<int64_t>(
-          capacity, std::max<int64_t>(1, static_cast<int64_t>(kEagerColumnBytes / column.row_bytes)));
+          capacity,
+          std::max<int64_t>(1, static_cast<int64_t>(kEagerColumnBytes / column.row_bytes)));
     }
     SLUICE_ASSIGN_OR_RETURN(column.stacked,
                             Tensor::Create(column.dtype, BatchShape(capacity, column.row_shape)));

@@ -47,9 +47,9 @@ class BatchBuilder {
   struct Column {
     DType dtype;
     std::vector<int64_t> row_shape;
-    size_t row_bytes = 0;      // numeric: bytes per row
-    Tensor stacked;            // numeric: capacity rows of row_bytes each
-    int64_t capacity = 0;      // rows `stacked` has room for
+    size_t row_bytes = 0;        // numeric: bytes per row
+    Tensor stacked;              // numeric: capacity rows of row_bytes each
+    int64_t capacity = 0;        // rows `stacked` has room for
     std::vector<uint64_t> ends;  // string: end offset of every string so far
     std::string bytes;           // string: all string bytes so far
   };

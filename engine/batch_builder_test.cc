@@ -36,7 +36,8 @@ TEST(BatchBuilderTest, GrowsPastTheExpectedRowsWithoutLosingAny) {
 
 TEST(BatchBuilderTest, ARemainderShorterThanExpectedHasItsOwnSize) {
   BatchBuilder builder(/*expected_rows=*/1000);
-  for (int64_t i = 0; i < 3; ++i) ASSERT_TRUE(builder.Append({Tensor::Scalar<int32_t>(7 - i)}).ok());
+  for (int64_t i = 0; i < 3; ++i)
+    ASSERT_TRUE(builder.Append({Tensor::Scalar<int32_t>(7 - i)}).ok());
   absl::StatusOr<Element> batch = builder.Finish();
   ASSERT_TRUE(batch.ok()) << batch.status();
   EXPECT_THAT((*batch)[0].shape(), ElementsAre(3));
@@ -50,11 +51,11 @@ TEST(BatchBuilderTest, StacksStringsAndEmptyComponents) {
                   .Append({Tensor::FromStrings({2}, std::vector<std::string>{"ab", ""}),
                            *Tensor::Create(DType::kInt64, {0})})
                   .ok());
-  ASSERT_TRUE(builder
-                  .Append({Tensor::FromStrings({2}, std::vector<std::string>{std::string(40, 'x'),
-                                                                           "z"}),
-                           *Tensor::Create(DType::kInt64, {0})})
-                  .ok());
+  ASSERT_TRUE(
+      builder
+          .Append({Tensor::FromStrings({2}, std::vector<std::string>{std::string(40, 'x'), "z"}),
+                   *Tensor::Create(DType::kInt64, {0})})
+          .ok());
   absl::StatusOr<Element> batch = builder.Finish();
   ASSERT_TRUE(batch.ok()) << batch.status();
   EXPECT_THAT((*batch)[0].shape(), ElementsAre(2, 2));
