@@ -8,23 +8,24 @@
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
 #include "common/thread_name.h"
+#include "control/lease_sizer.h"
 #include "control/proto_handler.h"
 
 namespace sluice::control {
 namespace {
 
-// Fetches DYNAMIC splits of one task from the dispatcher, `lease_size` per round trip
-// (tf.data pays one dispatcher RPC per split; tensorflow/tensorflow#70541).
+// Fetches DYNAMIC splits of one task from the dispatcher, several per round trip, as many
+// as LeaseSizer says (tf.data pays one dispatcher RPC per split; tensorflow/tensorflow#70541).
 class RemoteSplitFeed final : public engine::SplitFeed {
  public:
   RemoteSplitFeed(transport::RpcEndpoint* rpc, transport::Address dispatcher,
-                  const proto::TaskDef& task, absl::Duration timeout, int lease_size,
+                  const proto::TaskDef& task, absl::Duration timeout, LeaseSizer lease_sizer,
                   absl::Duration outage_timeout)
       : rpc_(rpc),
         dispatcher_(std::move(dispatcher)),
         task_(task),
         timeout_(timeout),
-        lease_size_(lease_size),
+        lease_sizer_(lease_sizer),
         outage_timeout_(outage_timeout) {}
 
   absl::Status GetNext(int64_t repetition, proto::Split* split, bool* end_of_splits) override {
@@ -33,16 +34,18 @@ class RemoteSplitFeed final : public engine::SplitFeed {
       leased_.clear();
       exhausted_ = false;
       lease_seq_ = 0;
+      lease_sizer_.NewPass();
     }
     if (leased_.empty() && !exhausted_) {
       proto::GetSplitRequest request;
       request.set_job_id(task_.job_id());
       request.set_task_id(task_.task_id());
       request.set_repetition(repetition);
-      request.set_max_splits(lease_size_);
+      request.set_max_splits(lease_sizer_.Next(absl::Now()));
       request.set_lease_seq(++lease_seq_);
       proto::GetSplitResponse response;
       SLUICE_RETURN_IF_ERROR(CallWithRetry(request, &response));
+      lease_sizer_.Arrived(absl::Now());
       leased_.assign(response.splits().begin(), response.splits().end());
       exhausted_ = response.end_of_splits();
     }
@@ -92,7 +95,7 @@ class RemoteSplitFeed final : public engine::SplitFeed {
   transport::Address dispatcher_;
   proto::TaskDef task_;
   absl::Duration timeout_;
-  int lease_size_;
+  LeaseSizer lease_sizer_;
   int64_t repetition_ = -1;
   std::deque<proto::Split> leased_;
   bool exhausted_ = false;
@@ -201,9 +204,11 @@ absl::Status Worker::Heartbeat() {
   for (const proto::TaskDef& task : response.new_tasks()) {
     std::unique_ptr<engine::SplitFeed> feed;
     if (task.mode() == proto::DYNAMIC) {
-      feed = std::make_unique<RemoteSplitFeed>(rpc_.get(), options_.dispatcher, task,
-                                               options_.dispatcher_timeout,
-                                               options_.splits_per_lease, options_.outage_timeout);
+      feed = std::make_unique<RemoteSplitFeed>(
+          rpc_.get(), options_.dispatcher, task, options_.dispatcher_timeout,
+          LeaseSizer(options_.splits_per_lease, options_.max_splits_per_lease,
+                     options_.lease_target),
+          options_.outage_timeout);
     }
     SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<TaskRunner> runner,
                             TaskRunner::Start(task, pool_, std::move(feed), options_.task));

@@ -31,8 +31,11 @@ struct WorkerOptions {
   size_t slab_bytes = 16 << 20;
   size_t num_slabs = 16;
   TaskRunnerOptions task;
-  // DYNAMIC splits leased per dispatcher round trip.
+  // DYNAMIC splits leased per dispatcher round trip: from splits_per_lease, doubled while a
+  // lease lasts less than lease_target, up to max_splits_per_lease (control/lease_sizer.h).
   int splits_per_lease = 4;
+  int max_splits_per_lease = 64;
+  absl::Duration lease_target = absl::Milliseconds(5);
   absl::Duration heartbeat_interval = absl::Milliseconds(100);
   absl::Duration dispatcher_timeout = absl::Seconds(10);
   // How long a task waits for an unreachable dispatcher (e.g. one restarting) before it
