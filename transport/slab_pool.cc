@@ -41,8 +41,11 @@ absl::StatusOr<std::shared_ptr<SlabPool>> SlabPool::Create(Transport& transport,
   }
   size_t rounded = (slab_bytes + kSlabAlignment - 1) / kSlabAlignment * kSlabAlignment;
   size_t total = rounded * num_slabs;
-  void* memory = mmap(nullptr, total, PROT_READ | PROT_WRITE,
-                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+  // Not MAP_POPULATE: pages are committed as batches first write them, so a pool sized for
+  // 16 MiB batches that carries 8 KiB ones costs 8 KiB of RAM per slab in use, not 16 MiB
+  // (with Acquire's most-recently-returned-first order, few slabs are ever touched). A NIC
+  // that needs pinned pages has its registration pin them all here anyway.
+  void* memory = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (memory == MAP_FAILED) {
     return absl::ResourceExhaustedError(
         absl::StrCat("cannot map ", total, " bytes for a slab pool: ", std::strerror(errno)));

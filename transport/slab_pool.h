@@ -2,7 +2,10 @@
 //
 // Workers assemble batches straight into slabs and send from them; clients land batches in
 // them. Registering the whole pool at start-up is what keeps per-batch cost free of memory
-// registration. Memory use is fixed by (slab_bytes × num_slabs), never by the data.
+// registration. Memory use is bounded by (slab_bytes × num_slabs), never by the data; pages
+// are committed on first write (on an RDMA NIC, registration pins them at start-up), and
+// Acquire hands out the most recently returned slab first, so RAM follows the batches'
+// real sizes: a pool of 16 × 16 MiB serving 8 KiB batches holds a few pages.
 //
 //   absl::StatusOr<std::shared_ptr<SlabPool>> pool = SlabPool::Create(transport, 1 << 20, 8);
 //   std::optional<Slab> slab = (*pool)->Acquire(absl::Seconds(1));

@@ -2,7 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstring>
 #include <set>
+#include <vector>
 
 namespace sluice::transport {
 namespace {
@@ -39,6 +45,42 @@ TEST(SlabPoolTest, HandsOutDistinctRegisteredSlabsAndTakesThemBack) {
   taken.pop_back();
   EXPECT_EQ((*pool)->free_slabs(), 1u);
   EXPECT_TRUE((*pool)->TryAcquire().has_value());
+}
+
+// Resident pages of [data, data + bytes), page-aligned `data`.
+size_t ResidentPages(const std::byte* data, size_t bytes) {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  std::vector<unsigned char> in_core((bytes + page - 1) / page);
+  if (mincore(const_cast<std::byte*>(data), bytes, in_core.data()) != 0) return SIZE_MAX;
+  size_t resident = 0;
+  for (unsigned char c : in_core) resident += c & 1;
+  return resident;
+}
+
+TEST(SlabPoolTest, MemoryIsCommittedOnlyWhereBatchesWereWritten) {
+  NullHandler handler;
+  auto transport = CreateTransport("ucx", {}, &handler);
+  ASSERT_TRUE(transport.ok()) << transport.status();
+  constexpr size_t kSlabBytes = 4 << 20;
+  auto pool = SlabPool::Create(**transport, kSlabBytes, 8);
+  ASSERT_TRUE(pool.ok()) << pool.status();
+  std::byte* first = nullptr;
+  {
+    std::optional<Slab> slab = (*pool)->TryAcquire();
+    ASSERT_TRUE(slab.has_value());
+    first = slab->data();
+    // Registered but untouched: 32 MiB mapped, (almost) nothing resident.
+    EXPECT_LE(ResidentPages(first, 8 * kSlabBytes), 16u);
+    std::memset(slab->data(), 1, 8192);  // an 8 KiB batch
+  }
+  // The slab just returned comes back first, so small batches keep touching the same pages.
+  for (int i = 0; i < 100; ++i) {
+    std::optional<Slab> slab = (*pool)->TryAcquire();
+    ASSERT_TRUE(slab.has_value());
+    EXPECT_EQ(slab->data(), first);
+    std::memset(slab->data(), 2, 8192);
+  }
+  EXPECT_LE(ResidentPages(first, 8 * kSlabBytes), 2u + 16u);
 }
 
 TEST(SlabPoolTest, RejectsEmptyPools) {
