@@ -61,6 +61,7 @@ BatchReader::BatchReader(transport::RpcEndpoint* rpc, transport::Address dispatc
 
 BatchReader::~BatchReader() {
   stop_.Notify();
+  heartbeat_pacer_.Stop();
   if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
   // Best effort: tell the dispatcher this client is gone, so the job does not wait for it
   // (a client that dies instead times out).
@@ -161,7 +162,7 @@ absl::Status BatchReader::HeartbeatOnce() {
 
 void BatchReader::HeartbeatLoop() {
   absl::Time last_success = absl::Now();
-  while (!stop_.WaitForNotificationWithTimeout(options_.heartbeat_interval)) {
+  while (heartbeat_pacer_.Wait()) {
     absl::Status status = HeartbeatOnce();
     if (status.ok()) {
       last_success = absl::Now();
@@ -399,6 +400,14 @@ bool BatchReader::OnTaskFetched(Task& task, transport::Slab slab, absl::Time sen
   return true;
 }
 
+bool BatchReader::WaitsOnlyForTheDispatcher() const {
+  if (job_finished_ || outstanding_ > 0 || !ready_.empty() || tasks_.empty()) return false;
+  for (const Task& task : tasks_) {
+    if (!task.ended) return false;
+  }
+  return true;
+}
+
 bool BatchReader::Done() const {
   if (!job_finished_ || outstanding_ > 0 || !ready_.empty()) return false;
   for (const Task& task : tasks_) {
@@ -416,6 +425,8 @@ absl::StatusOr<std::optional<Batch>> BatchReader::Next() {
       auto can_return = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
         return !ready_.empty() || !error_.ok() || Done();
       };
+      // The job's end is known from the dispatcher's heartbeat reply: ask for it now.
+      if (!can_return() && WaitsOnlyForTheDispatcher()) heartbeat_pacer_.Soon();
       // Wake periodically: new tasks or a retry may need a Pump from this thread.
       mu_.AwaitWithTimeout(absl::Condition(&can_return), kRetryLater);
       if (!ready_.empty()) {

@@ -27,6 +27,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "control/heartbeat_pacer.h"
 #include "control/service.pb.h"
 #include "engine/batch_layout.h"
 #include "transport/rpc.h"
@@ -142,6 +143,8 @@ class BatchReader {
 
   // A worker that does not know a task yet is asked again after this long.
   static constexpr absl::Duration kRetryLater = absl::Milliseconds(20);
+  // Heartbeats asked for early (HeartbeatPacer::Soon) come at most this often.
+  static constexpr absl::Duration kMinHeartbeatGap = absl::Milliseconds(5);
   // A worker that could not be reached is asked again after this long.
   static constexpr absl::Duration kUnreachableBackoff = absl::Milliseconds(200);
 
@@ -182,6 +185,9 @@ class BatchReader {
                       const absl::StatusOr<transport::CallResult>& result, int64_t round)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool Done() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Every task has ended and every batch was handed out: only the dispatcher's word that
+  // the job finished is missing (it may yet add a task, e.g. for a lost worker's splits).
+  bool WaitsOnlyForTheDispatcher() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   transport::RpcEndpoint* const rpc_;
   const transport::Address dispatcher_;
@@ -218,6 +224,7 @@ class BatchReader {
   google::protobuf::RepeatedPtrField<proto::ProvenanceRun> unreported_ ABSL_GUARDED_BY(mu_);
   absl::Status error_ ABSL_GUARDED_BY(mu_);
   absl::Notification stop_;
+  HeartbeatPacer heartbeat_pacer_{options_.heartbeat_interval, kMinHeartbeatGap};
   std::thread heartbeat_thread_;
 };
 

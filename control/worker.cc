@@ -154,7 +154,7 @@ absl::StatusOr<std::unique_ptr<Worker>> Worker::Start(const WorkerOptions& optio
 }
 
 Worker::~Worker() {
-  stop_.Notify();
+  heartbeat_pacer_.Stop();
   if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
   std::map<int64_t, std::shared_ptr<TaskRunner>> runners;
   {
@@ -230,7 +230,7 @@ absl::Status Worker::Heartbeat() {
 }
 
 void Worker::HeartbeatLoop() {
-  while (!stop_.WaitForNotificationWithTimeout(options_.heartbeat_interval)) {
+  while (heartbeat_pacer_.Wait()) {
     {
       std::vector<std::shared_ptr<TaskRunner>> runners;
       {
@@ -268,12 +268,17 @@ void Worker::HandleGetElement(std::shared_ptr<transport::ServerCall> call) {
     }
   }
   if (runner == nullptr) {
-    // The client may learn of a task before this worker's next heartbeat brings it.
+    // The client may learn of a task before this worker's next heartbeat brings it: fetch it
+    // now rather than at the next interval.
+    heartbeat_pacer_.Soon();
     proto::GetElementResponse response;
     response.set_retry_later(true);
     call->Reply(response);
     return;
   }
+  // A task that has produced everything ends once its last batches are sent: tell the
+  // dispatcher soon, so that readers waiting only for the job's end are not held up by it.
+  if (runner->produced_all()) heartbeat_pacer_.Soon();
   if (request.coordinated()) {
     runner->Fetch(std::move(call), request.max_batch_bytes(), request.consumer_index(),
                   request.round());

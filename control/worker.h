@@ -16,6 +16,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "control/heartbeat_pacer.h"
 #include "control/task_runner.h"
 #include "transport/rpc.h"
 #include "transport/slab_pool.h"
@@ -58,6 +59,9 @@ class Worker {
   [[nodiscard]] proto::WorkerStats stats();
 
  private:
+  // Heartbeats asked for early (HeartbeatPacer::Soon) come at most this often.
+  static constexpr absl::Duration kMinHeartbeatGap = absl::Milliseconds(5);
+
   explicit Worker(const WorkerOptions& options) : options_(options) {}
   absl::Status Heartbeat();
   void HeartbeatLoop();
@@ -74,7 +78,7 @@ class Worker {
   std::string last_heartbeat_error_ ABSL_GUARDED_BY(mu_);
   std::string dispatcher_id_ ABSL_GUARDED_BY(mu_);
   proto::WorkerStats retired_stats_ ABSL_GUARDED_BY(mu_);  // of tasks already deleted
-  absl::Notification stop_;
+  HeartbeatPacer heartbeat_pacer_{options_.heartbeat_interval, kMinHeartbeatGap};
   std::thread heartbeat_thread_;
 };
 

@@ -34,6 +34,25 @@ TEST(BatchBuilderTest, GrowsPastTheExpectedRowsWithoutLosingAny) {
   EXPECT_EQ((*batch)[0].byte_size(), 37u * 8) << "the buffer is exactly the rows' size";
 }
 
+TEST(BatchBuilderTest, LargeRowsGrowTheBufferOnlyUpToTheExpectedRows) {
+  // 3 MiB rows: the first buffer holds 5 of the 8 expected (16 MiB), the second exactly 8.
+  constexpr int64_t kValues = (3 << 20) / 4;
+  BatchBuilder builder(/*expected_rows=*/8);
+  for (int32_t r = 0; r < 8; ++r) {
+    std::vector<int32_t> values(kValues, r);
+    values.back() = -r;
+    ASSERT_TRUE(builder.Append({Tensor::FromVector<int32_t>({kValues}, values)}).ok());
+  }
+  absl::StatusOr<Element> batch = builder.Finish();
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  EXPECT_THAT((*batch)[0].shape(), ElementsAre(8, kValues));
+  EXPECT_EQ((*batch)[0].byte_size(), size_t{8} * kValues * 4);
+  for (int32_t r = 0; r < 8; ++r) {
+    EXPECT_EQ((*batch)[0].values<int32_t>()[r * kValues], r) << "row " << r;
+    EXPECT_EQ((*batch)[0].values<int32_t>()[(r + 1) * kValues - 1], -r) << "row " << r;
+  }
+}
+
 TEST(BatchBuilderTest, ARemainderShorterThanExpectedHasItsOwnSize) {
   BatchBuilder builder(/*expected_rows=*/1000);
   for (int64_t i = 0; i < 3; ++i)

@@ -1,7 +1,7 @@
 // Google Benchmark microbenchmarks of the data path's hot pieces, each beside the memcpy of
 // the same bytes so that results read as ratios on any machine:
 //   slab acquire/release, batch assembly (EncodeBatch), batching scalar elements in the
-//   engine (RangeBatch, RangeMapBatch), batch header parse (BatchView),
+//   engine (RangeBatch, RangeMapBatch, RangeMapBatchDynamic), batch header parse (BatchView),
 //   and the GetElement response header encode/decode.
 //
 //   build/perf/sluice_micro_benchmark --benchmark_filter=Encode
@@ -58,14 +58,40 @@ void BM_EncodeBatch(benchmark::State& state) {
 }
 BENCHMARK(BM_EncodeBatch)->Arg(64 << 10)->Arg(1 << 20)->Arg(16 << 20);
 
-// Batches stacked from scalar elements by the engine: this measures the engine's
-// per-element cost (one source element, one stacked row), against BM_Memcpy and
-// BM_EncodeBatch of the same bytes. `stages` goes between the source and the batch.
-void RunScalarPipeline(benchmark::State& state, const char* stages) {
+// DYNAMIC mode's split feed at its cheapest: tracked splits of 256 elements over a range
+// that never ends, handed out in memory (the worker's feed leases them from the dispatcher).
+class EndlessSplitFeed final : public engine::SplitFeed {
+ public:
+  absl::Status GetNext(int64_t, proto::Split* split, bool* end_of_splits) override {
+    split->Clear();
+    split->set_begin(next_);
+    split->set_end(next_ + 256);
+    split->set_key(++key_);
+    next_ = (next_ + 256) % (int64_t{1} << 40);
+    *end_of_splits = false;
+    return absl::OkStatus();
+  }
+
+ private:
+  int64_t next_ = 0;
+  int64_t key_ = 0;
+};
+
+// Batches of state.range(0) bytes stacked from int64 scalars by the engine: this measures
+// the engine's per-element cost (one source element, one stacked row), against BM_Memcpy and
+// BM_EncodeBatch of the same bytes. `stages` goes between the source and the batch; with
+// `dynamic`, the source is fed DYNAMIC splits, so every element also carries its provenance
+// (engine/provenance.h), as on a worker.
+void RunScalarPipeline(benchmark::State& state, const char* stages, bool dynamic) {
   const int64_t elements = state.range(0) / 8;
+  EndlessSplitFeed feed;
+  engine::PipelineContext context;
+  if (dynamic) context.split_feed = &feed;
   auto def = engine::ParsePipeline(
-      absl::StrCat("range(", elements, ")", stages, " | batch(", elements, ") | repeat()"));
-  auto pipeline = engine::BuildPipeline(*def, engine::PipelineContext{});
+      dynamic
+          ? absl::StrCat("range(", int64_t{1} << 40, ")", stages, " | batch(", elements, ")")
+          : absl::StrCat("range(", elements, ")", stages, " | batch(", elements, ") | repeat()"));
+  auto pipeline = engine::BuildPipeline(*def, context);
   if (!pipeline.ok()) {
     state.SkipWithError(pipeline.status().ToString().c_str());
     return;
@@ -84,12 +110,20 @@ void RunScalarPipeline(benchmark::State& state, const char* stages) {
 }
 
 // `range(n) | batch(n)`.
-void BM_RangeBatch(benchmark::State& state) { RunScalarPipeline(state, ""); }
+void BM_RangeBatch(benchmark::State& state) { RunScalarPipeline(state, "", false); }
 BENCHMARK(BM_RangeBatch)->Arg(64 << 10)->Arg(1 << 20);
 
 // `range(n) | map(square) | batch(n)`: the main job's pipeline (tools/run_local.sh).
-void BM_RangeMapBatch(benchmark::State& state) { RunScalarPipeline(state, " | map(square)"); }
+void BM_RangeMapBatch(benchmark::State& state) {
+  RunScalarPipeline(state, " | map(square)", false);
+}
 BENCHMARK(BM_RangeMapBatch)->Arg(64 << 10)->Arg(1 << 20);
+
+// The main job as a worker runs it, in DYNAMIC mode.
+void BM_RangeMapBatchDynamic(benchmark::State& state) {
+  RunScalarPipeline(state, " | map(square)", true);
+}
+BENCHMARK(BM_RangeMapBatchDynamic)->Arg(8 << 10)->Arg(64 << 10);
 
 // The baseline for BM_EncodeBatch: the same bytes copied once.
 void BM_Memcpy(benchmark::State& state) {

@@ -1,0 +1,53 @@
+#include "control/heartbeat_pacer.h"
+
+#include <thread>
+
+#include "gtest/gtest.h"
+
+namespace sluice::control {
+namespace {
+
+TEST(HeartbeatPacerTest, BeatsEveryIntervalWhenNobodyAsks) {
+  HeartbeatPacer pacer(absl::Milliseconds(30), absl::Milliseconds(1));
+  const absl::Time start = absl::Now();
+  ASSERT_TRUE(pacer.Wait());
+  ASSERT_TRUE(pacer.Wait());
+  EXPECT_GE(absl::Now() - start, absl::Milliseconds(60));
+}
+
+TEST(HeartbeatPacerTest, SoonBeatsEarlyButNotWithinTheMinimumGap) {
+  HeartbeatPacer pacer(absl::Seconds(10), absl::Milliseconds(40));
+  const absl::Time start = absl::Now();
+  pacer.Soon();
+  pacer.Soon();  // counts once
+  ASSERT_TRUE(pacer.Wait());
+  const absl::Duration first = absl::Now() - start;
+  EXPECT_GE(first, absl::Milliseconds(40)) << "the gap holds even for the first beat";
+  EXPECT_LT(first, absl::Seconds(5)) << "and it did not wait for the interval";
+  // Asked from another thread while the pacer waits.
+  std::thread asker([&] {
+    absl::SleepFor(absl::Milliseconds(60));
+    pacer.Soon();
+  });
+  const absl::Time before = absl::Now();
+  ASSERT_TRUE(pacer.Wait());
+  EXPECT_GE(absl::Now() - before, absl::Milliseconds(55));
+  EXPECT_LT(absl::Now() - before, absl::Seconds(5));
+  asker.join();
+}
+
+TEST(HeartbeatPacerTest, StopEndsAWaitAtOnce) {
+  HeartbeatPacer pacer(absl::Seconds(10), absl::Milliseconds(1));
+  std::thread stopper([&] {
+    absl::SleepFor(absl::Milliseconds(20));
+    pacer.Stop();
+  });
+  const absl::Time start = absl::Now();
+  EXPECT_FALSE(pacer.Wait());
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  stopper.join();
+  EXPECT_FALSE(pacer.Wait()) << "stays stopped";
+}
+
+}  // namespace
+}  // namespace sluice::control
