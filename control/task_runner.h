@@ -136,7 +136,8 @@ class TaskRunner {
              std::unique_ptr<engine::SplitFeed> feed, const TaskRunnerOptions& options);
   void Produce();
   absl::Status ProduceAll(engine::ElementIterator& iterator);
-  // Whether two batches are the same tensors (shared buffers, same dtypes and shapes).
+  // Whether two batches are the same tensors (same dtypes and shapes; heap buffers shared,
+  // inline ones equal), so that the slab `a` was encoded into serves `b` unchanged.
   static bool SameBuffers(const engine::Element& a, const engine::Element& b);
   // Pairs parked requests with ready batches (or with the end); replies outside the lock.
   void Serve();

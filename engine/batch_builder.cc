@@ -58,8 +58,10 @@ absl::Status BatchBuilder::StartColumns(const Element& row) {
     column.dtype = row[c].dtype();
     column.row_shape = row[c].shape();
     if (column.dtype == DType::kString) {
-      column.ends.reserve(static_cast<size_t>(std::min<int64_t>(expected_rows_, 4096) *
-                                              std::max<int64_t>(1, row[c].num_elements())));
+      // A guess only (string rows differ): at most 64 Ki offsets, 512 KiB.
+      column.ends.reserve(static_cast<size_t>(std::min<int64_t>(
+          int64_t{1} << 16,
+          std::min<int64_t>(expected_rows_, 4096) * std::max<int64_t>(1, row[c].num_elements()))));
       continue;
     }
     column.row_bytes = row[c].byte_size();

@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <iostream>
 #include <set>
 #include <sstream>
 
@@ -73,7 +74,10 @@ class MultiHostTest : public ::testing::Test {
     absl::SleepFor(absl::Seconds(5));
     ASSERT_TRUE(lab_->SetLinkUp(host, true).ok());
     const std::string at_heal = read.stdout_text();
-    EXPECT_LT(std::count(at_heal.begin(), at_heal.end(), '\n'), values / 10)
+    const int64_t batches_at_heal = std::count(at_heal.begin(), at_heal.end(), '\n');
+    std::cerr << "batches read when the " << what << " came back: " << batches_at_heal << " of "
+              << values / 10 << "\n";
+    EXPECT_LT(batches_at_heal, values / 10)
         << "the read should still be running when the " << what << " comes back";
   }
 
@@ -114,8 +118,10 @@ TEST_F(MultiHostTest, WorkersOnOtherHostsAreReachedAtTheAddressesTheyAdvertise) 
 TEST_F(MultiHostTest, WorkerCutOffTheNetworkAndBackLosesNothingAndRepeatsNothing) {
   StartDispatcher({"--worker-timeout", "2s"});
   const std::string workers[] = {StartWorker(1), StartWorker(2)};
-  constexpr int64_t kValues = 1000000;
-  auto read = StartRead("range(1000000) | batch(10)");
+  // Large enough that the read outlasts the cut: 1M values took under 5 s with one worker
+  // once leases grew (session 10), and the heal then found the read done.
+  constexpr int64_t kValues = 3000000;
+  auto read = StartRead(absl::StrCat("range(", kValues, ") | batch(10)"));
   const std::string first_line = read->WaitForOutput("values", absl::Seconds(30));
   ASSERT_FALSE(first_line.empty()) << read->stderr_text();
   const std::string victim = nlohmann::json::parse(first_line)["worker"].get<std::string>();
@@ -148,8 +154,8 @@ TEST_F(MultiHostTest, DispatcherCutOffTheNetworkForSecondsLosesNothing) {
   StartDispatcher({"--worker-timeout", "2s"});
   StartWorker(1);
   StartWorker(2);
-  constexpr int64_t kValues = 1000000;
-  auto read = StartRead("range(1000000) | batch(10)");
+  constexpr int64_t kValues = 3000000;  // outlasts the cut, as above
+  auto read = StartRead(absl::StrCat("range(", kValues, ") | batch(10)"));
   ASSERT_FALSE(read->WaitForOutput("values", absl::Seconds(30)).empty()) << read->stderr_text();
   ASSERT_NO_FATAL_FAILURE(CutOffForFiveSeconds(kDispatcherHost, *read, kValues, "dispatcher"));
   std::map<int64_t, int> counts = Values(*read);
