@@ -1,11 +1,21 @@
 #include "control/heartbeat_pacer.h"
 
+#include <functional>
 #include <thread>
+#include <utility>
 
 #include "gtest/gtest.h"
 
 namespace sluice::control {
 namespace {
+
+// Runs `fn` on another thread after `delay`; join the thread returned.
+std::thread After(absl::Duration delay, std::function<void()> fn) {
+  return std::thread([delay, fn = std::move(fn)] {
+    absl::SleepFor(delay);
+    fn();
+  });
+}
 
 TEST(HeartbeatPacerTest, BeatsEveryIntervalWhenNobodyAsks) {
   HeartbeatPacer pacer(absl::Milliseconds(30), absl::Milliseconds(1));
@@ -25,10 +35,7 @@ TEST(HeartbeatPacerTest, SoonBeatsEarlyButNotWithinTheMinimumGap) {
   EXPECT_GE(first, absl::Milliseconds(40)) << "the gap holds even for the first beat";
   EXPECT_LT(first, absl::Seconds(5)) << "and it did not wait for the interval";
   // Asked from another thread while the pacer waits.
-  std::thread asker([&] {
-    absl::SleepFor(absl::Milliseconds(60));
-    pacer.Soon();
-  });
+  std::thread asker = After(absl::Milliseconds(60), [&] { pacer.Soon(); });
   const absl::Time before = absl::Now();
   ASSERT_TRUE(pacer.Wait());
   EXPECT_GE(absl::Now() - before, absl::Milliseconds(55));
@@ -38,10 +45,7 @@ TEST(HeartbeatPacerTest, SoonBeatsEarlyButNotWithinTheMinimumGap) {
 
 TEST(HeartbeatPacerTest, StopEndsAWaitAtOnce) {
   HeartbeatPacer pacer(absl::Seconds(10), absl::Milliseconds(1));
-  std::thread stopper([&] {
-    absl::SleepFor(absl::Milliseconds(20));
-    pacer.Stop();
-  });
+  std::thread stopper = After(absl::Milliseconds(20), [&] { pacer.Stop(); });
   const absl::Time start = absl::Now();
   EXPECT_FALSE(pacer.Wait());
   EXPECT_LT(absl::Now() - start, absl::Seconds(5));
