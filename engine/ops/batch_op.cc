@@ -1,7 +1,5 @@
 #include "engine/ops/batch_op.h"
 
-#include <algorithm>
-#include <cstring>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
