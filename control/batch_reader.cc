@@ -230,10 +230,8 @@ void BatchReader::Fetch(size_t task_index, std::shared_ptr<transport::Slab> slab
     absl::MutexLock lock(&mu_);
     task_id = tasks_[task_index].id;
     worker = tasks_[task_index].worker;
-    if (round < 0) {
-      sent_request.acked = tasks_[task_index].unconfirmed;
-      sent_request.epoch = tasks_[task_index].delivery_epoch;
-    }
+    sent_request.acked = tasks_[task_index].unconfirmed;
+    sent_request.epoch = tasks_[task_index].delivery_epoch;
   }
   absl::StatusOr<transport::ConnectionId> connection = rpc_->ConnectTo(worker);
   if (!connection.ok()) {
@@ -248,12 +246,13 @@ void BatchReader::Fetch(size_t task_index, std::shared_ptr<transport::Slab> slab
   request.set_task_id(task_id);
   request.set_client_id(client_id_);
   request.set_max_batch_bytes(slab->capacity());
+  request.set_delivery_epoch(sent_request.epoch);
   if (round >= 0) {
     request.set_coordinated(true);
     request.set_consumer_index(options_.consumer_index);
     request.set_round(round);
+    for (int64_t acked : sent_request.acked) request.add_acked_rounds(acked);
   } else {
-    request.set_delivery_epoch(sent_request.epoch);
     for (int64_t index : sent_request.acked) request.add_acked_batch_indices(index);
   }
   transport::CallOptions call_options;
@@ -333,7 +332,7 @@ void BatchReader::OnFetched(size_t task_index, transport::Slab slab, absl::Time 
       quarantined_slabs_.push_back(std::move(slab));
       slab = transport::Slab();
     }
-    pump = round >= 0 ? OnRoundFetched(task, std::move(slab), sent, result, round)
+    pump = round >= 0 ? OnRoundFetched(task, std::move(slab), sent, result, round, request)
                       : OnTaskFetched(task, std::move(slab), sent, result, request);
     if (task.end_seen && task.outstanding == 0 && !task.ended) {
       task.ended = true;

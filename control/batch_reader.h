@@ -129,6 +129,8 @@ class BatchReader {
     // Delivery without loss (GetElementRequest fields 7 and 8): batch indices received and
     // not confirmed yet (each request carries them; its reply confirms them), and the epoch,
     // raised when a request to the task failed so that the worker serves lost batches again.
+    // Coordinated reads confirm rounds instead (field 9); a round lost on the way is asked
+    // for again by its number, so their epoch stays 1 (it only says "I acknowledge").
     std::vector<int64_t> unconfirmed;
     int64_t delivery_epoch = 1;
   };
@@ -160,7 +162,8 @@ class BatchReader {
   std::optional<size_t> OwnerOf(int64_t round) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Sends one GetElement (round -1: not coordinated).
   void Fetch(size_t task_index, std::shared_ptr<transport::Slab> slab, int64_t round);
-  // What an uncoordinated request said about delivery (GetElementRequest fields 7, 8).
+  // What a request said about delivery (GetElementRequest fields 7, 8, 9): indices, or
+  // rounds when coordinated.
   struct Sent {
     std::vector<int64_t> acked;
     int64_t epoch = 0;
@@ -182,8 +185,8 @@ class BatchReader {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // OnFetched's bookkeeping for a coordinated round; returns whether to Pump.
   bool OnRoundFetched(Task& task, transport::Slab slab, absl::Time sent,
-                      const absl::StatusOr<transport::CallResult>& result, int64_t round)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+                      const absl::StatusOr<transport::CallResult>& result, int64_t round,
+                      const Sent& request) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool Done() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Every task has ended and every batch was handed out: only the dispatcher's word that
   // the job finished is missing (it may yet add a task, e.g. for a lost worker's splits).

@@ -75,8 +75,8 @@ void BatchReader::PumpRounds() {
 }
 
 bool BatchReader::OnRoundFetched(Task& task, transport::Slab slab, absl::Time sent,
-                                 const absl::StatusOr<transport::CallResult>& result,
-                                 int64_t round) {
+                                 const absl::StatusOr<transport::CallResult>& result, int64_t round,
+                                 const Sent& request) {
   const absl::Time now = absl::Now();
   proto::GetElementResponse response;
   switch (Examine(task, slab, result, absl::StrCat("round ", round), &response)) {
@@ -93,11 +93,22 @@ bool BatchReader::OnRoundFetched(Task& task, transport::Slab slab, absl::Time se
     rounds_to_retry_[round] = now + kRetryLater;
     return false;
   }
+  // Any other reply means the worker took the acknowledgements the request carried.
+  std::erase_if(task.unconfirmed, [&request](int64_t acked) {
+    return std::find(request.acked.begin(), request.acked.end(), acked) != request.acked.end();
+  });
   if (response.end_of_sequence()) {
     error_ = absl::FailedPreconditionError(
         absl::StrCat("coordinated reads need an infinite pipeline, but task ", task.id, " on ",
                      task.worker_text, " reached its end"));
     return false;
+  }
+  if (round < next_round_ || rounds_ready_.contains(round)) return true;  // had it already
+  // Kept by the worker until the next request to it confirms this round.
+  task.unconfirmed.push_back(round);
+  if (options_.disconnect_every_batches > 0 &&
+      ++batches_accepted_ % options_.disconnect_every_batches == 0) {
+    connection_to_drop_ = task.connection;
   }
   rounds_ready_.emplace(round, Ready{task.worker_text, response.batch_index(), std::move(slab),
                                      result->payload.size, now - sent, round});

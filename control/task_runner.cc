@@ -1,6 +1,8 @@
 #include "control/task_runner.h"
 
 #include <algorithm>
+#include <functional>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -27,7 +29,11 @@ absl::StatusOr<std::unique_ptr<TaskRunner>> TaskRunner::Start(
 
 TaskRunner::TaskRunner(const proto::TaskDef& task, std::shared_ptr<transport::SlabPool> pool,
                        std::unique_ptr<engine::SplitFeed> feed, const TaskRunnerOptions& options)
-    : task_(task), pool_(std::move(pool)), feed_(std::move(feed)), options_(options) {}
+    : task_(task),
+      pool_(std::move(pool)),
+      feed_(std::move(feed)),
+      options_(options),
+      kept_budget_(std::max<size_t>(1, pool_->num_slabs() / 2)) {}
 
 TaskRunner::~TaskRunner() {
   {
@@ -132,6 +138,9 @@ absl::Status TaskRunner::ProduceAll(engine::ElementIterator& iterator) {
     while (!(slab = pool_->Acquire(absl::Milliseconds(100)))) {
       absl::MutexLock lock(&mu_);
       if (stopping_) return absl::CancelledError("stopping");
+      // Acknowledgements that may never come (a client that died) must not starve the
+      // pipeline: the oldest kept batch most likely arrived long ago.
+      ReleaseOldestKept();
     }
     SLUICE_ASSIGN_OR_RETURN(size_t written, engine::EncodeBatch(batch, slab->span()));
     ReadyBatch ready{std::make_shared<transport::Slab>(std::move(*slab)), written, index, {}};
@@ -154,92 +163,21 @@ absl::Status TaskRunner::ProduceAll(engine::ElementIterator& iterator) {
 
 void TaskRunner::Fetch(std::shared_ptr<transport::ServerCall> call, uint64_t max_batch_bytes,
                        int32_t consumer, int64_t round) {
-  const bool coordinated = task_.num_consumers() > 0;
-  if (coordinated != (consumer >= 0) || consumer >= task_.num_consumers() ||
-      (coordinated && round < 0)) {
-    call->Reply(absl::InvalidArgumentError(absl::StrCat(
-        "task ", task_.task_id(), " is read by ", task_.num_consumers(),
-        " coordinated consumer(s); got a request from consumer ", consumer, " for round ", round)));
+  if (consumer >= 0) {
+    Fetch(std::move(call), max_batch_bytes, RoundRequest{consumer, round, false, {}});
+    return;
+  }
+  if (task_.num_consumers() > 0) {
+    call->Reply(absl::InvalidArgumentError(
+        absl::StrCat("task ", task_.task_id(), " is read by ", task_.num_consumers(),
+                     " coordinated consumers; got an uncoordinated request")));
     return;
   }
   {
     absl::MutexLock lock(&mu_);
-    waiters_.push_back(Waiter{std::move(call), max_batch_bytes, consumer, round});
+    waiters_.push_back(Waiter{std::move(call), max_batch_bytes});
   }
   Serve();
-}
-
-void TaskRunner::MatchRounds(std::vector<std::pair<Waiter, ReadyBatch>>& matched,
-                             std::vector<Waiter>& ended) {
-  const size_t n = static_cast<size_t>(task_.num_consumers());
-  const absl::Time now = absl::Now();
-  if (absent_.size() != n) absent_.assign(n, false);
-  for (const Waiter& w : waiters_) {
-    absent_[w.consumer] = false;  // back, if it was missing
-    Round& round = rounds_[w.round];
-    if (round.requested.empty()) {
-      round.requested.resize(n);
-      round.batches.resize(n);
-      round.given.resize(n);
-      round.opened = now;
-    }
-    if (!round.requested[w.consumer]) {
-      round.requested[w.consumer] = true;
-      ++round.num_requested;
-    }
-  }
-  // Lowest round first, each taking consecutive batches for the consumers that asked; a
-  // consumer that asks after its round went ahead gets the next batch on its own.
-  for (auto& [id, round] : rounds_) {
-    if (!round.assigned) {
-      // Waits kRoundWait for the consumers that did not ask yet, unless they are missing.
-      bool waits = false;
-      for (size_t c = 0; c < n; ++c) waits = waits || (!round.requested[c] && !absent_[c]);
-      if (waits && now - round.opened < kRoundWait) continue;
-      if (ready_.size() < round.num_requested) break;
-      round.assigned = true;
-      // A consumer that let a round go without it is missing until it asks again: later
-      // rounds do not wait for it (a dead consumer would otherwise slow every round to one
-      // per kRoundWait).
-      for (size_t c = 0; c < n; ++c) absent_[c] = absent_[c] || !round.requested[c];
-    }
-    for (size_t c = 0; c < n && !ready_.empty(); ++c) {
-      if (!round.requested[c] || round.given[c]) continue;
-      round.batches[c] = std::move(ready_.front());
-      round.given[c] = true;
-      ready_.pop_front();
-    }
-  }
-  for (auto it = waiters_.begin(); it != waiters_.end();) {
-    auto round = rounds_.find(it->round);
-    std::optional<ReadyBatch>& slot = round->second.batches[it->consumer];
-    if (!slot.has_value()) {
-      // Not assigned yet, or never will be: the pipeline ended first.
-      if (produced_all_ && ready_.empty()) {
-        ended.push_back(std::move(*it));
-        it = waiters_.erase(it);
-      } else {
-        ++it;
-      }
-      continue;
-    }
-    matched.emplace_back(std::move(*it), std::move(*slot));
-    slot.reset();
-    stats_.batches_served += 1;
-    stats_.bytes_served += static_cast<int64_t>(matched.back().second.size);
-    sends_in_flight_->fetch_add(1);
-    ++round->second.served;
-    it = waiters_.erase(it);
-  }
-  // Forget served rounds, and rounds a missing consumer never came back for.
-  for (auto it = rounds_.begin(); it != rounds_.end();) {
-    const Round& round = it->second;
-    bool holds_batch = false;
-    for (const auto& batch : round.batches) holds_batch = holds_batch || batch.has_value();
-    const bool done = round.served == n ||
-                      (round.assigned && !holds_batch && now - round.opened > 60 * kRoundWait);
-    it = done ? rounds_.erase(it) : std::next(it);
-  }
 }
 
 void TaskRunner::Serve() {
@@ -350,9 +288,45 @@ void TaskRunner::MatchRequests(std::vector<std::pair<Waiter, ReadyBatch>>& match
 void TaskRunner::KeepUntilAcknowledged(const Waiter& waiter, const ReadyBatch& batch) {
   ClientDeliveries& client = deliveries_[waiter.client_id];
   client.epoch = std::max(client.epoch, waiter.epoch);
-  if (client.unacked.size() >= kMaxUnackedPerClient) client.unacked.erase(client.unacked.begin());
-  ReadyBatch kept{batch.slab, batch.size, batch.index, batch.provenance};
-  client.unacked.insert_or_assign(batch.index, std::pair{std::move(kept), waiter.epoch});
+  if (client.unacked.size() >= kMaxUnackedPerClient) {
+    client.unacked.erase(client.unacked.begin());
+    ++stats_.kept_batches_released;
+  }
+  client.unacked.insert_or_assign(batch.index, std::pair{CopyOf(batch), waiter.epoch});
+  while (KeptCount() > kept_budget_) ReleaseOldestKept();
+}
+
+size_t TaskRunner::KeptCount() const {
+  size_t count = 0;
+  for (const auto& [id, client] : deliveries_) count += client.unacked.size();
+  for (const auto& [consumer, rounds] : kept_rounds_) count += rounds.size();
+  return count;
+}
+
+bool TaskRunner::ReleaseOldestKept() {
+  // Few clients: a scan is cheaper than keeping an index of all kept batches.
+  int64_t oldest = std::numeric_limits<int64_t>::max();
+  std::function<void()> release;
+  for (auto& [id, client] : deliveries_) {
+    if (client.unacked.empty()) continue;
+    auto first = client.unacked.begin();
+    if (first->second.first.index < oldest) {
+      oldest = first->second.first.index;
+      release = [&client, first] { client.unacked.erase(first); };
+    }
+  }
+  for (auto& [consumer, rounds] : kept_rounds_) {
+    for (auto it = rounds.begin(); it != rounds.end(); ++it) {
+      if (it->second.index < oldest) {
+        oldest = it->second.index;
+        release = [&rounds, it] { rounds.erase(it); };
+      }
+    }
+  }
+  if (!release) return false;
+  release();
+  ++stats_.kept_batches_released;
+  return true;
 }
 
 void TaskRunner::Reply(const Waiter& waiter, ReadyBatch batch) {

@@ -6,7 +6,9 @@
 // pool only when the transport reports the send complete. Requests that find the buffer
 // empty are parked and answered as soon as a batch is ready, so clients never poll.
 // A batch sent to a client that acknowledges deliveries (Delivery) is kept until the client
-// acknowledges it, and served to that client again if its connection broke meanwhile.
+// acknowledges it, and served to that client again if its connection broke meanwhile; a
+// coordinated consumer's batch of a round (RoundRequest) is kept alike and served again to
+// a repeated request for that round.
 //
 //   auto runner = TaskRunner::Start(task_def, pool, std::move(feed), {.buffer_batches = 4});
 //   (*runner)->Fetch(call, request.max_batch_bytes());
@@ -51,6 +53,9 @@ struct TaskRunnerStats {
   int64_t buffer_full_waits = 0;
   // Batches served again to a client that lost them with its connection (Delivery).
   int64_t batches_redelivered = 0;
+  // Kept batches let go before their client acknowledged them (kept_budget_, or a
+  // producer short of slabs): lost for good, should their delivery have failed.
+  int64_t kept_batches_released = 0;
 };
 
 // What an uncoordinated request says about delivery (GetElementRequest fields 7, 8).
@@ -58,6 +63,14 @@ struct Delivery {
   int64_t client_id = -1;
   int64_t epoch = 0;  // 0: the client does not acknowledge; nothing is kept for it
   std::vector<int64_t> acked;
+};
+
+// What a coordinated request says (GetElementRequest fields 5, 6, 8, 9).
+struct RoundRequest {
+  int32_t consumer = 0;
+  int64_t round = 0;
+  bool acknowledges = false;  // delivery_epoch > 0: its batches are kept until acknowledged
+  std::vector<int64_t> acked_rounds;
 };
 
 class TaskRunner {
@@ -78,6 +91,11 @@ class TaskRunner {
   // epoch again before new ones.
   void Fetch(std::shared_ptr<transport::ServerCall> call, uint64_t max_batch_bytes,
              Delivery delivery);
+  // Coordinated: takes the acknowledgements first; a round this consumer was already served
+  // (its reply was lost) gets the same batch again, and a request for a round it already
+  // waits for replaces the earlier one (whose connection broke).
+  void Fetch(std::shared_ptr<transport::ServerCall> call, uint64_t max_batch_bytes,
+             RoundRequest request);
   // Coordinated reads: lets a round that waited kRoundWait for missing consumers go on.
   // The worker calls it periodically.
   void Poll() { Serve(); }
@@ -113,7 +131,9 @@ class TaskRunner {
     std::deque<ReadyBatch> lost;  // to serve again, lowest index first
   };
   // A client that stops acknowledging (gone, or reading slowly) keeps no more of the worker's
-  // slabs than this; beyond it the oldest batch is let go (most likely it arrived).
+  // slabs than this; beyond it the oldest batch is let go (most likely it arrived). All
+  // clients together keep at most half the pool's slabs (kept_budget_), and a producer that
+  // finds no free slab lets its oldest kept batch go: kept batches never starve the pipeline.
   static constexpr size_t kMaxUnackedPerClient = 8;
   // Coordinated reads: one round's batches, by consumer.
   // A round opens with its first request and takes its batches, consecutively from the
@@ -152,6 +172,15 @@ class TaskRunner {
   // Keeps a copy of `batch`, sent to an acknowledging client, until acknowledged.
   void KeepUntilAcknowledged(const Waiter& waiter, const ReadyBatch& batch)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The same for a coordinated consumer's batch of a round.
+  void KeepRound(const Waiter& waiter, const ReadyBatch& batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Batches kept for acknowledgements, of all clients.
+  [[nodiscard]] size_t KeptCount() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Lets the oldest (lowest index) kept batch go; false when none is kept.
+  bool ReleaseOldestKept() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  [[nodiscard]] static ReadyBatch CopyOf(const ReadyBatch& batch) {
+    return ReadyBatch{batch.slab, batch.size, batch.index, batch.provenance};
+  }
   const proto::TaskDef task_;
   const std::shared_ptr<transport::SlabPool> pool_;
   const std::unique_ptr<engine::SplitFeed> feed_;
@@ -171,6 +200,9 @@ class TaskRunner {
   // asked since (MatchRounds).
   std::vector<bool> absent_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, ClientDeliveries> deliveries_ ABSL_GUARDED_BY(mu_);  // by client id
+  // Coordinated reads, by consumer, then round: batches sent and not acknowledged yet.
+  std::map<int32_t, std::map<int64_t, ReadyBatch>> kept_rounds_ ABSL_GUARDED_BY(mu_);
+  const size_t kept_budget_;
 
   bool produced_all_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status error_ ABSL_GUARDED_BY(mu_);

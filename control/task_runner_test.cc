@@ -1,13 +1,15 @@
-// Delivery without loss (TaskRunner::Fetch with a Delivery): a real worker-side runner behind
-// a real RPC endpoint over UCX, and a client sending GetElement requests by hand, so that
-// each acknowledgement and epoch is chosen by the test.
+// Delivery without loss (TaskRunner::Fetch with a Delivery or a RoundRequest): a real
+// worker-side runner behind a real RPC endpoint over UCX, and a client sending GetElement
+// requests by hand, so that each acknowledgement, epoch and round is chosen by the test.
 #include "control/task_runner.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <thread>
 #include <vector>
 
+#include "common/status_macros.h"
 #include "engine/pipeline_text.h"
 
 namespace sluice::control {
@@ -17,17 +19,22 @@ constexpr int64_t kTaskId = 1;
 
 class DeliveryTest : public ::testing::Test {
  protected:
-  void SetUp() override {
+  void SetUp() override { StartRunner("range(50) | batch(10)", /*num_consumers=*/0, 8); }
+
+  // A runner for `pipeline` (coordinated when num_consumers > 0) over a pool of `slabs`.
+  void StartRunner(const std::string& pipeline_text, int num_consumers, size_t slabs) {
+    TearDown();
     transport::RpcOptions options;
     options.transport.ucx_tls = "posix,sysv,cma,self";
     auto server = transport::RpcEndpoint::Create(options);
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = std::move(*server);
-    auto pool = transport::SlabPool::Create(server_->transport(), 1 << 16, 8);
+    auto pool = transport::SlabPool::Create(server_->transport(), 1 << 16, slabs);
     ASSERT_TRUE(pool.ok()) << pool.status();
     proto::TaskDef task;
     task.set_task_id(kTaskId);
-    auto pipeline = engine::ParsePipeline("range(50) | batch(10)");
+    task.set_num_consumers(num_consumers);
+    auto pipeline = engine::ParsePipeline(pipeline_text);
     ASSERT_TRUE(pipeline.ok()) << pipeline.status();
     *task.mutable_pipeline() = *pipeline;
     auto runner = TaskRunner::Start(task, *pool, nullptr, {.buffer_batches = 2});
@@ -36,6 +43,15 @@ class DeliveryTest : public ::testing::Test {
     server_->Handle(proto::GET_ELEMENT, [this](std::shared_ptr<transport::ServerCall> call) {
       proto::GetElementRequest request;
       ASSERT_TRUE(request.ParseFromString(call->request()));
+      if (request.coordinated()) {
+        runner_->Fetch(
+            std::move(call), request.max_batch_bytes(),
+            RoundRequest{request.consumer_index(),
+                         request.round(),
+                         request.delivery_epoch() > 0,
+                         {request.acked_rounds().begin(), request.acked_rounds().end()}});
+        return;
+      }
       runner_->Fetch(
           std::move(call), request.max_batch_bytes(),
           Delivery{request.client_id(),
@@ -50,6 +66,7 @@ class DeliveryTest : public ::testing::Test {
     client_ = std::move(*client);
   }
   void TearDown() override {
+    // Requests of other threads end with the server (nothing answers them any more).
     client_.reset();
     server_.reset();  // no more calls into the runner
     runner_.reset();
@@ -73,6 +90,25 @@ class DeliveryTest : public ::testing::Test {
     if (response.end_of_sequence()) return kEnd;
     if (response.retry_later()) return kRetryLater;
     EXPECT_GT(response.batch_bytes(), 0u);
+    return response.batch_index();
+  }
+
+  // Coordinated: the batch index `consumer` gets for `round`, or the call's failure (code).
+  absl::StatusOr<int64_t> GetRound(int32_t consumer, int64_t round, std::vector<int64_t> acked) {
+    proto::GetElementRequest request;
+    request.set_task_id(kTaskId);
+    request.set_client_id(100 + consumer);
+    request.set_max_batch_bytes(1 << 16);
+    request.set_delivery_epoch(1);
+    request.set_coordinated(true);
+    request.set_consumer_index(consumer);
+    request.set_round(round);
+    for (int64_t r : acked) request.add_acked_rounds(r);
+    proto::GetElementResponse response;
+    SLUICE_RETURN_IF_ERROR(
+        client_->CallProto(address_, proto::GET_ELEMENT, request, &response, absl::Seconds(10)));
+    EXPECT_FALSE(response.retry_later());
+    EXPECT_FALSE(response.end_of_sequence());
     return response.batch_index();
   }
 
@@ -120,6 +156,66 @@ TEST_F(DeliveryTest, ClientsThatDoNotAcknowledgeGetNothingTwice) {
   EXPECT_EQ(Get(7, 0, {}), 1);
   EXPECT_EQ(Get(7, 0, {}), 2);
   EXPECT_EQ(runner_->stats().batches_redelivered, 0);
+}
+
+constexpr const char* kEndless = "range(1000) | batch(10) | repeat()";
+
+TEST_F(DeliveryTest, ARoundLostWithItsConnectionIsServedAgainWithTheSameBatch) {
+  StartRunner(kEndless, /*num_consumers=*/2, 16);
+  absl::StatusOr<int64_t> first;
+  std::thread consumer0([&] { first = GetRound(0, 0, {}); });
+  absl::StatusOr<int64_t> second = GetRound(1, 0, {});
+  consumer0.join();
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(*first, 0);
+  EXPECT_EQ(*second, 1);
+  // Consumer 1 never saw its reply: asking for round 0 again gets batch 1 again, at once
+  // (not a fresh batch after the round wait, as before acknowledgements).
+  EXPECT_EQ(GetRound(1, 0, {}).value_or(-1), 1);
+  EXPECT_EQ(runner_->stats().batches_redelivered, 1);
+  // Acknowledged, round 0 is gone: the next round takes the next two batches.
+  std::thread consumer0_next([&] { first = GetRound(0, 1, {0}); });
+  second = GetRound(1, 1, {0});
+  consumer0_next.join();
+  EXPECT_EQ(first.value_or(-1), 2);
+  EXPECT_EQ(second.value_or(-1), 3);
+  EXPECT_EQ(runner_->stats().batches_served, 5);
+}
+
+TEST_F(DeliveryTest, ARepeatedRequestForAWaitingRoundReplacesTheFirst) {
+  StartRunner(kEndless, /*num_consumers=*/2, 16);
+  // Consumer 0 waits for consumer 1; its request is then "lost" and sent again.
+  absl::StatusOr<int64_t> lost;
+  std::thread stale([&] { lost = GetRound(0, 0, {}); });
+  absl::SleepFor(absl::Milliseconds(100));
+  absl::StatusOr<int64_t> again;
+  std::thread repeated([&] { again = GetRound(0, 0, {}); });
+  absl::SleepFor(absl::Milliseconds(100));
+  stale.join();  // answered once the repeat arrived, without a batch
+  EXPECT_EQ(lost.status().code(), absl::StatusCode::kAborted) << lost.status();
+  EXPECT_EQ(GetRound(1, 0, {}).value_or(-1), 1);
+  repeated.join();
+  EXPECT_EQ(again.value_or(-1), 0) << "the repeat gets consumer 0's batch of the round";
+  EXPECT_EQ(runner_->stats().batches_served, 2);
+}
+
+TEST_F(DeliveryTest, KeptBatchesAreBoundedByHalfThePool) {
+  StartRunner(kEndless, /*num_consumers=*/0, 8);                // keeps at most 4
+  for (int64_t i = 0; i < 6; ++i) EXPECT_EQ(Get(7, 1, {}), i);  // none acknowledged
+  EXPECT_EQ(runner_->stats().kept_batches_released, 2);
+  // The break loses what is still kept, the newest four, which come again in order.
+  for (int64_t i = 2; i < 6; ++i) EXPECT_EQ(Get(7, 2, {}), i);
+  EXPECT_EQ(Get(7, 2, {}), 6);
+  EXPECT_EQ(runner_->stats().batches_redelivered, 4);
+}
+
+TEST_F(DeliveryTest, ASilentClientCannotStarveThePipeline) {
+  // Two slabs: the kept batches of a silent client would hold every slab of the pool; the
+  // producer lets the oldest go instead of waiting for an acknowledgement for ever.
+  StartRunner(kEndless, /*num_consumers=*/0, 2);
+  for (int64_t i = 0; i < 6; ++i) EXPECT_EQ(Get(7, 1, {}), i);
+  EXPECT_GE(runner_->stats().kept_batches_released, 4);
 }
 
 }  // namespace

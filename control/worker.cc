@@ -112,6 +112,8 @@ void AddTaskStats(const TaskRunnerStats& task, proto::WorkerStats* worker) {
   worker->set_bad_records_skipped(worker->bad_records_skipped() + task.bad_records_skipped);
   worker->set_bytes_reused(worker->bytes_reused() + task.bytes_reused);
   worker->set_buffer_full_waits(worker->buffer_full_waits() + task.buffer_full_waits);
+  worker->set_batches_redelivered(worker->batches_redelivered() + task.batches_redelivered);
+  worker->set_kept_batches_released(worker->kept_batches_released() + task.kept_batches_released);
 }
 
 }  // namespace
@@ -184,6 +186,14 @@ absl::Status Worker::Heartbeat() {
   *request.mutable_stats() = stats();
   {
     absl::MutexLock lock(&mu_);
+    if (request.stats().kept_batches_released() > 0 && !warned_kept_released_) {
+      // Once: each further release shows in the stats, and a log line per batch would flood.
+      warned_kept_released_ = true;
+      std::cerr << "sluice worker " << address_ << ": let batches go before their clients "
+                << "acknowledged them (to keep slabs for the pipeline); a broken connection "
+                << "may now lose a batch. Raise --slabs (now " << options_.num_slabs
+                << ") to at least 2 x clients x requests in flight per client\n";
+    }
     for (const auto& [id, runner] : runners_) {
       request.add_current_tasks(id);
       if (runner->finished()) request.add_finished_tasks(id);
@@ -280,8 +290,11 @@ void Worker::HandleGetElement(std::shared_ptr<transport::ServerCall> call) {
   // dispatcher soon, so that readers waiting only for the job's end are not held up by it.
   if (runner->produced_all()) heartbeat_pacer_.Soon();
   if (request.coordinated()) {
-    runner->Fetch(std::move(call), request.max_batch_bytes(), request.consumer_index(),
-                  request.round());
+    RoundRequest round{request.consumer_index(),
+                       request.round(),
+                       request.delivery_epoch() > 0,
+                       {request.acked_rounds().begin(), request.acked_rounds().end()}};
+    runner->Fetch(std::move(call), request.max_batch_bytes(), std::move(round));
   } else {
     Delivery delivery{request.client_id(),
                       request.delivery_epoch(),

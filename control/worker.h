@@ -76,6 +76,7 @@ class Worker {
   absl::Mutex mu_;
   std::map<int64_t, std::shared_ptr<TaskRunner>> runners_ ABSL_GUARDED_BY(mu_);
   std::string last_heartbeat_error_ ABSL_GUARDED_BY(mu_);
+  bool warned_kept_released_ ABSL_GUARDED_BY(mu_) = false;
   std::string dispatcher_id_ ABSL_GUARDED_BY(mu_);
   proto::WorkerStats retired_stats_ ABSL_GUARDED_BY(mu_);  // of tasks already deleted
   HeartbeatPacer heartbeat_pacer_{options_.heartbeat_interval, kMinHeartbeatGap};

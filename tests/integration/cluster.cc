@@ -1,5 +1,7 @@
 #include "tests/integration/cluster.h"
 
+#include <algorithm>
+
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -81,9 +83,17 @@ void Cluster::StartDispatcher(int port) {
 
 void Cluster::AddWorker(int port) {
   std::vector<std::string> argv = {
-      Binary(),       "worker",           "--dispatcher", address_, "--host",
-      "127.0.0.1",    "--advertise-host", "127.0.0.1",    "--port", std::to_string(port),
-      "--slab-bytes", "1048576",          "--slabs",      "8"};
+      Binary(),    "worker", "--dispatcher",       address_,           "--host",
+      "127.0.0.1", "--port", std::to_string(port), "--advertise-host", "127.0.0.1"};
+  // Small pools by default, unless the test sizes them (a flag may be given only once).
+  for (const char* flag : {"--slab-bytes", "--slabs"}) {
+    if (std::find(options_.worker_args.begin(), options_.worker_args.end(), flag) !=
+        options_.worker_args.end()) {
+      continue;
+    }
+    argv.push_back(flag);
+    argv.push_back(std::string(flag) == "--slabs" ? "8" : "1048576");
+  }
   for (const std::string& arg : RootArgs()) argv.push_back(arg);
   for (const std::string& arg : options_.worker_args) argv.push_back(arg);
   auto worker = std::make_unique<Subprocess>(argv);

@@ -1,0 +1,144 @@
+// TaskRunner's coordinated reads: rounds opened by requests, filled with consecutive batches,
+// and each consumer's batch of a round kept until it acknowledges it. The uncoordinated
+// serving is in task_runner.cc.
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "control/task_runner.h"
+
+namespace sluice::control {
+
+void TaskRunner::Fetch(std::shared_ptr<transport::ServerCall> call, uint64_t max_batch_bytes,
+                       RoundRequest request) {
+  const int32_t consumer = request.consumer;
+  const int64_t round = request.round;
+  if (task_.num_consumers() == 0 || consumer < 0 || consumer >= task_.num_consumers() ||
+      round < 0) {
+    call->Reply(absl::InvalidArgumentError(absl::StrCat(
+        "task ", task_.task_id(), " is read by ", task_.num_consumers(),
+        " coordinated consumer(s); got a request from consumer ", consumer, " for round ", round)));
+    return;
+  }
+  std::optional<ReadyBatch> again;
+  std::shared_ptr<transport::ServerCall> superseded;
+  Waiter waiter{std::move(call), max_batch_bytes, consumer, round, -1, request.acknowledges};
+  {
+    absl::MutexLock lock(&mu_);
+    std::map<int64_t, ReadyBatch>& kept = kept_rounds_[consumer];
+    for (int64_t acked : request.acked_rounds) kept.erase(acked);
+    if (auto it = kept.find(round); it != kept.end()) {
+      // Served before, and the reply went nowhere (the consumer asks only once otherwise).
+      again.emplace(CopyOf(it->second));
+      stats_.batches_served += 1;
+      stats_.batches_redelivered += 1;
+      stats_.bytes_served += static_cast<int64_t>(again->size);
+      sends_in_flight_->fetch_add(1);
+    } else {
+      // A request for a round it already waits for: the earlier one's connection broke.
+      auto same = std::find_if(waiters_.begin(), waiters_.end(), [&](const Waiter& w) {
+        return w.consumer == consumer && w.round == round;
+      });
+      if (same != waiters_.end()) {
+        superseded = std::move(same->call);
+        waiters_.erase(same);
+      }
+      waiters_.push_back(std::move(waiter));
+    }
+  }
+  if (superseded != nullptr) {
+    superseded->Reply(absl::AbortedError(
+        absl::StrCat("consumer ", consumer, " asked for round ", round, " again")));
+  }
+  if (again.has_value()) {
+    Reply(waiter, std::move(*again));
+    return;
+  }
+  Serve();
+}
+
+void TaskRunner::KeepRound(const Waiter& waiter, const ReadyBatch& batch) {
+  std::map<int64_t, ReadyBatch>& kept = kept_rounds_[waiter.consumer];
+  if (kept.size() >= kMaxUnackedPerClient) {
+    kept.erase(kept.begin());
+    ++stats_.kept_batches_released;
+  }
+  kept.insert_or_assign(waiter.round, CopyOf(batch));
+  while (KeptCount() > kept_budget_) ReleaseOldestKept();
+}
+
+void TaskRunner::MatchRounds(std::vector<std::pair<Waiter, ReadyBatch>>& matched,
+                             std::vector<Waiter>& ended) {
+  const size_t n = static_cast<size_t>(task_.num_consumers());
+  const absl::Time now = absl::Now();
+  if (absent_.size() != n) absent_.assign(n, false);
+  for (const Waiter& w : waiters_) {
+    absent_[w.consumer] = false;  // back, if it was missing
+    Round& round = rounds_[w.round];
+    if (round.requested.empty()) {
+      round.requested.resize(n);
+      round.batches.resize(n);
+      round.given.resize(n);
+      round.opened = now;
+    }
+    if (!round.requested[w.consumer]) {
+      round.requested[w.consumer] = true;
+      ++round.num_requested;
+    }
+  }
+  // Lowest round first, each taking consecutive batches for the consumers that asked; a
+  // consumer that asks after its round went ahead gets the next batch on its own.
+  for (auto& [id, round] : rounds_) {
+    if (!round.assigned) {
+      // Waits kRoundWait for the consumers that did not ask yet, unless they are missing.
+      bool waits = false;
+      for (size_t c = 0; c < n; ++c) waits = waits || (!round.requested[c] && !absent_[c]);
+      if (waits && now - round.opened < kRoundWait) continue;
+      if (ready_.size() < round.num_requested) break;
+      round.assigned = true;
+      // A consumer that let a round go without it is missing until it asks again: later
+      // rounds do not wait for it (a dead consumer would otherwise slow every round to one
+      // per kRoundWait).
+      for (size_t c = 0; c < n; ++c) absent_[c] = absent_[c] || !round.requested[c];
+    }
+    for (size_t c = 0; c < n && !ready_.empty(); ++c) {
+      if (!round.requested[c] || round.given[c]) continue;
+      round.batches[c] = std::move(ready_.front());
+      round.given[c] = true;
+      ready_.pop_front();
+    }
+  }
+  for (auto it = waiters_.begin(); it != waiters_.end();) {
+    auto round = rounds_.find(it->round);
+    std::optional<ReadyBatch>& slot = round->second.batches[it->consumer];
+    if (!slot.has_value()) {
+      // Not assigned yet, or never will be: the pipeline ended first.
+      if (produced_all_ && ready_.empty()) {
+        ended.push_back(std::move(*it));
+        it = waiters_.erase(it);
+      } else {
+        ++it;
+      }
+      continue;
+    }
+    if (it->epoch > 0) KeepRound(*it, *slot);
+    matched.emplace_back(std::move(*it), std::move(*slot));
+    slot.reset();
+    stats_.batches_served += 1;
+    stats_.bytes_served += static_cast<int64_t>(matched.back().second.size);
+    sends_in_flight_->fetch_add(1);
+    ++round->second.served;
+    it = waiters_.erase(it);
+  }
+  // Forget served rounds, and rounds a missing consumer never came back for.
+  for (auto it = rounds_.begin(); it != rounds_.end();) {
+    const Round& round = it->second;
+    bool holds_batch = false;
+    for (const auto& batch : round.batches) holds_batch = holds_batch || batch.has_value();
+    const bool done = round.served == n ||
+                      (round.assigned && !holds_batch && now - round.opened > 60 * kRoundWait);
+    it = done ? rounds_.erase(it) : std::next(it);
+  }
+}
+
+}  // namespace sluice::control
