@@ -24,6 +24,7 @@ absl::StatusOr<std::optional<HostBatch>> ControlBatchSource::Next() {
   host.bytes = owner->view().bytes();
   host.index = owner->index();
   host.worker = owner->worker();
+  host.round = owner->round();
   host.owner = std::move(owner);
   return host;
 }

@@ -115,5 +115,37 @@ TEST_F(ControlBatchSourceTest, BatchesReachTheDevice) {
 #endif
 }
 
+// Coordinated reads pass their round on (DeviceBatch::round comes from it), so a trainer
+// reading through the device stops at the same round as every other consumer.
+TEST_F(ControlBatchSourceTest, CoordinatedBatchesCarryTheirRound) {
+  auto pipeline = engine::ParsePipeline("range(1000) | batch(10) | repeat()");
+  ASSERT_TRUE(pipeline.ok());
+  auto dataset = client_->RegisterDataset(*pipeline);
+  ASSERT_TRUE(dataset.ok()) << dataset.status();
+  control::ReadOptions read;
+  read.mode = proto::OFF;
+  read.job_name = "rounds";
+  read.num_consumers = 1;
+  read.slab_bytes = 1 << 20;
+  auto reader = client_->Read(*dataset, read);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  ControlBatchSource source(std::move(*reader), read);
+  for (int64_t round = 0; round < 5; ++round) {
+    absl::StatusOr<std::optional<HostBatch>> batch = source.Next();
+    ASSERT_TRUE(batch.ok()) << batch.status();
+    ASSERT_TRUE(batch->has_value());
+    EXPECT_EQ((*batch)->round, round);
+  }
+}
+
+TEST_F(ControlBatchSourceTest, UncoordinatedBatchesHaveNoRound) {
+  std::unique_ptr<ControlBatchSource> source = Read();
+  ASSERT_NE(source, nullptr);
+  absl::StatusOr<std::optional<HostBatch>> batch = source->Next();
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  ASSERT_TRUE(batch->has_value());
+  EXPECT_EQ((*batch)->round, -1);
+}
+
 }  // namespace
 }  // namespace sluice::gpu

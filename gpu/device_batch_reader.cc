@@ -84,7 +84,7 @@ absl::StatusOr<std::optional<DeviceBatch>> DeviceBatchReader::Next() {
     return error_;
   }
   return DeviceBatch(std::move(batch->buffer), batch->size, std::move(batch->tensors), batch->index,
-                     std::move(batch->worker));
+                     std::move(batch->worker), batch->round);
 }
 
 absl::Status DeviceBatchReader::Fill() {
@@ -127,6 +127,7 @@ absl::StatusOr<bool> DeviceBatchReader::StartOne(DeviceBufferLease buffer) {
   pending->size = bytes.size();
   pending->index = host->index;
   pending->worker = std::move(host->worker);
+  pending->round = host->round;
   pending->tensors.reserve(view->num_tensors());
   for (size_t i = 0; i < view->num_tensors(); ++i) {
     engine::TensorView t = view->tensor(i);

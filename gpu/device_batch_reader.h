@@ -77,6 +77,8 @@ class DeviceBatch {
   [[nodiscard]] const DeviceTensor& tensor(size_t i) const { return tensors_.at(i); }
   [[nodiscard]] int64_t index() const { return index_; }
   [[nodiscard]] const std::string& worker() const { return worker_; }
+  // Coordinated reads: the batch's round (HostBatch::round); -1 otherwise.
+  [[nodiscard]] int64_t round() const { return round_; }
   // Gives the device buffer back without waiting on the host: the reader's next copy into
   // it waits on the device for the work queued on `stream` so far (the kernels that read
   // this batch). The batch must not be used afterwards.
@@ -85,17 +87,19 @@ class DeviceBatch {
  private:
   friend class DeviceBatchReader;
   DeviceBatch(DeviceBufferLease buffer, size_t size, std::vector<DeviceTensor> tensors,
-              int64_t index, std::string worker)
+              int64_t index, std::string worker, int64_t round)
       : buffer_(std::move(buffer)),
         size_(size),
         tensors_(std::move(tensors)),
         index_(index),
-        worker_(std::move(worker)) {}
+        worker_(std::move(worker)),
+        round_(round) {}
   DeviceBufferLease buffer_;
   size_t size_;
   std::vector<DeviceTensor> tensors_;
   int64_t index_;
   std::string worker_;
+  int64_t round_;
 };
 
 struct DeviceBatchReaderStats {
@@ -128,6 +132,7 @@ class DeviceBatchReader {
     std::vector<DeviceTensor> tensors;
     int64_t index = 0;
     std::string worker;
+    int64_t round = -1;
     bool copied = false;  // guarded by mu_
     absl::Status status;  // guarded by mu_
   };

@@ -41,7 +41,9 @@ class FakeSource : public HostBatchSource {
           live->fetch_sub(1);
           delete v;
         });
-    HostBatch batch{*owner, static_cast<int64_t>(next_), "fake-worker", owner};
+    // Rounds as a coordinated read's: a DeviceBatch must carry its source's.
+    HostBatch batch{*owner, static_cast<int64_t>(next_), "fake-worker", owner,
+                    static_cast<int64_t>(100 + next_)};
     ++next_;
     return batch;
   }
@@ -131,6 +133,7 @@ TEST(DeviceBatchReaderTest, FiftyBatchesInOrderWithinTheDeviceBuffers) {
     const DeviceBatch& b = **batch;
     ASSERT_EQ(b.index(), expected);
     EXPECT_EQ(b.worker(), "fake-worker");
+    EXPECT_EQ(b.round(), 100 + expected);
     const std::vector<std::byte>& sent = batches[expected];
     ASSERT_EQ(ToHost(b), sent) << "batch " << expected;
     absl::StatusOr<engine::BatchView> view = engine::BatchView::Parse(sent);

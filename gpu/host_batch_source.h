@@ -33,6 +33,8 @@ struct HostBatch {
   // Keeps `bytes` valid (e.g. the landing slab). Dropped as soon as the bytes are on the
   // device, which frees the slab for the next fetch while later copies still run.
   std::shared_ptr<void> owner;
+  // Coordinated reads: the round the batch belongs to; -1 otherwise.
+  int64_t round = -1;
 };
 
 class HostBatchSource {

@@ -20,14 +20,18 @@ absl::Status ReadThroughDevice(std::unique_ptr<control::BatchReader> reader,
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<gpu::DeviceBatchReader> device_reader,
                           gpu::DeviceBatchReader::Create(std::move(source), options));
   std::vector<std::byte> host;
+  // Coordinated consumers count rounds, as the host path does (sluice_main.cc).
+  const bool coordinated = read_options.num_consumers > 0;
   for (int64_t taken = 0; take < 0 || taken < take; ++taken) {
     SLUICE_ASSIGN_OR_RETURN(std::optional<gpu::DeviceBatch> batch, device_reader->Next());
     if (!batch) break;
+    if (coordinated && take >= 0 && batch->round() >= take) break;
+    if (coordinated) taken = batch->round();
     host.resize(batch->size());
     SLUICE_RETURN_IF_ERROR(
         gpu::CopyDeviceToHost(device, batch->data(), batch->size(), host.data()));
     SLUICE_ASSIGN_OR_RETURN(engine::BatchView view, engine::BatchView::Parse(host));
-    sink.Add(view, batch->worker(), batch->index(), /*round=*/-1);
+    sink.Add(view, batch->worker(), batch->index(), batch->round());
   }
   return absl::OkStatus();
 }

@@ -17,8 +17,9 @@
 
 namespace sluice::tools {
 
-// Reads until the end (or `take` batches, when >= 0) into device `device` and hands each
-// batch to `sink`. FailedPrecondition naming the reason when no CUDA device is usable.
+// Reads until the end (or `take` batches, when >= 0; coordinated reads: rounds) into device
+// `device` and hands each batch to `sink`. FailedPrecondition naming the reason when no CUDA device
+// is usable.
 [[nodiscard]] absl::Status ReadThroughDevice(std::unique_ptr<control::BatchReader> reader,
                                              const control::ReadOptions& read_options, int device,
                                              int64_t take, BatchSink& sink);

@@ -129,12 +129,6 @@ int ReadAll(const transport::Address& dispatcher, const ReadFlags& flags, absl::
   if (!mode.ok()) return Fail(mode.status(), "read");
   absl::StatusOr<proto::PipelineDef> pipeline = ParseAndValidate(flags.pipeline, *mode);
   if (!pipeline.ok()) return Fail(pipeline.status(), "read");
-  if (flags.device >= 0 && flags.num_consumers > 0) {
-    return Fail(absl::InvalidArgumentError(
-                    "--device with --num-consumers is not supported yet (device batches do not "
-                    "carry their round)"),
-                "read");
-  }
 
   control::ClientOptions client_options;
   client_options.dispatcher = dispatcher;
