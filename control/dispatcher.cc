@@ -73,7 +73,8 @@ void HandleDurable(transport::RpcEndpoint& rpc, uint32_t method, DispatcherState
     }
     const int64_t journaled_before = journal ? state.journaled_updates() : 0;
     absl::StatusOr<Response> response = handler(request);
-    if (journal == nullptr || state.journaled_updates() == journaled_before) {
+    if (journal == nullptr ||
+        (state.journaled_updates() == journaled_before && !state.coordination_unsynced())) {
       ReplyWith(*call, response);
       return;
     }

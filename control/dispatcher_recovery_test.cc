@@ -3,8 +3,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <map>
 
+#include "absl/strings/str_cat.h"
 #include "control/dispatcher_state.h"
 #include "control/journal_test_util.h"
 #include "engine/pipeline_text.h"
@@ -201,6 +204,101 @@ TEST(DispatcherRecoveryTest, RecoveryTasksAndTheirLeasesSurviveARestart) {
   for (int64_t compact_every : {0, 3}) {
     SCOPED_TRACE(compact_every);
     RecoveryTaskSurvivesARestart(compact_every);
+  }
+}
+
+// Coordinated reads: consumers assign rounds to workers from the task list and the round
+// horizon they were told. Both must survive a restart: a worker that registers afterwards
+// must enter past every round a consumer may have assigned, and a lost worker's task must
+// leave the rotation where consumers were told it does (before this was journaled, a
+// restarted dispatcher put a newcomer at round 0 and forgot the lost task's end: both
+// inside rounds that consumers at round 5000 had assigned).
+struct Rotation {
+  int64_t starting_round;
+  int64_t ending_round;
+  bool lost;
+  bool operator==(const Rotation&) const = default;
+};
+std::map<int64_t, Rotation> RotationOf(const proto::ClientHeartbeatResponse& response) {
+  std::map<int64_t, Rotation> rotation;
+  for (const proto::TaskInfo& task : response.tasks()) {
+    rotation[task.task_id()] = {task.starting_round(), task.ending_round(), task.lost()};
+  }
+  return rotation;
+}
+
+proto::WorkerHeartbeatRequest WorkerBeat(int port, const std::string& uid) {
+  proto::WorkerHeartbeatRequest beat;
+  beat.set_worker_address(absl::StrCat("ucx://127.0.0.1:", port));
+  beat.set_worker_uid(uid);
+  return beat;
+}
+
+void CoordinatedRoundsSurviveARestart(int64_t compact_every) {
+  TempDir tmp;
+  proto::ClientHeartbeatRequest heartbeat;
+  std::map<int64_t, Rotation> told;
+  int64_t told_horizon = 0;
+  {
+    std::unique_ptr<JournalWriter> journal = *JournalWriter::Open(tmp.dir(), {});
+    DispatcherState state({});
+    state.AttachJournal(journal.get(), compact_every);
+    proto::GetOrCreateJobRequest job;
+    job.set_dataset_id(
+        *state.RegisterDataset(*engine::ParsePipeline("range(1000) | batch(8) | repeat()")));
+    job.set_mode(proto::OFF);
+    job.set_job_name("rounds");
+    job.set_num_consumers(2);
+    absl::StatusOr<proto::GetOrCreateJobResponse> created = state.GetOrCreateJob(job);
+    ASSERT_TRUE(created.ok()) << created.status();
+    ASSERT_TRUE(state.WorkerHeartbeat(WorkerBeat(7000, "a")).ok());
+    ASSERT_TRUE(state.WorkerHeartbeat(WorkerBeat(7001, "b")).ok());
+    heartbeat.set_job_id(created->job_id());
+    heartbeat.set_client_id(created->client_id());
+    heartbeat.set_current_round(5000);
+    ASSERT_TRUE(state.ClientHeartbeat(heartbeat).ok());
+    // Worker a restarts: its task is lost, and its new process gets a task.
+    ASSERT_TRUE(state.WorkerHeartbeat(WorkerBeat(7000, "a2")).ok());
+    absl::StatusOr<proto::ClientHeartbeatResponse> response = state.ClientHeartbeat(heartbeat);
+    ASSERT_TRUE(response.ok()) << response.status();
+    told = RotationOf(*response);
+    told_horizon = response->round_horizon();
+    EXPECT_EQ(told_horizon, 5000 + DispatcherState::kRoundWindow);
+    ASSERT_EQ(told.size(), 3u);
+    ASSERT_EQ(std::count_if(told.begin(), told.end(), [](const auto& t) { return t.second.lost; }),
+              1);
+    ASSERT_TRUE(journal->Flush().ok());
+    EXPECT_FALSE(state.coordination_unsynced()) << "durable once flushed";
+  }
+  absl::StatusOr<Recovered> recovered = Recover(tmp.dir());
+  ASSERT_TRUE(recovered.ok()) << recovered.status();
+  DispatcherState state({});
+  ASSERT_TRUE(state.Restore(*recovered).ok());
+  // A newcomer, before any consumer heartbeat reached the restarted dispatcher.
+  absl::StatusOr<proto::WorkerHeartbeatResponse> joined =
+      state.WorkerHeartbeat(WorkerBeat(7002, "c"));
+  ASSERT_TRUE(joined.ok()) << joined.status();
+  ASSERT_EQ(joined->new_tasks_size(), 1);
+  const int64_t newcomer = joined->new_tasks(0).task_id();
+  heartbeat.set_current_round(5001);
+  absl::StatusOr<proto::ClientHeartbeatResponse> after = state.ClientHeartbeat(heartbeat);
+  ASSERT_TRUE(after.ok()) << after.status();
+  std::map<int64_t, Rotation> rotation = RotationOf(*after);
+  ASSERT_EQ(rotation.size(), 4u);
+  EXPECT_GT(rotation[newcomer].starting_round, told_horizon)
+      << "the newcomer enters inside rounds consumers assigned";
+  rotation.erase(newcomer);
+  EXPECT_TRUE(rotation == told) << "the tasks consumers knew keep their rounds";
+  for (const auto& [id, task] : told) {
+    if (task.lost) EXPECT_EQ(task.ending_round, told_horizon + 1);
+  }
+  EXPECT_GE(after->round_horizon(), told_horizon);
+}
+
+TEST(DispatcherRecoveryTest, CoordinatedRoundsSurviveARestart) {
+  for (int64_t compact_every : {0, 2}) {
+    SCOPED_TRACE(compact_every);
+    CoordinatedRoundsSurviveARestart(compact_every);
   }
 }
 

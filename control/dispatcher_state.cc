@@ -187,7 +187,9 @@ void DispatcherState::CreateTask(Job& job, const std::string& worker_address,
                                  const std::map<int64_t, std::vector<proto::Split>>* reissued) {
   const int64_t id = next_id_++;
   int64_t starting_round = 0;
-  if (job.num_consumers > 0 && !job.client_rounds.empty()) {
+  // A restarted dispatcher knows no consumer's round yet, but its journaled horizon says
+  // consumers were told task lists.
+  if (job.num_consumers > 0 && (!job.client_rounds.empty() || job.journaled_horizon > 0)) {
     // No consumer has been told the task list past the horizon, so all agree the new task
     // enters right after it. With no live task, consumers wait where they are. (Before any
     // consumer's first heartbeat nobody knows a task list: every task starts at round 0.)
@@ -272,6 +274,14 @@ absl::StatusOr<proto::ClientHeartbeatResponse> DispatcherState::ClientHeartbeat(
   if (job.num_consumers > 0) {
     job.client_rounds[request.client_id()] = request.current_round();
     job.round_horizon = std::max(job.round_horizon, request.current_round() + kRoundWindow);
+    if (job.round_horizon > job.journaled_horizon) {
+      // A window ahead, so that a journal record comes once per window of rounds.
+      job.journaled_horizon = job.round_horizon + kRoundWindow;
+      proto::Update update;
+      update.mutable_round_horizon()->set_job_id(job.id);
+      update.mutable_round_horizon()->set_round_horizon(job.journaled_horizon);
+      JournalCoordination(update);
+    }
   }
   for (const proto::ProvenanceRun& run : request.delivered()) RecordDelivered(job, run);
   for (int64_t abandoned : request.abandoned_tasks()) {

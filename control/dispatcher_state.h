@@ -9,6 +9,7 @@
 #ifndef SLUICE_CONTROL_DISPATCHER_STATE_H_
 #define SLUICE_CONTROL_DISPATCHER_STATE_H_
 
+#include <atomic>
 #include <deque>
 #include <map>
 #include <memory>
@@ -80,6 +81,15 @@ class DispatcherState {
   // Updates journaled so far. A handler whose call moved this must not reply before the
   // journal is durable (JournalWriter::Sync).
   [[nodiscard]] int64_t journaled_updates() const;
+  // Coordinated reads: how far past the furthest consumer the task list is fixed. Consumers
+  // learn the horizon from heartbeats (every 100 ms), so it must cover more rounds than a
+  // consumer reads between two of them.
+  static constexpr int64_t kRoundWindow = 1024;
+  // Coordinated-read updates (round horizons, task endings) appended but not durable yet.
+  // Any handler's reply may tell a consumer of them, so none replies before they are.
+  [[nodiscard]] bool coordination_unsynced() const {
+    return coordination_unsynced_->load(std::memory_order_acquire) > 0;
+  }
 
   // Declares workers silent for longer than worker_timeout lost; call periodically.
   void CheckLiveness(absl::Time now);
@@ -127,6 +137,9 @@ class DispatcherState {
     // task list is final, and each consumer's reported round.
     int32_t num_consumers = 0;
     int64_t round_horizon = 0;
+    // The horizon last journaled (Update.RoundHorizon), at least round_horizon once a
+    // consumer heartbeat raised it; 0 before.
+    int64_t journaled_horizon = 0;
     std::map<int64_t, int64_t> client_rounds;
     // Passes below this were left by every task and their state dropped (infinite jobs).
     int64_t pruned_below_repetition = 0;
@@ -172,14 +185,13 @@ class DispatcherState {
   // Splits [first, next) of a pass again, for a retried lease.
   absl::Status ReplayLease(const Job& job, int64_t repetition, const Job::Lease& lease,
                            proto::GetSplitResponse* response) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void Journal(const proto::Update& update) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Journal(const proto::Update& update, JournalWriter::DurableCallback durable = nullptr)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Journal, counted in coordination_unsynced() until durable.
+  void JournalCoordination(const proto::Update& update) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   proto::Snapshot SnapshotLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Bounds one lease so a single worker cannot drain a job's splits in one call.
   static constexpr int kMaxSplitsPerLease = 64;
-  // Coordinated reads: how far past the furthest consumer the task list is fixed. Consumers
-  // learn the horizon from heartbeats (every 100 ms), so it must cover more rounds than a
-  // consumer reads between two of them.
-  static constexpr int64_t kRoundWindow = 1024;
   // Unique per (repetition, split index) within a job; never 0 (0 means untracked).
   static int64_t SplitKey(int64_t repetition, int64_t index) {
     return (repetition << 40) + index + 1;
@@ -229,6 +241,9 @@ class DispatcherState {
   int64_t compact_every_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t since_compaction_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t journaled_updates_ ABSL_GUARDED_BY(mu_) = 0;
+  // Shared with the journal's callbacks, which may run after the state is gone.
+  const std::shared_ptr<std::atomic<int64_t>> coordination_unsynced_ =
+      std::make_shared<std::atomic<int64_t>>(0);
 };
 
 }  // namespace sluice::control

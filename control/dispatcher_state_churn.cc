@@ -102,6 +102,10 @@ void DispatcherState::LoseWorker(const std::string& address, WorkerInfo& worker,
       // Consumers may have been told rounds up to the horizon belong to it; they skip
       // those they did not get, and the rotation goes on without it after.
       task.ending_round = job.round_horizon + 1;
+      proto::Update update;
+      update.mutable_end_task_rounds()->set_task_id(task.id);
+      update.mutable_end_task_rounds()->set_ending_round(task.ending_round);
+      JournalCoordination(update);
       continue;
     }
     if (job.mode != proto::DYNAMIC) continue;  // OFF and static shards restart with the worker

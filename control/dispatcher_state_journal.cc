@@ -22,10 +22,10 @@ int64_t DispatcherState::journaled_updates() const {
   return journaled_updates_;
 }
 
-void DispatcherState::Journal(const proto::Update& update) {
+void DispatcherState::Journal(const proto::Update& update, JournalWriter::DurableCallback durable) {
   if (journal_ == nullptr) return;
   // Failures surface through the Sync the handler waits on before it replies.
-  journal_->Append(update, nullptr);
+  journal_->Append(update, std::move(durable));
   ++journaled_updates_;
   if (compact_every_ > 0 && ++since_compaction_ >= compact_every_) {
     since_compaction_ = 0;
@@ -39,6 +39,15 @@ void DispatcherState::Journal(const proto::Update& update) {
       }
     });
   }
+}
+
+void DispatcherState::JournalCoordination(const proto::Update& update) {
+  if (journal_ == nullptr) return;
+  coordination_unsynced_->fetch_add(1, std::memory_order_acq_rel);
+  // A failed write stays counted: replies then wait on a Sync, which reports the failure.
+  Journal(update, [unsynced = coordination_unsynced_](absl::Status durable) {
+    if (durable.ok()) unsynced->fetch_sub(1, std::memory_order_acq_rel);
+  });
 }
 
 proto::Snapshot DispatcherState::SnapshotLocked() const {
@@ -57,6 +66,7 @@ proto::Snapshot DispatcherState::SnapshotLocked() const {
     j->set_mode(job.mode);
     j->set_elements_per_split(job.elements_per_split);
     j->set_num_consumers(job.num_consumers);
+    j->set_round_horizon(job.journaled_horizon);
     for (int c = 1; c < job.num_clients; ++c) snapshot.add_clients()->set_job_id(id);
     std::map<int64_t, std::pair<int64_t, bool>> cursors;
     for (const auto& [repetition, next] : job.restored_cursors) cursors[repetition] = {next, false};
@@ -109,6 +119,7 @@ proto::Snapshot DispatcherState::SnapshotLocked() const {
     t->set_job_id(task.job_id);
     t->set_worker_address(task.worker_address);
     t->set_starting_round(task.starting_round);
+    t->set_ending_round(task.ending_round);
     t->set_recovery(task.recovery);
     for (const auto& [repetition, splits] : task.recovery_splits) {
       proto::Update::ReissuedPass* pass = t->add_reissued();
@@ -187,7 +198,8 @@ absl::Status DispatcherState::Apply(const proto::Update& update) {
       job.elements_per_split =
           j.elements_per_split() > 0 ? j.elements_per_split() : config_.elements_per_split;
       job.num_consumers = j.num_consumers();
-      job.round_horizon = kRoundWindow;
+      job.journaled_horizon = j.round_horizon();
+      job.round_horizon = std::max(kRoundWindow, j.round_horizon());
       if (!job.name.empty()) job_by_name_[job.name] = job.id;
       SeeId(j.job_id());
       SeeId(j.client_id());
@@ -212,6 +224,8 @@ absl::Status DispatcherState::Apply(const proto::Update& update) {
       AddTask(it->second, t.task_id(), t.worker_address());
       Task& task = tasks_.at(t.task_id());
       task.starting_round = t.starting_round();
+      task.ending_round = t.ending_round();
+      task.lost = t.ending_round() > 0;
       task.recovery = t.recovery();
       for (const auto& pass : t.reissued()) {
         task.recovery_splits[pass.repetition()].assign(pass.splits().begin(), pass.splits().end());
@@ -251,6 +265,21 @@ absl::Status DispatcherState::Apply(const proto::Update& update) {
         it->second.last_leases[{c.leased_by_task(), c.repetition()}] = Job::Lease{
             c.lease_seq(), c.first_split_index(), c.next_split_index(), c.end_of_splits()};
       }
+      return absl::OkStatus();
+    }
+    case proto::Update::kRoundHorizon: {
+      auto it = jobs_.find(update.round_horizon().job_id());
+      if (it == jobs_.end()) return corrupt("unknown job");
+      const int64_t horizon = update.round_horizon().round_horizon();
+      it->second.journaled_horizon = std::max(it->second.journaled_horizon, horizon);
+      it->second.round_horizon = std::max(it->second.round_horizon, horizon);
+      return absl::OkStatus();
+    }
+    case proto::Update::kEndTaskRounds: {
+      auto it = tasks_.find(update.end_task_rounds().task_id());
+      if (it == tasks_.end()) return corrupt("unknown task");
+      it->second.lost = true;
+      it->second.ending_round = update.end_task_rounds().ending_round();
       return absl::OkStatus();
     }
     case proto::Update::kRemoveJob:

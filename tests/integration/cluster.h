@@ -8,6 +8,8 @@
 #define SLUICE_TESTS_INTEGRATION_CLUSTER_H_
 
 #include <cstdint>
+#include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <string>
@@ -32,6 +34,20 @@ struct ClusterOptions {
   std::vector<int> worker_ports;
   std::vector<std::string> dispatcher_args;
   std::vector<std::string> worker_args;
+};
+
+// A directory under /tmp, removed with everything in it when this goes.
+class ScopedTempDir {
+ public:
+  ScopedTempDir() {
+    char tmpl[] = "/tmp/sluice_ft_XXXXXX";
+    path_ = mkdtemp(tmpl);
+  }
+  ~ScopedTempDir() { std::filesystem::remove_all(path_); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
 };
 
 // A dispatcher and N workers, each its own process, killed when the Cluster goes.

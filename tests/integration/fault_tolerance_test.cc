@@ -20,19 +20,6 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-class ScopedTempDir {
- public:
-  ScopedTempDir() {
-    char tmpl[] = "/tmp/sluice_ft_XXXXXX";
-    path_ = mkdtemp(tmpl);
-  }
-  ~ScopedTempDir() { std::filesystem::remove_all(path_); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
 // Enough batches that the kill lands mid-epoch: 100 elements per split, 1000 splits.
 constexpr const char* kPipeline = "range(100000) | batch(10)";
 
