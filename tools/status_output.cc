@@ -25,6 +25,8 @@ nlohmann::json StatusToJson(const proto::GetStatusResponse& status) {
                        {"bytes_reused", w.stats().bytes_reused()},
                        {"buffer_full_waits", w.stats().buffer_full_waits()},
                        {"bad_records_skipped", w.stats().bad_records_skipped()},
+                       {"batches_redelivered", w.stats().batches_redelivered()},
+                       {"kept_batches_released", w.stats().kept_batches_released()},
                        {"lost", w.lost()}});
   }
   nlohmann::json datasets = nlohmann::json::array();
@@ -59,11 +61,19 @@ void PrintStatus(const proto::GetStatusResponse& status, bool json, std::ostream
   out << absl::StrFormat("%d worker(s)\n", status.workers_size());
   for (const proto::WorkerStatus& w : status.workers()) {
     out << absl::StrFormat(
-        "  %-28s heartbeat %5.1fs ago  %d task(s)  %d batches  %.1f MB%s%s\n", w.address(),
+        "  %-28s heartbeat %5.1fs ago  %d task(s)  %d batches  %.1f MB%s%s%s%s\n", w.address(),
         SecondsSince(w.last_heartbeat_unix_ms()), w.task_ids_size(), w.stats().batches_served(),
         w.stats().bytes_served() / 1e6, w.lost() ? "  LOST" : "",
         w.stats().bad_records_skipped() > 0
             ? absl::StrFormat("  %d bad records skipped", w.stats().bad_records_skipped())
+            : "",
+        w.stats().batches_redelivered() > 0
+            ? absl::StrFormat("  %d batches served again", w.stats().batches_redelivered())
+            : "",
+        // Delivery may lose a batch once a connection breaks: the pool is too small.
+        w.stats().kept_batches_released() > 0
+            ? absl::StrFormat("  %d unacknowledged batches let go (raise --slabs)",
+                              w.stats().kept_batches_released())
             : "");
   }
   out << absl::StrFormat("%d dataset(s)\n", status.datasets_size());

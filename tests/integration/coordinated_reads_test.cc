@@ -149,6 +149,20 @@ TEST(CoordinatedReadsTest, DroppedConnectionsLoseNoBatch) {
   }
   std::set<std::string> workers;
   EXPECT_EQ(CheckRounds(per_consumer, &workers), kTake);
+  // The lost replies were served again from what the worker kept (it reports its counters
+  // with its heartbeats), and 64 slabs kept everything until acknowledged.
+  int64_t redelivered = 0;
+  int64_t released = -1;
+  for (absl::Time deadline = absl::Now() + absl::Seconds(10);
+       redelivered == 0 && absl::Now() < deadline; absl::SleepFor(absl::Milliseconds(100))) {
+    Subprocess status({Binary(), "status", "--dispatcher", cluster.address(), "--json"});
+    ASSERT_EQ(status.Wait(absl::Seconds(30)), 0) << status.stderr_text();
+    const nlohmann::json worker = nlohmann::json::parse(status.stdout_text())["workers"][0];
+    redelivered = worker["batches_redelivered"].get<int64_t>();
+    released = worker["kept_batches_released"].get<int64_t>();
+  }
+  EXPECT_GT(redelivered, 0);
+  EXPECT_EQ(released, 0);
 }
 
 TEST(CoordinatedReadsTest, ConsumersGoOnWhenAWorkerDies) {
