@@ -234,7 +234,9 @@ TEST(CoordinatedReadsTest, ConsumersGoOnAcrossADispatcherRestart) {
   ScopedTempDir work_dir;
   Cluster cluster(
       {.workers = 2, .dispatcher_args = {"--work-dir", work_dir.path(), "--fault-tolerant"}});
-  constexpr int kTake = 3000;
+  // The newcomer enters after the journaled horizon, up to two windows (2048 rounds) past
+  // the consumers: read well beyond that.
+  constexpr int kTake = 6000;
   std::vector<std::unique_ptr<Subprocess>> consumers;
   ASSERT_NO_FATAL_FAILURE(StartConsumersAndAwaitARound(cluster.address(), kTake, &consumers));
   cluster.RestartDispatcher();
