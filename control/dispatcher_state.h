@@ -22,6 +22,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "control/delivery_log.h"
 #include "control/journal.h"
 #include "control/service.pb.h"
 #include "control/static_sharding.h"
@@ -122,8 +123,8 @@ class DispatcherState {
     std::map<std::pair<int64_t, int64_t>, Lease> last_leases;
     // Clients by id, with their last heartbeat (they hold up re-issues until they confirm).
     std::map<int64_t, absl::Time> clients;
-    // DYNAMIC delivery tracking: split key -> ordinals clients reported as received.
-    std::map<int64_t, std::vector<proto::OrdinalRange>> delivered;
+    // DYNAMIC delivery tracking: the ordinals of each split clients reported as received.
+    DeliveryLog delivered;
     // Lost tasks whose splits wait for these clients to confirm they stopped reading them.
     struct Recovery {
       int64_t lost_task;

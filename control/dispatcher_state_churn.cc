@@ -177,8 +177,8 @@ absl::StatusOr<std::map<int64_t, std::vector<proto::Split>>> DispatcherState::Re
   for (auto& [repetition, queue] : out) {
     for (proto::Split& split : queue) {
       split.clear_delivered();
-      if (auto delivered = job.delivered.find(split.key()); delivered != job.delivered.end()) {
-        for (const proto::OrdinalRange& range : delivered->second) *split.add_delivered() = range;
+      for (const proto::OrdinalRange& range : job.delivered.Delivered(split.key())) {
+        *split.add_delivered() = range;
       }
     }
   }
@@ -186,25 +186,7 @@ absl::StatusOr<std::map<int64_t, std::vector<proto::Split>>> DispatcherState::Re
 }
 
 void DispatcherState::RecordDelivered(Job& job, const proto::ProvenanceRun& run) {
-  if (run.split_key() == 0 || run.count() <= 0) return;
-  std::vector<proto::OrdinalRange>& ranges = job.delivered[run.split_key()];
-  int64_t begin = run.first_ordinal();
-  int64_t end = run.first_ordinal() + run.count();
-  // Sorted, disjoint, non-adjacent ranges: merge the new one with every range it touches.
-  auto first =
-      std::lower_bound(ranges.begin(), ranges.end(), begin,
-                       [](const proto::OrdinalRange& r, int64_t b) { return r.end() < b; });
-  auto last = first;
-  while (last != ranges.end() && last->begin() <= end) {
-    begin = std::min(begin, last->begin());
-    end = std::max(end, last->end());
-    ++last;
-  }
-  proto::OrdinalRange merged;
-  merged.set_begin(begin);
-  merged.set_end(end);
-  auto at = ranges.erase(first, last);
-  ranges.insert(at, merged);
+  job.delivered.Record(run.split_key(), run.first_ordinal(), run.count());
 }
 
 absl::StatusOr<proto::GetSplitResponse> DispatcherState::GetRecoverySplits(

@@ -128,7 +128,7 @@ void DispatcherState::PruneOldPasses(Job& job) {
   job.providers.erase(job.providers.begin(), job.providers.lower_bound(oldest));
   job.restored_cursors.erase(job.restored_cursors.begin(),
                              job.restored_cursors.lower_bound(oldest));
-  job.delivered.erase(job.delivered.begin(), job.delivered.lower_bound(SplitKey(oldest, 0)));
+  job.delivered.EraseBelow(SplitKey(oldest, 0));
   for (auto it = job.last_leases.begin(); it != job.last_leases.end();) {
     it = it->first.second < oldest ? job.last_leases.erase(it) : std::next(it);
   }

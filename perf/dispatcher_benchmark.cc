@@ -9,6 +9,12 @@
 //                             one RPC in flight. compact_every: 0 means 10^9 (never here);
 //                             prefill: leases made before the timed loop (a dispatcher up
 //                             for a while, whose snapshots hold their lease ranges)
+//   BM_DeliveryLog            the dispatcher's record of delivered ordinals (DeliveryLog) for
+//                             a pass of N whole 256-element splits, each reported in two
+//                             halves in shuffled order (several workers), against the map of
+//                             per-split range vectors it replaced (arg 0): heap bytes held
+//                             at the end (mallinfo2), entries at the end and at the
+//                             peak, and time per report
 //   BM_RestoreMillionUpdates  Recover(dir) + DispatcherState::Restore of a journal holding
 //                             10^6 leases made through DispatcherState (written with
 //                             sync = false), then checks the restored state continues the
@@ -18,6 +24,7 @@
 // Journal files go to a directory under $TMPDIR (or /tmp), removed afterwards: point TMPDIR at
 // the disk the dispatcher's --work-dir would use, since fdatasync latency sets the figures.
 #include <benchmark/benchmark.h>
+#include <malloc.h>
 #include <stdlib.h>
 
 #include <algorithm>
@@ -29,6 +36,8 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <numeric>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -36,6 +45,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
+#include "control/delivery_log.h"
 #include "control/dispatcher_state.h"
 #include "control/journal.h"
 #include "engine/pipeline_text.h"
@@ -446,6 +456,74 @@ BENCHMARK(BM_RestoreMillionUpdates)
     ->Arg(100'000)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
+
+// The representation DeliveryLog replaced (session 11): one map node and one vector of
+// ranges per split ever reported.
+class PerSplitRanges {
+ public:
+  void Record(int64_t key, int64_t first, int64_t count) {
+    std::vector<proto::OrdinalRange>& ranges = splits_[key];
+    int64_t begin = first;
+    int64_t end = first + count;
+    auto lo = std::lower_bound(ranges.begin(), ranges.end(), begin,
+                               [](const proto::OrdinalRange& r, int64_t b) { return r.end() < b; });
+    auto hi = lo;
+    while (hi != ranges.end() && hi->begin() <= end) {
+      begin = std::min(begin, hi->begin());
+      end = std::max(end, hi->end());
+      ++hi;
+    }
+    proto::OrdinalRange merged;
+    merged.set_begin(begin);
+    merged.set_end(end);
+    ranges.insert(ranges.erase(lo, hi), merged);
+  }
+  size_t entries() const { return splits_.size(); }
+
+ private:
+  std::map<int64_t, std::vector<proto::OrdinalRange>> splits_;
+};
+
+template <typename Log>
+void RecordPass(benchmark::State& state) {
+  const int64_t splits = state.range(1);
+  std::vector<int64_t> keys(static_cast<size_t>(splits));
+  std::iota(keys.begin(), keys.end(), 1);
+  std::shuffle(keys.begin(), keys.end(), std::mt19937(1));
+  size_t heap_bytes = 0, entries = 0, peak = 0;
+  for (auto _ : state) {
+    const size_t heap_before = mallinfo2().uordblks;
+    auto log = std::make_unique<Log>();
+    for (int64_t key : keys) {
+      log->Record(key, 128, 128);
+      log->Record(key, 0, 128);
+      peak = std::max(peak, log->entries());
+    }
+    heap_bytes = mallinfo2().uordblks - heap_before;
+    entries = log->entries();
+    state.PauseTiming();
+    log.reset();
+    state.ResumeTiming();
+  }
+  state.SetItemsProcessed(state.iterations() * splits * 2);
+  state.counters["heap_MB"] = static_cast<double>(heap_bytes) / 1e6;
+  state.counters["entries"] = static_cast<double>(entries);
+  // Shuffled reports are the worst case: about half the keys wait alone mid-pass.
+  state.counters["peak_entries"] = static_cast<double>(peak);
+}
+
+void BM_DeliveryLog(benchmark::State& state) {
+  if (state.range(0) == 0) {
+    RecordPass<PerSplitRanges>(state);
+  } else {
+    RecordPass<DeliveryLog>(state);
+  }
+}
+BENCHMARK(BM_DeliveryLog)
+    ->ArgNames({"compressed", "splits"})
+    ->Args({0, 1'000'000})
+    ->Args({1, 1'000'000})
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace sluice::control
