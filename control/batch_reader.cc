@@ -38,11 +38,17 @@ absl::StatusOr<std::unique_ptr<BatchReader>> BatchReader::Start(transport::RpcEn
   request.set_mode(options.mode);
   request.set_job_name(options.job_name);
   request.set_num_consumers(options.num_consumers);
+  request.set_consumer_index(options.consumer_index);
   proto::GetOrCreateJobResponse response;
   SLUICE_RETURN_IF_ERROR(rpc->CallProto(reader->dispatcher_, proto::GET_OR_CREATE_JOB, request,
                                         &response, options.request_timeout));
   reader->job_id_ = response.job_id();
   reader->client_id_ = response.client_id();
+  {
+    absl::MutexLock lock(&reader->mu_);
+    reader->next_round_ = response.starting_round();
+    reader->next_round_to_request_ = response.starting_round();
+  }
   SLUICE_ASSIGN_OR_RETURN(reader->pool_, transport::SlabPool::Create(
                                              rpc->transport(), options.slab_bytes,
                                              static_cast<size_t>(options.max_outstanding_requests +

@@ -151,9 +151,14 @@ absl::StatusOr<proto::GetOrCreateJobResponse> DispatcherState::GetOrCreateJob(
             ProcessingModeName(job.mode), "; this request asks for dataset ", request.dataset_id(),
             " in mode ", ProcessingModeName(request.mode())));
       }
-      jobs_.at(it->second).num_clients += 1;
-      jobs_.at(it->second).clients[response.client_id()] = absl::Now();
+      Job& joined = jobs_.at(it->second);
+      joined.num_clients += 1;
+      joined.clients[response.client_id()] = absl::Now();
       response.set_job_id(job.id);
+      if (job.num_consumers > 0) {
+        response.set_starting_round(StartingRoundFor(joined, request.consumer_index()));
+        joined.consumer_clients[request.consumer_index()] = response.client_id();
+      }
       proto::Update update;
       update.mutable_add_client()->set_job_id(job.id);
       update.mutable_add_client()->set_client_id(response.client_id());
@@ -166,6 +171,7 @@ absl::StatusOr<proto::GetOrCreateJobResponse> DispatcherState::GetOrCreateJob(
   job.clients[response.client_id()] = absl::Now();
   job.num_consumers = request.num_consumers();
   job.round_horizon = kRoundWindow;
+  if (job.num_consumers > 0) job.consumer_clients[request.consumer_index()] = response.client_id();
   proto::Update update;
   proto::Update::CreateJob* create = update.mutable_create_job();
   create->set_job_id(job.id);
@@ -181,6 +187,21 @@ absl::StatusOr<proto::GetOrCreateJobResponse> DispatcherState::GetOrCreateJob(
   response.set_job_id(job.id);
   jobs_.emplace(job.id, std::move(job));
   return response;
+}
+
+int64_t DispatcherState::StartingRoundFor(const Job& job, int32_t consumer_index) const {
+  if (!job.consumer_clients.contains(consumer_index)) return 0;  // its first client
+  // A restart: the lowest round another live consumer awaits. Rounds below it went ahead
+  // without this consumer already, and nobody else will ask for them again.
+  const absl::Time now = absl::Now();
+  std::optional<int64_t> lowest;
+  for (const auto& [client, round] : job.client_rounds) {
+    auto seen = job.clients.find(client);
+    if (seen == job.clients.end() || now - seen->second > config_.client_timeout) continue;
+    if (job.consumer_clients.at(consumer_index) == client) continue;  // its predecessor
+    lowest = std::min(lowest.value_or(round), round);
+  }
+  return lowest.value_or(0);
 }
 
 void DispatcherState::CreateTask(Job& job, const std::string& worker_address,

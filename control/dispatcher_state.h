@@ -142,6 +142,9 @@ class DispatcherState {
     // consumer heartbeat raised it; 0 before.
     int64_t journaled_horizon = 0;
     std::map<int64_t, int64_t> client_rounds;
+    // Coordinated reads: consumer index -> its latest client (soft state), to tell a
+    // restarted consumer where the others are.
+    std::map<int32_t, int64_t> consumer_clients;
     // Passes below this were left by every task and their state dropped (infinite jobs).
     int64_t pruned_below_repetition = 0;
   };
@@ -170,6 +173,10 @@ class DispatcherState {
 
   bool JobFinished(const Job& job) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // `reissued`: makes it a recovery task reading exactly these splits, per pass.
+  // Coordinated reads: the round a new client of `consumer_index` starts at
+  // (GetOrCreateJobResponse.starting_round).
+  int64_t StartingRoundFor(const Job& job, int32_t consumer_index) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void CreateTask(Job& job, const std::string& worker_address,
                   const std::map<int64_t, std::vector<proto::Split>>* reissued = nullptr)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -200,5 +200,35 @@ TEST(DispatcherStateTest, JobsWithoutClientsAreCollectedAndDynamicNamesNotReused
   EXPECT_THAT(state.ClientHeartbeat(late).status().message(), HasSubstr("garbage-collected"));
 }
 
+// A consumer that restarts (a new client for a consumer index that had one) joins the others
+// at the lowest round a live consumer awaits; a consumer's first client starts at round 0.
+TEST(DispatcherStateTest, ARestartedCoordinatedConsumerJoinsTheOthersRound) {
+  DispatcherState state({});
+  std::string ds = *state.RegisterDataset(Pipeline("range(10) | repeat()"));
+  auto consumer = [&](int32_t index) {
+    proto::GetOrCreateJobRequest request = JobRequest(ds, proto::OFF, "rounds");
+    request.set_num_consumers(3);
+    request.set_consumer_index(index);
+    absl::StatusOr<proto::GetOrCreateJobResponse> response = state.GetOrCreateJob(request);
+    EXPECT_TRUE(response.ok()) << response.status();
+    return *response;
+  };
+  auto beat = [&](const proto::GetOrCreateJobResponse& client, int64_t round) {
+    proto::ClientHeartbeatRequest heartbeat;
+    heartbeat.set_job_id(client.job_id());
+    heartbeat.set_client_id(client.client_id());
+    heartbeat.set_current_round(round);
+    EXPECT_TRUE(state.ClientHeartbeat(heartbeat).ok());
+  };
+  std::vector<proto::GetOrCreateJobResponse> clients = {consumer(0), consumer(1), consumer(2)};
+  for (const auto& client : clients) EXPECT_EQ(client.starting_round(), 0);
+  beat(clients[0], 900);
+  beat(clients[1], 700);
+  beat(clients[2], 20);  // then it crashed
+  const proto::GetOrCreateJobResponse restarted = consumer(2);
+  EXPECT_EQ(restarted.starting_round(), 700) << "not its predecessor's 20, nor round 0";
+  EXPECT_EQ(restarted.job_id(), clients[0].job_id());
+}
+
 }  // namespace
 }  // namespace sluice::control

@@ -205,6 +205,39 @@ TEST(CoordinatedReadsTest, ConsumersGoOnWhenAConsumerDies) {
   EXPECT_EQ(workers.size(), 2u);
 }
 
+// A consumer killed and started again (a trainer process restarted) joins the others where
+// they are. Before, it started at round 0, which the others had left long ago, and read
+// every round since on its own (34 s here, most of it after the others had finished).
+TEST(CoordinatedReadsTest, ARestartedConsumerRejoinsTheRounds) {
+  Cluster cluster(2);
+  constexpr int kTake = 4000;
+  // Batches that never repeat: a latecomer's batch of a round (the next one of the worker's)
+  // must not look like another consumer's.
+  const std::string pipeline = "range(100000000) | batch(8) | repeat()";
+  std::vector<std::unique_ptr<Subprocess>> consumers =
+      StartConsumers(cluster.address(), kTake, pipeline);
+  ASSERT_FALSE(consumers[0]->WaitForOutput("round", absl::Seconds(30)).empty())
+      << consumers[0]->stderr_text();
+  consumers.back()->Kill(SIGKILL);
+  consumers.back()->Wait(absl::Seconds(10));
+  consumers.pop_back();
+  // The others go on without it (after one round wait) for a while.
+  ASSERT_FALSE(consumers[0]->WaitForOutput("\"round\":1000,", absl::Seconds(60)).empty())
+      << consumers[0]->stderr_text();
+  consumers.push_back(StartRead(cluster.address(), pipeline, "off", "coordinated",
+                                {"--num-consumers", std::to_string(kConsumers), "--consumer-index",
+                                 std::to_string(kConsumers - 1), "--take", std::to_string(kTake)}));
+  const absl::Time restarted = absl::Now();
+  std::vector<std::map<int64_t, Line>> per_consumer = RoundsOfAll(consumers, kTake);
+  EXPECT_LT(absl::Now() - restarted, absl::Seconds(60)) << "the restarted consumer crawled";
+  const std::map<int64_t, Line>& rejoined = per_consumer.back();
+  ASSERT_FALSE(rejoined.empty());
+  EXPECT_GE(rejoined.begin()->first, 1000) << "it starts where the others were";
+  EXPECT_GE(rejoined.rbegin()->first, kTake - 2) << "and reads to the end with them";
+  std::set<std::string> workers;
+  CheckRounds(per_consumer, &workers);  // one worker per round, a distinct batch each
+}
+
 TEST(CoordinatedReadsTest, AWorkerJoiningMidJobEntersAtARoundAllAgreeOn) {
   Cluster cluster(1);
   constexpr int kTake = 4000;
