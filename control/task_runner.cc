@@ -293,14 +293,21 @@ void TaskRunner::KeepUntilAcknowledged(const Waiter& waiter, const ReadyBatch& b
     ++stats_.kept_batches_released;
   }
   client.unacked.insert_or_assign(batch.index, std::pair{CopyOf(batch), waiter.epoch});
-  while (KeptCount() > kept_budget_) ReleaseOldestKept();
+  while (KeptSlabs() > kept_budget_ && ReleaseOldestKept()) {
+  }
 }
 
-size_t TaskRunner::KeptCount() const {
-  size_t count = 0;
-  for (const auto& [id, client] : deliveries_) count += client.unacked.size();
-  for (const auto& [consumer, rounds] : kept_rounds_) count += rounds.size();
-  return count;
+size_t TaskRunner::KeptSlabs() const {
+  // Few kept batches (a handful per client): a sorted vector beats a hash set here.
+  std::vector<const transport::Slab*> slabs;
+  for (const auto& [id, client] : deliveries_) {
+    for (const auto& [index, kept] : client.unacked) slabs.push_back(kept.first.slab.get());
+  }
+  for (const auto& [consumer, rounds] : kept_rounds_) {
+    for (const auto& [round, kept] : rounds) slabs.push_back(kept.slab.get());
+  }
+  std::sort(slabs.begin(), slabs.end());
+  return static_cast<size_t>(std::unique(slabs.begin(), slabs.end()) - slabs.begin());
 }
 
 bool TaskRunner::ReleaseOldestKept() {

@@ -174,8 +174,9 @@ class TaskRunner {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The same for a coordinated consumer's batch of a round.
   void KeepRound(const Waiter& waiter, const ReadyBatch& batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Batches kept for acknowledgements, of all clients.
-  [[nodiscard]] size_t KeptCount() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Slabs the batches kept for acknowledgements hold, of all clients: a cached batch served
+  // again and again is one slab however many clients keep it.
+  [[nodiscard]] size_t KeptSlabs() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Lets the oldest (lowest index) kept batch go; false when none is kept.
   bool ReleaseOldestKept() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   [[nodiscard]] static ReadyBatch CopyOf(const ReadyBatch& batch) {

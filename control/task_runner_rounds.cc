@@ -64,7 +64,8 @@ void TaskRunner::KeepRound(const Waiter& waiter, const ReadyBatch& batch) {
     ++stats_.kept_batches_released;
   }
   kept.insert_or_assign(waiter.round, CopyOf(batch));
-  while (KeptCount() > kept_budget_) ReleaseOldestKept();
+  while (KeptSlabs() > kept_budget_ && ReleaseOldestKept()) {
+  }
 }
 
 void TaskRunner::MatchRounds(std::vector<std::pair<Waiter, ReadyBatch>>& matched,

@@ -210,6 +210,15 @@ TEST_F(DeliveryTest, KeptBatchesAreBoundedByHalfThePool) {
   EXPECT_EQ(runner_->stats().batches_redelivered, 4);
 }
 
+TEST_F(DeliveryTest, TheBoundCountsSlabsNotBatches) {
+  // A cached batch is served from one slab again and again: keeping many of them costs one
+  // slab, so only the per-client bound (8) lets any go.
+  StartRunner("range(10) | batch(10) | take(1) | cache() | repeat()", /*num_consumers=*/0, 8);
+  for (int64_t i = 0; i < 10; ++i) EXPECT_EQ(Get(7, 1, {}), i);
+  EXPECT_EQ(runner_->stats().kept_batches_released, 2);
+  EXPECT_GT(runner_->stats().bytes_reused, 0) << "the batches did share their slab";
+}
+
 TEST_F(DeliveryTest, ASilentClientCannotStarveThePipeline) {
   // Two slabs: the kept batches of a silent client would hold every slab of the pool; the
   // producer lets the oldest go instead of waiting for an acknowledgement for ever.
