@@ -136,6 +136,7 @@ absl::Status BatchReader::HeartbeatOnce() {
       Task task{info.task_id(), worker, info.worker_address()};
       task.starting_round = info.starting_round();
       task.ending_round = info.ending_round();
+      task.recovery = info.recovery();
       task.lost = info.lost();
       task.ended = info.lost();
       added.push_back(std::move(task));

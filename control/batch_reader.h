@@ -124,6 +124,9 @@ class BatchReader {
     // Coordinated reads: the rounds [starting_round, ending_round) it serves (0: open).
     int64_t starting_round = 0;
     int64_t ending_round = 0;
+    // It reads a lost task's re-issued splits: its end is expected, and (coordinated) its
+    // rounds from then on are skipped.
+    bool recovery = false;
     // The connection its latest fetch went out on (given up on when the task is lost).
     transport::ConnectionId connection = transport::kNoConnection;
     // Delivery without loss (GetElementRequest fields 7 and 8): batch indices received and
@@ -172,6 +175,8 @@ class BatchReader {
                  absl::StatusOr<transport::CallResult> result, int64_t round, const Sent& request);
   // Moves rounds that are next in order (or skipped) from rounds_ready_ to ready_.
   void AdvanceRounds() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A round this consumer goes on without (unless it holds it already).
+  void SkipRound(int64_t round) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   enum class FetchOutcome { kUnreachable, kFailed, kReply };
   // Shared by the OnFetched paths. kUnreachable: the worker could not be reached (and has
   // not been for long); kFailed: error_ is set; kReply: *response holds the parsed reply,

@@ -47,8 +47,9 @@ void BatchReader::PumpRounds() {
       }
       std::optional<size_t> owner = OwnerOf(round);
       if (!owner) return;  // no task yet: wait for one
-      if (tasks_[*owner].lost) {
-        // Its worker is gone; no consumer can get this round from it.
+      if (tasks_[*owner].lost || (tasks_[*owner].recovery && tasks_[*owner].end_seen)) {
+        // Its worker is gone, or it read all it was given: no consumer can get this round
+        // from it.
         rounds_skipped_.insert(round);
         AdvanceRounds();
         if (retrying) {
@@ -77,6 +78,12 @@ void BatchReader::PumpRounds() {
 bool BatchReader::OnRoundFetched(Task& task, transport::Slab slab, absl::Time sent,
                                  const absl::StatusOr<transport::CallResult>& result, int64_t round,
                                  const Sent& request) {
+  if (task.lost) {
+    // DYNAMIC: its splits are re-issued less what this consumer reported, so a batch
+    // arriving now would come twice. The round is skipped, as rounds of lost tasks are.
+    SkipRound(round);
+    return true;
+  }
   const absl::Time now = absl::Now();
   proto::GetElementResponse response;
   switch (Examine(task, slab, result, absl::StrCat("round ", round), &response)) {
@@ -97,6 +104,13 @@ bool BatchReader::OnRoundFetched(Task& task, transport::Slab slab, absl::Time se
   std::erase_if(task.unconfirmed, [&request](int64_t acked) {
     return std::find(request.acked.begin(), request.acked.end(), acked) != request.acked.end();
   });
+  if (response.end_of_sequence() && task.recovery) {
+    // A recovery task ends with the splits it was given; the dispatcher takes it out of
+    // the rotation after the rounds consumers may have been told it serves.
+    task.end_seen = true;
+    SkipRound(round);
+    return true;
+  }
   if (response.end_of_sequence()) {
     error_ = absl::FailedPreconditionError(
         absl::StrCat("coordinated reads need an infinite pipeline, but task ", task.id, " on ",
@@ -106,6 +120,7 @@ bool BatchReader::OnRoundFetched(Task& task, transport::Slab slab, absl::Time se
   if (round < next_round_ || rounds_ready_.contains(round)) return true;  // had it already
   // Kept by the worker until the next request to it confirms this round.
   task.unconfirmed.push_back(round);
+  unreported_.MergeFrom(response.provenance());  // DYNAMIC: what re-issues leave out
   if (options_.disconnect_every_batches > 0 &&
       ++batches_accepted_ % options_.disconnect_every_batches == 0) {
     connection_to_drop_ = task.connection;
@@ -114,6 +129,12 @@ bool BatchReader::OnRoundFetched(Task& task, transport::Slab slab, absl::Time se
                                      result->payload.size, now - sent, round});
   AdvanceRounds();
   return true;
+}
+
+void BatchReader::SkipRound(int64_t round) {
+  if (round < next_round_ || rounds_ready_.contains(round)) return;  // had it already
+  rounds_skipped_.insert(round);
+  AdvanceRounds();
 }
 
 void BatchReader::AdvanceRounds() {

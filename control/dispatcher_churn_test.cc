@@ -20,21 +20,29 @@ proto::WorkerHeartbeatResponse Heartbeat(DispatcherState& state, const std::stri
   return response.ok() ? *response : proto::WorkerHeartbeatResponse();
 }
 
-proto::GetSplitResponse Lease(DispatcherState& state, int64_t job, int64_t task, int splits) {
+proto::GetSplitResponse Lease(DispatcherState& state, int64_t job, int64_t task, int splits,
+                              int64_t repetition = 0) {
   proto::GetSplitRequest request;
   request.set_job_id(job);
   request.set_task_id(task);
   request.set_max_splits(splits);
+  request.set_repetition(repetition);
   absl::StatusOr<proto::GetSplitResponse> response = state.GetSplit(request);
   EXPECT_TRUE(response.ok()) << response.status();
   return response.ok() ? *response : proto::GetSplitResponse();
 }
 
-// A DYNAMIC job over `pipeline`, created by its first client.
-proto::GetOrCreateJobResponse DynamicJob(DispatcherState& state, const char* pipeline) {
+// A DYNAMIC job over `pipeline`, created by its first client (coordinated when
+// `num_consumers` > 0).
+proto::GetOrCreateJobResponse DynamicJob(DispatcherState& state, const char* pipeline,
+                                         int32_t num_consumers = 0) {
   proto::GetOrCreateJobRequest request;
   request.set_dataset_id(*state.RegisterDataset(*engine::ParsePipeline(pipeline)));
   request.set_mode(proto::DYNAMIC);
+  if (num_consumers > 0) {
+    request.set_job_name("coordinated");
+    request.set_num_consumers(num_consumers);
+  }
   absl::StatusOr<proto::GetOrCreateJobResponse> job = state.GetOrCreateJob(request);
   EXPECT_TRUE(job.ok()) << job.status();
   return job.ok() ? *job : proto::GetOrCreateJobResponse();
@@ -131,6 +139,130 @@ TEST(DispatcherChurnTest, DeliveredRangesMergeAcrossReports) {
   EXPECT_EQ(reissued.splits(0).delivered(0).end(), 3);
   EXPECT_EQ(reissued.splits(0).delivered(1).begin(), 5);
   EXPECT_EQ(reissued.splits(0).delivered(1).end(), 9);
+}
+
+// A worker whose pass others exhausted before it leased any of it is pointed at the next
+// pass when the job never ends: an empty pass would end its repeat() (a late worker of an
+// endless job used to end at once). A finite job's pass just ends.
+TEST(DispatcherChurnTest, EndlessJobsPointAnEmptyPassAtTheNextRepetition) {
+  DispatcherState state({.elements_per_split = 10});
+  const proto::GetOrCreateJobResponse endless = DynamicJob(state, "range(20) | repeat()");
+  const proto::GetOrCreateJobResponse finite = DynamicJob(state, "range(20) | repeat(3)");
+  const proto::WorkerHeartbeatResponse first = Heartbeat(state, "ucx://a:1");
+  const proto::WorkerHeartbeatResponse late = Heartbeat(state, "ucx://b:1");
+  ASSERT_EQ(first.new_tasks_size(), 2);
+  ASSERT_EQ(late.new_tasks_size(), 2);
+  for (int j = 0; j < 2; ++j) {
+    const bool is_endless = first.new_tasks(j).job_id() == endless.job_id();
+    const int64_t job = first.new_tasks(j).job_id();
+    const proto::GetSplitResponse whole = Lease(state, job, first.new_tasks(j).task_id(), 8);
+    EXPECT_EQ(whole.splits_size(), 2);
+    EXPECT_TRUE(whole.end_of_splits());
+    const proto::GetSplitResponse empty = Lease(state, job, late.new_tasks(j).task_id(), 8);
+    EXPECT_EQ(empty.splits_size(), 0);
+    EXPECT_TRUE(empty.end_of_splits());
+    EXPECT_EQ(empty.next_repetition(), is_endless ? 1 : 0) << (is_endless ? "endless" : "finite");
+  }
+}
+
+// A recovery task's pipeline counts passes from 0, but the splits re-issued to it may all
+// belong to a later repetition: its empty pass 0 is pointed at that one, and the pass after
+// its last repetition ends it.
+TEST(DispatcherChurnTest, RecoveryTasksArePointedAtTheRepetitionsTheyHold) {
+  DispatcherState state({.elements_per_split = 10, .worker_timeout = absl::Milliseconds(50)});
+  const proto::GetOrCreateJobResponse job = DynamicJob(state, "range(30) | repeat()");
+  const int64_t doomed = Heartbeat(state, "ucx://a:1").new_tasks(0).task_id();
+  const int64_t other = Heartbeat(state, "ucx://b:1").new_tasks(0).task_id();
+  EXPECT_EQ(Lease(state, job.job_id(), other, 8).splits_size(), 3);  // all of repetition 0
+  const proto::GetSplitResponse skipped = Lease(state, job.job_id(), doomed, 8);
+  ASSERT_EQ(skipped.next_repetition(), 1);
+  const proto::GetSplitResponse leased = Lease(state, job.job_id(), doomed, 1, 1);
+  ASSERT_EQ(leased.splits_size(), 1);
+
+  absl::SleepFor(absl::Milliseconds(100));
+  Heartbeat(state, "ucx://b:1");
+  state.CheckLiveness(absl::Now());
+  proto::ClientHeartbeatRequest client;
+  client.set_job_id(job.job_id());
+  client.set_client_id(job.client_id());
+  client.add_abandoned_tasks(doomed);
+  ASSERT_TRUE(state.ClientHeartbeat(client).ok());
+  const proto::WorkerHeartbeatResponse survivor = Heartbeat(state, "ucx://b:1");
+  ASSERT_EQ(survivor.new_tasks_size(), 2) << "its own task and the recovery task";
+  const int64_t recovery = survivor.new_tasks(1).task_id();
+  const proto::GetSplitResponse pass0 = Lease(state, job.job_id(), recovery, 8, 0);
+  EXPECT_EQ(pass0.splits_size(), 0);
+  EXPECT_EQ(pass0.next_repetition(), 1);
+  const proto::GetSplitResponse reissued = Lease(state, job.job_id(), recovery, 8, 1);
+  ASSERT_EQ(reissued.splits_size(), 1);
+  EXPECT_EQ(reissued.splits(0).key(), leased.splits(0).key());
+  const proto::GetSplitResponse after = Lease(state, job.job_id(), recovery, 8, 2);
+  EXPECT_EQ(after.splits_size(), 0);
+  EXPECT_TRUE(after.end_of_splits());
+  EXPECT_EQ(after.next_repetition(), 0) << "nothing more: the pass ends its repeat()";
+}
+
+// Coordinated DYNAMIC jobs re-issue a lost task's splits too (they used to drop them): the
+// recovery task enters the rotation after the horizon, flagged so that consumers expect its
+// end, and leaves the rotation when its worker reports it finished.
+TEST(DispatcherChurnTest, CoordinatedJobsReissueALostTasksSplitsInTheRotation) {
+  DispatcherState state({.elements_per_split = 10, .worker_timeout = absl::Milliseconds(50)});
+  const proto::GetOrCreateJobResponse job = DynamicJob(state, "range(1000) | repeat()", 2);
+  const int64_t doomed = Heartbeat(state, "ucx://a:1").new_tasks(0).task_id();
+  Heartbeat(state, "ucx://b:1");
+  const proto::GetSplitResponse leased = Lease(state, job.job_id(), doomed, 2);
+  ASSERT_EQ(leased.splits_size(), 2);
+  proto::ClientHeartbeatRequest client;
+  client.set_job_id(job.job_id());
+  client.set_client_id(job.client_id());
+  client.set_current_round(100);
+  proto::ProvenanceRun* run = client.add_delivered();  // one batch of the first split
+  run->set_split_key(leased.splits(0).key());
+  run->set_count(8);
+  ASSERT_TRUE(state.ClientHeartbeat(client).ok());
+  client.clear_delivered();
+
+  absl::SleepFor(absl::Milliseconds(100));
+  Heartbeat(state, "ucx://b:1");
+  state.CheckLiveness(absl::Now());
+  client.add_abandoned_tasks(doomed);
+  client.set_current_round(200);
+  absl::StatusOr<proto::ClientHeartbeatResponse> told = state.ClientHeartbeat(client);
+  ASSERT_TRUE(told.ok());
+  const proto::WorkerHeartbeatResponse survivor = Heartbeat(state, "ucx://b:1");
+  ASSERT_EQ(survivor.new_tasks_size(), 2) << "its own task and a recovery task";
+  const int64_t recovery = survivor.new_tasks(1).task_id();
+  EXPECT_EQ(survivor.new_tasks(1).num_consumers(), 2);
+  const proto::GetSplitResponse reissued = Lease(state, job.job_id(), recovery, 8);
+  ASSERT_EQ(reissued.splits_size(), 2);
+  ASSERT_EQ(reissued.splits(0).delivered_size(), 1);
+  EXPECT_EQ(reissued.splits(0).delivered(0).end(), 8);
+
+  told = state.ClientHeartbeat(client);
+  ASSERT_TRUE(told.ok());
+  const int64_t horizon = told->round_horizon();
+  const proto::TaskInfo* info = nullptr;
+  for (const proto::TaskInfo& task : told->tasks()) {
+    if (task.task_id() == recovery) info = &task;
+  }
+  ASSERT_NE(info, nullptr);
+  EXPECT_TRUE(info->recovery());
+  EXPECT_GT(info->starting_round(), 200) << "after the rounds consumers were told of";
+  EXPECT_EQ(info->ending_round(), 0);
+
+  proto::WorkerHeartbeatRequest done;
+  done.set_worker_address("ucx://b:1");
+  done.add_current_tasks(recovery);
+  done.add_finished_tasks(recovery);
+  ASSERT_TRUE(state.WorkerHeartbeat(done).ok());
+  told = state.ClientHeartbeat(client);
+  ASSERT_TRUE(told.ok());
+  for (const proto::TaskInfo& task : told->tasks()) {
+    if (task.task_id() == recovery) {
+      EXPECT_EQ(task.ending_round(), horizon + 1);
+      EXPECT_FALSE(task.lost());
+    }
+  }
 }
 
 }  // namespace

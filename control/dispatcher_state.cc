@@ -323,6 +323,7 @@ absl::StatusOr<proto::ClientHeartbeatResponse> DispatcherState::ClientHeartbeat(
     info->set_starting_round(task.starting_round);
     info->set_ending_round(task.ending_round);
     info->set_lost(task.lost);
+    info->set_recovery(task.recovery);
   }
   response.set_round_horizon(job.round_horizon);
   response.set_job_finished(JobFinished(job));
@@ -381,6 +382,9 @@ absl::StatusOr<proto::WorkerHeartbeatResponse> DispatcherState::WorkerHeartbeat(
       proto::Update update;
       update.mutable_finish_task()->set_task_id(id);
       Journal(update);
+      // A coordinated recovery task read all it was given (other tasks never end).
+      Job& job = jobs_.at(it->second.job_id);
+      if (job.num_consumers > 0) EndRounds(job, it->second);
     }
   }
   absl::flat_hash_set<int64_t> current(request.current_tasks().begin(),

@@ -147,6 +147,8 @@ class DispatcherState {
     std::map<int32_t, int64_t> consumer_clients;
     // Passes below this were left by every task and their state dropped (infinite jobs).
     int64_t pruned_below_repetition = 0;
+    // The pipeline never ends (EndlessJob; worked out on the first lease).
+    std::optional<bool> endless;
   };
   struct Task {
     int64_t id;
@@ -185,6 +187,14 @@ class DispatcherState {
   void AddDataset(const std::string& id, const proto::PipelineDef& pipeline)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status Apply(const proto::Update& update) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Coordinated reads: takes a lost or finished task out of the rotation after the rounds
+  // consumers may have been told it serves (journaled).
+  void EndRounds(Job& job, Task& task) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether the job's pipeline never ends: its tasks then skip passes others exhausted
+  // (GetSplitResponse.next_repetition) instead of ending on an empty one.
+  bool EndlessJob(Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The repetition a task that found every pass up to `after` taken should lease from.
+  int64_t LatestRepetition(const Job& job, int64_t after) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Drops providers, leases and delivery records of passes no task can return to.
   void PruneOldPasses(Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The provider of (job, repetition), made (and sought to a restored cursor) on first use.

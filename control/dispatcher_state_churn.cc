@@ -98,16 +98,9 @@ void DispatcherState::LoseWorker(const std::string& address, WorkerInfo& worker,
     Job& job = jobs_.at(task.job_id);
     if (task.lost || JobFinished(job)) continue;
     task.lost = true;
-    if (job.num_consumers > 0) {
-      // Consumers may have been told rounds up to the horizon belong to it; they skip
-      // those they did not get, and the rotation goes on without it after.
-      task.ending_round = job.round_horizon + 1;
-      proto::Update update;
-      update.mutable_end_task_rounds()->set_task_id(task.id);
-      update.mutable_end_task_rounds()->set_ending_round(task.ending_round);
-      JournalCoordination(update);
-      continue;
-    }
+    // Consumers may have been told rounds up to the horizon belong to it; they skip those
+    // they did not get, and the rotation goes on without it after.
+    if (job.num_consumers > 0) EndRounds(job, task);
     if (job.mode != proto::DYNAMIC) continue;  // OFF and static shards restart with the worker
     Job::Recovery recovery{task.id, {}};
     for (const auto& [client, last] : job.clients) {
@@ -115,6 +108,15 @@ void DispatcherState::LoseWorker(const std::string& address, WorkerInfo& worker,
     }
     job.recoveries.push_back(std::move(recovery));
   }
+}
+
+void DispatcherState::EndRounds(Job& job, Task& task) {
+  if (task.ending_round > 0) return;  // ended before (a finished recovery task, say)
+  task.ending_round = job.round_horizon + 1;
+  proto::Update update;
+  update.mutable_end_task_rounds()->set_task_id(task.id);
+  update.mutable_end_task_rounds()->set_ending_round(task.ending_round);
+  JournalCoordination(update);
 }
 
 void DispatcherState::LaunchRecoveries(Job& job) {
@@ -211,6 +213,17 @@ absl::StatusOr<proto::GetSplitResponse> DispatcherState::GetRecoverySplits(
   for (int64_t i = first; i < end; ++i) *response.add_splits() = splits[i];
   response.set_end_of_splits(end == total);
   if (response.splits_size() > 0) *response.mutable_split() = response.splits(0);
+  if (response.splits_size() == 0) {
+    // Its pipeline counts passes from 0, but the re-issued splits may start at any
+    // repetition: point an empty pass at the next one holding some.
+    for (auto later = task.recovery_splits.upper_bound(repetition);
+         later != task.recovery_splits.end(); ++later) {
+      if (!later->second.empty()) {
+        response.set_next_repetition(later->first);
+        break;
+      }
+    }
+  }
   if (first == next && end > next) {
     next = end;
     if (request.lease_seq() > 0) {

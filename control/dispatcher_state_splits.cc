@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "control/dispatcher_state.h"
+#include "engine/cardinality.h"
 
 namespace sluice::control {
 
@@ -59,6 +60,7 @@ absl::StatusOr<proto::GetSplitResponse> DispatcherState::GetSplit(
   if (request.repetition() < job.pruned_below_repetition) {
     // A pass every task has left (its provider was dropped): a late starter skips it.
     response.set_end_of_splits(true);
+    if (EndlessJob(job)) response.set_next_repetition(LatestRepetition(job, request.repetition()));
     return response;
   }
   SLUICE_ASSIGN_OR_RETURN(split::SplitProvider * provider, Provider(job, request.repetition()));
@@ -76,6 +78,11 @@ absl::StatusOr<proto::GetSplitResponse> DispatcherState::GetSplit(
     *response.add_splits() = std::move(split);
   }
   if (response.splits_size() > 0) *response.mutable_split() = response.splits(0);
+  if (response.splits_size() == 0 && EndlessJob(job)) {
+    // Others took the whole pass before this task leased any of it; an empty pass would end
+    // its repeat(), so it reads where the others are instead.
+    response.set_next_repetition(LatestRepetition(job, request.repetition()));
+  }
   if (response.splits_size() > 0) {
     // Older passes cannot hold this task's unread splits any more: keep the map bounded.
     task.lease_ranges.erase(task.lease_ranges.begin(),
@@ -107,6 +114,26 @@ absl::StatusOr<proto::GetSplitResponse> DispatcherState::GetSplit(
     Journal(update);
   }
   return response;
+}
+
+bool DispatcherState::EndlessJob(Job& job) {
+  if (!job.endless.has_value()) {
+    // A count the engine cannot tell (a filter, say) is taken as infinite only for
+    // coordinated reads, which need an infinite pipeline anyway.
+    absl::StatusOr<int64_t> cardinality = engine::Cardinality(datasets_.at(job.dataset_id));
+    job.endless = cardinality.ok() && (*cardinality == engine::kInfinite ||
+                                       (job.num_consumers > 0 && *cardinality == engine::kUnknown));
+  }
+  return *job.endless;
+}
+
+int64_t DispatcherState::LatestRepetition(const Job& job, int64_t after) const {
+  // A worker whose buffer was full while others read on may find dozens of passes gone:
+  // it goes to the newest pass at once (if that one is exhausted too, the next lease
+  // points past it), not one pass per lease.
+  int64_t latest = std::max(after + 1, job.pruned_below_repetition);
+  if (!job.providers.empty()) latest = std::max(latest, job.providers.rbegin()->first);
+  return latest;
 }
 
 void DispatcherState::PruneOldPasses(Job& job) {

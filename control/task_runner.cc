@@ -136,11 +136,15 @@ absl::Status TaskRunner::ProduceAll(engine::ElementIterator& iterator) {
     }
     std::optional<transport::Slab> slab;
     while (!(slab = pool_->Acquire(absl::Milliseconds(100)))) {
-      absl::MutexLock lock(&mu_);
-      if (stopping_) return absl::CancelledError("stopping");
-      // Acknowledgements that may never come (a client that died) must not starve the
-      // pipeline: the oldest kept batch most likely arrived long ago.
-      ReleaseOldestKept();
+      bool released;
+      {
+        absl::MutexLock lock(&mu_);
+        if (stopping_) return absl::CancelledError("stopping");
+        // Acknowledgements that may never come (a client that died) must not starve the
+        // pipeline: the oldest kept batch most likely arrived long ago.
+        released = ReleaseOldestKept();
+      }
+      if (!released && options_.on_slabs_short) options_.on_slabs_short(this);
     }
     SLUICE_ASSIGN_OR_RETURN(size_t written, engine::EncodeBatch(batch, slab->span()));
     ReadyBatch ready{std::make_shared<transport::Slab>(std::move(*slab)), written, index, {}};
@@ -308,6 +312,11 @@ size_t TaskRunner::KeptSlabs() const {
   }
   std::sort(slabs.begin(), slabs.end());
   return static_cast<size_t>(std::unique(slabs.begin(), slabs.end()) - slabs.begin());
+}
+
+bool TaskRunner::ReleaseKeptBatch() {
+  absl::MutexLock lock(&mu_);
+  return ReleaseOldestKept();
 }
 
 bool TaskRunner::ReleaseOldestKept() {

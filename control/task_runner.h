@@ -17,6 +17,7 @@
 
 #include <atomic>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -34,11 +35,19 @@
 
 namespace sluice::control {
 
+class TaskRunner;
+
 struct TaskRunnerOptions {
   // Finished batches kept per task ahead of requests (tf.data keeps one).
   size_t buffer_batches = 4;
   // Directories the task's pipeline may read files from (the worker's --data-root).
   std::vector<std::string> data_roots;
+  // Called by a producer that waited for a slab and had no kept batch of its own to let go:
+  // the worker lets other tasks' kept batches go. Two tasks of one coordinated job on one
+  // worker (a recovery task beside the worker's own) otherwise deadlock: one holds every
+  // slab in kept and buffered batches while the consumers wait for the other's round.
+  // It gets the calling runner, which it must not hold on to.
+  std::function<void(const TaskRunner*)> on_slabs_short;
 };
 
 struct TaskRunnerStats {
@@ -105,6 +114,9 @@ class TaskRunner {
   // worker now loses nothing of the task.
   [[nodiscard]] bool finished() const;
   [[nodiscard]] int64_t task_id() const { return task_.task_id(); }
+  // Lets the oldest batch kept for an acknowledgement go (see on_slabs_short); false when
+  // none is kept.
+  bool ReleaseKeptBatch();
   [[nodiscard]] TaskRunnerStats stats() const;
 
  private:

@@ -95,7 +95,9 @@ void TaskRunner::MatchRounds(std::vector<std::pair<Waiter, ReadyBatch>>& matched
       bool waits = false;
       for (size_t c = 0; c < n; ++c) waits = waits || (!round.requested[c] && !absent_[c]);
       if (waits && now - round.opened < kRoundWait) continue;
-      if (ready_.size() < round.num_requested) break;
+      // At the pipeline's end a round takes what is left (a recovery task's last round):
+      // the consumers it cannot serve are told the end instead of waiting for ever.
+      if (ready_.size() < round.num_requested && !(produced_all_ && !ready_.empty())) break;
       round.assigned = true;
       // A consumer that let a round go without it is missing until it asks again: later
       // rounds do not wait for it (a dead consumer would otherwise slow every round to one

@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -93,7 +94,8 @@ class DeliveryTest : public ::testing::Test {
     return response.batch_index();
   }
 
-  // Coordinated: the batch index `consumer` gets for `round`, or the call's failure (code).
+  // Coordinated: the batch index `consumer` gets for `round`, or kEnd, or the call's
+  // failure (code).
   absl::StatusOr<int64_t> GetRound(int32_t consumer, int64_t round, std::vector<int64_t> acked) {
     proto::GetElementRequest request;
     request.set_task_id(kTaskId);
@@ -108,7 +110,7 @@ class DeliveryTest : public ::testing::Test {
     SLUICE_RETURN_IF_ERROR(
         client_->CallProto(address_, proto::GET_ELEMENT, request, &response, absl::Seconds(10)));
     EXPECT_FALSE(response.retry_later());
-    EXPECT_FALSE(response.end_of_sequence());
+    if (response.end_of_sequence()) return kEnd;
     return response.batch_index();
   }
 
@@ -198,6 +200,25 @@ TEST_F(DeliveryTest, ARepeatedRequestForAWaitingRoundReplacesTheFirst) {
   repeated.join();
   EXPECT_EQ(again.value_or(-1), 0) << "the repeat gets consumer 0's batch of the round";
   EXPECT_EQ(runner_->stats().batches_served, 2);
+}
+
+// A finite pipeline (a coordinated recovery task's) ends mid-round: the round takes what is
+// left and the consumer it cannot serve is told the end. It used to wait for a full round
+// that never came, and every consumer stalled on it until its deadline.
+TEST_F(DeliveryTest, TheLastRoundOfAFinitePipelineTakesWhatIsLeft) {
+  StartRunner("range(30) | batch(10)", /*num_consumers=*/2, 16);
+  absl::StatusOr<int64_t> first;
+  std::thread consumer0([&] { first = GetRound(0, 0, {}); });
+  absl::StatusOr<int64_t> second = GetRound(1, 0, {});
+  consumer0.join();
+  EXPECT_EQ(first.value_or(-100), 0);
+  EXPECT_EQ(second.value_or(-100), 1);
+  std::thread consumer0_next([&] { first = GetRound(0, 1, {0}); });
+  second = GetRound(1, 1, {0});
+  consumer0_next.join();
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_THAT((std::set<int64_t>{*first, *second}), ::testing::ElementsAre(kEnd, 2));
 }
 
 TEST_F(DeliveryTest, KeptBatchesAreBoundedByHalfThePool) {

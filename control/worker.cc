@@ -1,5 +1,6 @@
 #include "control/worker.h"
 
+#include <algorithm>
 #include <deque>
 #include <iostream>
 
@@ -28,19 +29,21 @@ class RemoteSplitFeed final : public engine::SplitFeed {
         lease_sizer_(lease_sizer),
         outage_timeout_(outage_timeout) {}
 
-  absl::Status GetNext(int64_t repetition, proto::Split* split, bool* end_of_splits) override {
-    if (repetition != repetition_) {  // a new pass over the source: leases are per pass
-      repetition_ = repetition;
-      leased_.clear();
-      exhausted_ = false;
-      lease_seq_ = 0;
-      lease_sizer_.NewPass();
+  // `pass` counts the pipeline's passes over the source; the dispatcher's repetition may be
+  // ahead of it (GetSplitResponse.next_repetition), and the passes after follow on.
+  absl::Status GetNext(int64_t pass, proto::Split* split, bool* end_of_splits) override {
+    if (pass != pass_) {  // a new pass over the source: leases are per pass
+      repetition_ = pass_ < 0 ? pass : std::max<int64_t>(0, repetition_ + (pass - pass_));
+      pass_ = pass;
+      read_in_pass_ = false;
+      skips_in_pass_ = 0;
+      ResetLeases();
     }
-    if (leased_.empty() && !exhausted_) {
+    while (leased_.empty() && !exhausted_) {
       proto::GetSplitRequest request;
       request.set_job_id(task_.job_id());
       request.set_task_id(task_.task_id());
-      request.set_repetition(repetition);
+      request.set_repetition(repetition_);
       request.set_max_splits(lease_sizer_.Next(absl::Now()));
       request.set_lease_seq(++lease_seq_);
       proto::GetSplitResponse response;
@@ -48,8 +51,18 @@ class RemoteSplitFeed final : public engine::SplitFeed {
       lease_sizer_.Arrived(absl::Now());
       leased_.assign(response.splits().begin(), response.splits().end());
       exhausted_ = response.end_of_splits();
+      // An empty pass would end a repeat(): go on to the repetition the dispatcher names
+      // (bounded, in case others keep exhausting them first).
+      if (leased_.empty() && !read_in_pass_ && response.next_repetition() > repetition_ &&
+          ++skips_in_pass_ <= kMaxSkipsPerPass) {
+        repetition_ = response.next_repetition();
+        ResetLeases();
+        continue;
+      }
+      break;
     }
     *end_of_splits = leased_.empty();
+    read_in_pass_ = read_in_pass_ || !*end_of_splits;
     if (!*end_of_splits) {
       *split = std::move(leased_.front());
       leased_.pop_front();
@@ -60,6 +73,15 @@ class RemoteSplitFeed final : public engine::SplitFeed {
   void Cancel() override { cancelled_.Notify(); }
 
  private:
+  static constexpr int kMaxSkipsPerPass = 8;
+
+  void ResetLeases() {
+    leased_.clear();
+    exhausted_ = false;
+    lease_seq_ = 0;
+    lease_sizer_.NewPass();
+  }
+
   // Rides through a dispatcher restart: transient failures are retried with backoff (the
   // same lease_seq, so a lease whose reply was lost comes back, not a new one) until
   // `outage_timeout`. Errors that a retry cannot fix end the task.
@@ -96,7 +118,10 @@ class RemoteSplitFeed final : public engine::SplitFeed {
   proto::TaskDef task_;
   absl::Duration timeout_;
   LeaseSizer lease_sizer_;
-  int64_t repetition_ = -1;
+  int64_t pass_ = -1;
+  int64_t repetition_ = 0;     // the dispatcher's repetition this pass leases from
+  bool read_in_pass_ = false;  // a split of this pass was handed out
+  int skips_in_pass_ = 0;
   std::deque<proto::Split> leased_;
   bool exhausted_ = false;
   int64_t lease_seq_ = 0;
@@ -167,6 +192,21 @@ Worker::~Worker() {
   rpc_.reset();
 }
 
+void Worker::ReleaseKeptBatches(const TaskRunner* except) {
+  // Not a copy of `except`: the last reference to a runner dropped on its own producer
+  // thread would make it join itself.
+  std::vector<std::shared_ptr<TaskRunner>> runners;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [id, runner] : runners_) {
+      if (runner.get() != except) runners.push_back(runner);
+    }
+  }
+  // One batch of each, per wait of a starving producer: the slabs come from whichever task
+  // holds them, and none loses more than the producer needs.
+  for (const std::shared_ptr<TaskRunner>& runner : runners) (void)runner->ReleaseKeptBatch();
+}
+
 proto::WorkerStats Worker::stats() {
   proto::WorkerStats stats;
   absl::MutexLock lock(&mu_);
@@ -220,8 +260,12 @@ absl::Status Worker::Heartbeat() {
                      options_.lease_target),
           options_.outage_timeout);
     }
+    TaskRunnerOptions task_options = options_.task;
+    task_options.on_slabs_short = [this](const TaskRunner* short_of_slabs) {
+      ReleaseKeptBatches(short_of_slabs);
+    };
     SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<TaskRunner> runner,
-                            TaskRunner::Start(task, pool_, std::move(feed), options_.task));
+                            TaskRunner::Start(task, pool_, std::move(feed), task_options));
     absl::MutexLock lock(&mu_);
     runners_[task.task_id()] = std::move(runner);
   }

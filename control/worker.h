@@ -66,6 +66,8 @@ class Worker {
   absl::Status Heartbeat();
   void HeartbeatLoop();
   void HandleGetElement(std::shared_ptr<transport::ServerCall> call);
+  // TaskRunnerOptions::on_slabs_short: one kept batch of every other task goes.
+  void ReleaseKeptBatches(const TaskRunner* except);
 
   const WorkerOptions options_;
   std::string address_;

@@ -23,6 +23,7 @@ constexpr const char* kPipeline = "range(1000) | batch(8) | repeat()";
 struct Line {
   std::string worker;
   int64_t first_value;
+  std::vector<int64_t> values;
 };
 
 // round -> what one consumer got, from its `read --format jsonl` output (--take rounds).
@@ -37,8 +38,8 @@ std::map<int64_t, Line> Rounds(Subprocess& read, int64_t take) {
     const int64_t round = line["round"].get<int64_t>();
     EXPECT_GT(round, last_round) << "rounds arrive in order";
     last_round = round;
-    rounds[round] =
-        Line{line["worker"].get<std::string>(), line["tensors"][0]["values"][0].get<int64_t>()};
+    const auto values = line["tensors"][0]["values"].get<std::vector<int64_t>>();
+    rounds[round] = Line{line["worker"].get<std::string>(), values.at(0), values};
   }
   EXPECT_LE(batches, take);
   EXPECT_LT(last_round, take);
@@ -47,14 +48,15 @@ std::map<int64_t, Line> Rounds(Subprocess& read, int64_t take) {
 
 std::vector<std::unique_ptr<Subprocess>> StartConsumers(const std::string& address, int take,
                                                         const std::string& pipeline = kPipeline,
-                                                        std::vector<std::string> extra_args = {}) {
+                                                        std::vector<std::string> extra_args = {},
+                                                        const std::string& mode = "off") {
   std::vector<std::unique_ptr<Subprocess>> consumers;
   for (int i = 0; i < kConsumers; ++i) {
     std::vector<std::string> args = {"--num-consumers",  std::to_string(kConsumers),
                                      "--consumer-index", std::to_string(i),
                                      "--take",           std::to_string(take)};
     args.insert(args.end(), extra_args.begin(), extra_args.end());
-    consumers.push_back(StartRead(address, pipeline, "off", "coordinated", args));
+    consumers.push_back(StartRead(address, pipeline, mode, "coordinated", args));
   }
   return consumers;
 }
@@ -279,6 +281,64 @@ TEST(CoordinatedReadsTest, ConsumersGoOnAcrossADispatcherRestart) {
   std::set<std::string> workers;
   EXPECT_EQ(CheckRounds(per_consumer, &workers), kTake) << "no round skipped or split";
   EXPECT_EQ(workers.size(), 3u) << "the worker that joined after the restart serves rounds";
+}
+
+// DYNAMIC coordinated reads with a worker killed mid-read: the splits it had leased go to a
+// recovery task in the rotation, less what consumers received, so every split it touched is
+// read whole and nothing twice (they used to be dropped with the worker).
+TEST(CoordinatedReadsTest, AKilledWorkersSplitsAreReadByTheOthersInDynamicMode) {
+  Cluster cluster({.workers = 2, .dispatcher_args = {"--worker-timeout", "1s"}});
+  // Rounds past the kill: the recovery enters after the horizon (1024 rounds ahead), and
+  // then serves every other round until the dead worker's leases are read.
+  constexpr int kTake = 5000;
+  constexpr int64_t kElementsPerSplit = 100;  // Cluster starts the dispatcher with it
+  std::vector<std::unique_ptr<Subprocess>> consumers = StartConsumers(
+      cluster.address(), kTake, "range(100000000) | batch(8) | repeat()", {}, "dynamic");
+  ASSERT_FALSE(consumers[0]->WaitForOutput("\"round\":200,", absl::Seconds(60)).empty())
+      << consumers[0]->stderr_text();
+  cluster.KillWorker(0);
+  std::vector<std::map<int64_t, Line>> per_consumer = RoundsOfAll(consumers, kTake);
+  std::set<std::string> workers;
+  CheckRounds(per_consumer, &workers);
+  std::map<int64_t, int> times;          // value -> deliveries
+  std::set<int64_t> splits_of_the_dead;  // splits the killed worker delivered from
+  for (const auto& rounds : per_consumer) {
+    for (const auto& [round, line] : rounds) {
+      for (int64_t value : line.values) {
+        ++times[value];
+        if (line.worker == cluster.worker_address(0)) {
+          splits_of_the_dead.insert(value / kElementsPerSplit);
+        }
+      }
+    }
+  }
+  for (const auto& [value, count] : times) EXPECT_EQ(count, 1) << "value " << value;
+  ASSERT_FALSE(splits_of_the_dead.empty());
+  int64_t missing = 0;
+  for (int64_t split : splits_of_the_dead) {
+    for (int64_t v = split * kElementsPerSplit; v < (split + 1) * kElementsPerSplit; ++v) {
+      missing += times.contains(v) ? 0 : 1;
+    }
+  }
+  EXPECT_EQ(missing, 0) << "elements of the dead worker's splits never read, of "
+                        << splits_of_the_dead.size() * kElementsPerSplit;
+}
+
+// A worker joining a DYNAMIC coordinated job whose passes are short: by the time it leases,
+// the others have read (and pruned) the early passes. It used to find its first pass empty,
+// which ended its repeat(), and every consumer failed on "need an infinite pipeline".
+TEST(CoordinatedReadsTest, AWorkerJoiningADynamicJobLeasesFromTheCurrentPass) {
+  Cluster cluster(1);
+  constexpr int kTake = 4000;
+  std::vector<std::unique_ptr<Subprocess>> consumers =
+      StartConsumers(cluster.address(), kTake, kPipeline, {}, "dynamic");
+  ASSERT_FALSE(consumers[0]->WaitForOutput("\"round\":100,", absl::Seconds(60)).empty())
+      << consumers[0]->stderr_text();
+  cluster.AddWorker();
+  std::vector<std::map<int64_t, Line>> per_consumer = RoundsOfAll(consumers, kTake);
+  std::set<std::string> workers;
+  EXPECT_EQ(CheckRounds(per_consumer, &workers), kTake) << "no round skipped or split";
+  EXPECT_EQ(workers.size(), 2u) << "the new worker serves rounds";
 }
 
 TEST(CoordinatedReadsTest, FiniteJobsAndMissingNamesAreRefused) {
