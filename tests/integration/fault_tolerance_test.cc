@@ -106,6 +106,35 @@ TEST(FaultToleranceTest, WorkerRestartedOnItsAddressLosesNothingInDynamicMode) {
   ExpectEachValueTimes(Values(*read), 100000, 1);
 }
 
+// A worker joining an endless DYNAMIC job after its first passes were read (and pruned)
+// leases from the pass the others are in. It used to find its first pass empty, which ended
+// its repeat(): the task finished at once and the worker never served a batch.
+TEST(FaultToleranceTest, AWorkerJoiningAnEndlessDynamicJobServesIt) {
+  Cluster cluster(1);
+  auto read = StartRead(cluster.address(), "range(1000) | batch(8) | repeat()", "dynamic");
+  auto served_by = [&](const std::string& address) -> int64_t {
+    Subprocess status({Binary(), "status", "--dispatcher", cluster.address(), "--json"});
+    EXPECT_EQ(status.Wait(absl::Seconds(30)), 0) << status.stderr_text();
+    const nlohmann::json parsed = nlohmann::json::parse(status.stdout_text());
+    for (const nlohmann::json& worker : parsed["workers"]) {
+      if (worker["address"] == address) return worker["batches_served"].get<int64_t>();
+    }
+    return -1;
+  };
+  const absl::Time give_up = absl::Now() + absl::Seconds(30);
+  // Well past the first passes (125 batches each) before the newcomer registers.
+  while (served_by(cluster.worker_address(0)) < 2000 && absl::Now() < give_up) {
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  cluster.AddWorker();
+  int64_t newcomer = 0;
+  while ((newcomer = served_by(cluster.worker_address(1))) <= 0 && absl::Now() < give_up) {
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  EXPECT_GT(newcomer, 0) << "the worker that joined never served a batch";
+  EXPECT_EQ(read->Wait(absl::ZeroDuration()), -9) << "the reader ran on: " << read->stderr_text();
+}
+
 // OFF mode, as in tf.data: a restarted worker reads its pass from the beginning, so each
 // element comes from the survivor once, from the restarted worker once, and perhaps from the
 // killed process's partial pass.
