@@ -144,7 +144,11 @@ absl::Status TaskRunner::ProduceAll(engine::ElementIterator& iterator) {
         // pipeline: the oldest kept batch most likely arrived long ago.
         released = ReleaseOldestKept();
       }
-      if (!released && options_.on_slabs_short) options_.on_slabs_short(this);
+      // Uncoordinated readers acknowledge other tasks' batches as they read on; coordinated
+      // consumers waiting for this task's round cannot.
+      if (!released && task_.num_consumers() > 0 && options_.on_slabs_short) {
+        options_.on_slabs_short(this);
+      }
     }
     SLUICE_ASSIGN_OR_RETURN(size_t written, engine::EncodeBatch(batch, slab->span()));
     ReadyBatch ready{std::make_shared<transport::Slab>(std::move(*slab)), written, index, {}};

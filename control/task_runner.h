@@ -42,11 +42,11 @@ struct TaskRunnerOptions {
   size_t buffer_batches = 4;
   // Directories the task's pipeline may read files from (the worker's --data-root).
   std::vector<std::string> data_roots;
-  // Called by a producer that waited for a slab and had no kept batch of its own to let go:
-  // the worker lets other tasks' kept batches go. Two tasks of one coordinated job on one
-  // worker (a recovery task beside the worker's own) otherwise deadlock: one holds every
-  // slab in kept and buffered batches while the consumers wait for the other's round.
-  // It gets the calling runner, which it must not hold on to.
+  // Called by a coordinated task's producer that waited for a slab and had no kept batch of
+  // its own to let go: the worker lets the kept batches of the job's other tasks go. Two tasks of
+  // one coordinated job on one worker (a recovery task beside the worker's own) otherwise deadlock:
+  // one holds every slab in kept and buffered batches while the consumers wait for the other's
+  // round. It gets the calling runner, which it must not hold on to.
   std::function<void(const TaskRunner*)> on_slabs_short;
 };
 
@@ -114,6 +114,7 @@ class TaskRunner {
   // worker now loses nothing of the task.
   [[nodiscard]] bool finished() const;
   [[nodiscard]] int64_t task_id() const { return task_.task_id(); }
+  [[nodiscard]] int64_t job_id() const { return task_.job_id(); }
   // Lets the oldest batch kept for an acknowledgement go (see on_slabs_short); false when
   // none is kept.
   bool ReleaseKeptBatch();

@@ -199,11 +199,14 @@ void Worker::ReleaseKeptBatches(const TaskRunner* except) {
   {
     absl::MutexLock lock(&mu_);
     for (const auto& [id, runner] : runners_) {
-      if (runner.get() != except) runners.push_back(runner);
+      if (runner.get() != except && runner->job_id() == except->job_id()) {
+        runners.push_back(runner);
+      }
     }
   }
   // One batch of each, per wait of a starving producer: the slabs come from whichever task
-  // holds them, and none loses more than the producer needs.
+  // holds them, and none loses more than the producer needs. Only the same job's tasks:
+  // another job's consumers read on and acknowledge, so its slabs come back by themselves.
   for (const std::shared_ptr<TaskRunner>& runner : runners) (void)runner->ReleaseKeptBatch();
 }
 

@@ -66,7 +66,7 @@ class Worker {
   absl::Status Heartbeat();
   void HeartbeatLoop();
   void HandleGetElement(std::shared_ptr<transport::ServerCall> call);
-  // TaskRunnerOptions::on_slabs_short: one kept batch of every other task goes.
+  // TaskRunnerOptions::on_slabs_short: one kept batch of every other task of its job goes.
   void ReleaseKeptBatches(const TaskRunner* except);
 
   const WorkerOptions options_;

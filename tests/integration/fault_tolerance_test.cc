@@ -81,7 +81,11 @@ TEST(FaultToleranceTest, KilledWorkersSplitsAreReissuedWithoutLossOrDuplicates) 
 // replies in flight: lost replies are served again by the worker (acknowledged delivery,
 // control/task_runner.h) and nothing arrives twice.
 TEST(FaultToleranceTest, DroppedConnectionsLoseAndDuplicateNothing) {
-  Cluster cluster(3);
+  // Slabs for the buffer (4), the batches kept until acknowledged (4 requests in flight)
+  // and sends, with room to spare: with the Cluster's 8 a producer short of a slab lets
+  // the oldest kept batch go, which a dropped connection then loses for good (README,
+  // sizing --slabs; a CI run lost one batch of 10,000 that way on a slow VM).
+  Cluster cluster({.workers = 3, .worker_args = {"--slabs", "32"}});
   auto read = StartRead(cluster.address(), kPipeline, "dynamic", "",
                         {"--max-outstanding", "4", "--test-disconnect-every", "97"});
   ExpectEachValueTimes(Values(*read), 100000, 1);
