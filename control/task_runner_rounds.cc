@@ -97,7 +97,7 @@ void TaskRunner::MatchRounds(std::vector<std::pair<Waiter, ReadyBatch>>& matched
       if (waits && now - round.opened < kRoundWait) continue;
       // At the pipeline's end a round takes what is left (a recovery task's last round):
       // the consumers it cannot serve are told the end instead of waiting for ever.
-      if (ready_.size() < round.num_requested && !(produced_all_ && !ready_.empty())) break;
+      if (ready_.size() < round.num_requested && (!produced_all_ || ready_.empty())) break;
       round.assigned = true;
       // A consumer that let a round go without it is missing until it asks again: later
       // rounds do not wait for it (a dead consumer would otherwise slow every round to one

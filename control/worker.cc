@@ -263,12 +263,8 @@ absl::Status Worker::Heartbeat() {
                      options_.lease_target),
           options_.outage_timeout);
     }
-    TaskRunnerOptions task_options = options_.task;
-    task_options.on_slabs_short = [this](const TaskRunner* short_of_slabs) {
-      ReleaseKeptBatches(short_of_slabs);
-    };
     SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<TaskRunner> runner,
-                            TaskRunner::Start(task, pool_, std::move(feed), task_options));
+                            TaskRunner::Start(task, pool_, std::move(feed), task_options_));
     absl::MutexLock lock(&mu_);
     runners_[task.task_id()] = std::move(runner);
   }

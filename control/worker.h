@@ -62,7 +62,11 @@ class Worker {
   // Heartbeats asked for early (HeartbeatPacer::Soon) come at most this often.
   static constexpr absl::Duration kMinHeartbeatGap = absl::Milliseconds(5);
 
-  explicit Worker(const WorkerOptions& options) : options_(options) {}
+  explicit Worker(const WorkerOptions& options) : options_(options), task_options_(options.task) {
+    task_options_.on_slabs_short = [this](const TaskRunner* short_of_slabs) {
+      ReleaseKeptBatches(short_of_slabs);
+    };
+  }
   absl::Status Heartbeat();
   void HeartbeatLoop();
   void HandleGetElement(std::shared_ptr<transport::ServerCall> call);
@@ -70,6 +74,7 @@ class Worker {
   void ReleaseKeptBatches(const TaskRunner* except);
 
   const WorkerOptions options_;
+  TaskRunnerOptions task_options_;  // options_.task, with on_slabs_short set to this worker
   std::string address_;
   std::string uid_;  // random per process: tells the dispatcher this process restarted
   std::unique_ptr<transport::RpcEndpoint> rpc_;
