@@ -99,7 +99,10 @@ int PortOf(const std::string& address) {
 // Killed and restarted on the same address well within the worker timeout: the new process
 // (a new worker uid) makes the dispatcher give up the old one's tasks at once.
 TEST(FaultToleranceTest, WorkerRestartedOnItsAddressLosesNothingInDynamicMode) {
-  Cluster cluster(3);
+  // Slabs to spare, as in DroppedConnectionsLoseAndDuplicateNothing: giving up the old
+  // process's connection fails fetches in flight, which the workers serve again from what
+  // they kept.
+  Cluster cluster({.workers = 3, .worker_args = {"--slabs", "32"}});
   auto read = StartRead(cluster.address(), kPipeline, "dynamic", "", {"--max-outstanding", "2"});
   const std::string first = read->WaitForOutput("values", absl::Seconds(30));
   ASSERT_FALSE(first.empty()) << read->stderr_text();
@@ -143,7 +146,8 @@ TEST(FaultToleranceTest, AWorkerJoiningAnEndlessDynamicJobServesIt) {
 // element comes from the survivor once, from the restarted worker once, and perhaps from the
 // killed process's partial pass.
 TEST(FaultToleranceTest, WorkerRestartedInOffModeStartsItsPassOver) {
-  Cluster cluster(2);
+  // Slabs to spare (see above): a CI run lost one batch of the restarted worker's pass.
+  Cluster cluster({.workers = 2, .worker_args = {"--slabs", "32"}});
   auto read = StartRead(cluster.address(), kPipeline, "off", "", {"--max-outstanding", "2"});
   ASSERT_FALSE(read->WaitForOutput("values", absl::Seconds(30)).empty()) << read->stderr_text();
   cluster.KillWorker(0);
