@@ -401,6 +401,9 @@ absl::StatusOr<proto::WorkerHeartbeatResponse> DispatcherState::WorkerHeartbeat(
     *def->mutable_pipeline() = task.sharded_pipeline.value_or(datasets_.at(job.dataset_id));
     def->set_mode(job.mode);
     def->set_num_consumers(job.num_consumers);
+    if (job.num_consumers > 0) {
+      def->set_round_wait_ms(std::max<int64_t>(1, absl::ToInt64Milliseconds(config_.round_wait)));
+    }
     if (IsStaticSharding(job.mode)) {
       def->set_worker_index(task.worker_index);
       def->set_num_workers(worker_list_.size());

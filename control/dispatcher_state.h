@@ -42,6 +42,16 @@ struct DispatcherConfig {
   // A worker silent this long is lost: its tasks end, and the DYNAMIC splits it leased are
   // re-issued (minus what clients already received) to a recovery task on a live worker.
   absl::Duration worker_timeout = absl::Seconds(10);
+  // Coordinated reads: how long a worker's round waits for a consumer that has not asked
+  // for it (TaskDef.round_wait_ms). A consumer stuck on a lost worker's round asks the live
+  // workers for rounds past its request window only once it learns of the loss, up to
+  // 1.25 x worker_timeout (the liveness check runs every quarter) plus a heartbeat and a
+  // retry backoff after the worker died; a round that gave up on it sooner went ahead
+  // without it, and its batch of that round comes from further on in the worker's stream
+  // than the others' (another bucket, say). A longer wait keeps rounds aligned, but a
+  // consumer that died holds the others up that long once, and a consumer that stops with
+  // rounds requested ahead waits that long for their replies before it exits.
+  absl::Duration round_wait = absl::Seconds(1);
   // A client silent this long no longer holds up a re-issue, nor keeps its job alive.
   absl::Duration client_timeout = absl::Minutes(1);
   // A job without clients (released or silent) for this long is garbage-collected: its

@@ -30,6 +30,7 @@ absl::StatusOr<std::unique_ptr<TaskRunner>> TaskRunner::Start(
 TaskRunner::TaskRunner(const proto::TaskDef& task, std::shared_ptr<transport::SlabPool> pool,
                        std::unique_ptr<engine::SplitFeed> feed, const TaskRunnerOptions& options)
     : task_(task),
+      round_wait_(task.round_wait_ms() > 0 ? absl::Milliseconds(task.round_wait_ms()) : kRoundWait),
       pool_(std::move(pool)),
       feed_(std::move(feed)),
       options_(options),

@@ -105,7 +105,7 @@ class TaskRunner {
   // waits for replaces the earlier one (whose connection broke).
   void Fetch(std::shared_ptr<transport::ServerCall> call, uint64_t max_batch_bytes,
              RoundRequest request);
-  // Coordinated reads: lets a round that waited kRoundWait for missing consumers go on.
+  // Coordinated reads: lets a round that waited round_wait_ for missing consumers go on.
   // The worker calls it periodically.
   void Poll() { Serve(); }
   // The pipeline reached its end (or failed); the buffer may still hold batches.
@@ -150,7 +150,7 @@ class TaskRunner {
   static constexpr size_t kMaxUnackedPerClient = 8;
   // Coordinated reads: one round's batches, by consumer.
   // A round opens with its first request and takes its batches, consecutively from the
-  // pipeline, once every consumer asked (or kRoundWait passed: a consumer that died or
+  // pipeline, once every consumer asked (or round_wait_ passed: a consumer that died or
   // stopped must not stall the others for long). Until then it holds no slab, so consumers
   // at different speeds cannot tie up the worker's memory; open rounds are bounded by the
   // consumers' outstanding requests.
@@ -163,6 +163,8 @@ class TaskRunner {
     size_t served = 0;
     absl::Time opened;
   };
+  // Coordinated reads: how long a round waits for consumers that did not ask yet, unless
+  // TaskDef.round_wait_ms says otherwise.
   static constexpr absl::Duration kRoundWait = absl::Seconds(1);
 
   TaskRunner(const proto::TaskDef& task, std::shared_ptr<transport::SlabPool> pool,
@@ -196,6 +198,7 @@ class TaskRunner {
     return ReadyBatch{batch.slab, batch.size, batch.index, batch.provenance};
   }
   const proto::TaskDef task_;
+  const absl::Duration round_wait_;  // coordinated reads (TaskDef.round_wait_ms)
   const std::shared_ptr<transport::SlabPool> pool_;
   const std::unique_ptr<engine::SplitFeed> feed_;
   const TaskRunnerOptions options_;

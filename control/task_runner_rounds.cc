@@ -91,17 +91,17 @@ void TaskRunner::MatchRounds(std::vector<std::pair<Waiter, ReadyBatch>>& matched
   // consumer that asks after its round went ahead gets the next batch on its own.
   for (auto& [id, round] : rounds_) {
     if (!round.assigned) {
-      // Waits kRoundWait for the consumers that did not ask yet, unless they are missing.
+      // Waits round_wait_ for the consumers that did not ask yet, unless they are missing.
       bool waits = false;
       for (size_t c = 0; c < n; ++c) waits = waits || (!round.requested[c] && !absent_[c]);
-      if (waits && now - round.opened < kRoundWait) continue;
+      if (waits && now - round.opened < round_wait_) continue;
       // At the pipeline's end a round takes what is left (a recovery task's last round):
       // the consumers it cannot serve are told the end instead of waiting for ever.
       if (ready_.size() < round.num_requested && (!produced_all_ || ready_.empty())) break;
       round.assigned = true;
       // A consumer that let a round go without it is missing until it asks again: later
       // rounds do not wait for it (a dead consumer would otherwise slow every round to one
-      // per kRoundWait).
+      // per round_wait_).
       for (size_t c = 0; c < n; ++c) absent_[c] = absent_[c] || !round.requested[c];
     }
     for (size_t c = 0; c < n && !ready_.empty(); ++c) {
@@ -138,8 +138,9 @@ void TaskRunner::MatchRounds(std::vector<std::pair<Waiter, ReadyBatch>>& matched
     const Round& round = it->second;
     bool holds_batch = false;
     for (const auto& batch : round.batches) holds_batch = holds_batch || batch.has_value();
-    const bool done = round.served == n ||
-                      (round.assigned && !holds_batch && now - round.opened > 60 * kRoundWait);
+    const bool done =
+        round.served == n || (round.assigned && !holds_batch &&
+                              now - round.opened > std::max(absl::Minutes(1), 5 * round_wait_));
     it = done ? rounds_.erase(it) : std::next(it);
   }
 }

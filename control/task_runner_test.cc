@@ -23,7 +23,8 @@ class DeliveryTest : public ::testing::Test {
   void SetUp() override { StartRunner("range(50) | batch(10)", /*num_consumers=*/0, 8); }
 
   // A runner for `pipeline` (coordinated when num_consumers > 0) over a pool of `slabs`.
-  void StartRunner(const std::string& pipeline_text, int num_consumers, size_t slabs) {
+  void StartRunner(const std::string& pipeline_text, int num_consumers, size_t slabs,
+                   absl::Duration round_wait = absl::ZeroDuration()) {
     TearDown();
     transport::RpcOptions options;
     options.transport.ucx_tls = "posix,sysv,cma,self";
@@ -35,6 +36,7 @@ class DeliveryTest : public ::testing::Test {
     proto::TaskDef task;
     task.set_task_id(kTaskId);
     task.set_num_consumers(num_consumers);
+    task.set_round_wait_ms(absl::ToInt64Milliseconds(round_wait));
     auto pipeline = engine::ParsePipeline(pipeline_text);
     ASSERT_TRUE(pipeline.ok()) << pipeline.status();
     *task.mutable_pipeline() = *pipeline;
@@ -219,6 +221,29 @@ TEST_F(DeliveryTest, TheLastRoundOfAFinitePipelineTakesWhatIsLeft) {
   ASSERT_TRUE(first.ok()) << first.status();
   ASSERT_TRUE(second.ok()) << second.status();
   EXPECT_THAT((std::set<int64_t>{*first, *second}), ::testing::ElementsAre(kEnd, 2));
+}
+
+// A consumer held up elsewhere (by a lost worker's round) asks late, after the others asked
+// this round and the next. Within the round wait the rounds wait for it, and each round's
+// batches stay consecutive. With the old fixed 1 s wait both rounds went ahead without it,
+// and it got batches 2 and 3 for rounds 0 and 1 while the other got 0 and 1.
+TEST_F(DeliveryTest, ARoundWaitsTheTaskRoundWaitForALateConsumer) {
+  StartRunner(kEndless, /*num_consumers=*/2, 16, absl::Seconds(4));
+  absl::StatusOr<int64_t> early0;
+  absl::StatusOr<int64_t> early1;
+  std::thread early([&] {
+    early0 = GetRound(1, 0, {});
+    early1 = GetRound(1, 1, {0});
+  });
+  absl::SleepFor(absl::Milliseconds(1500));
+  runner_->Poll();  // as the worker does: past 1 s, nothing may go ahead yet
+  absl::SleepFor(absl::Milliseconds(300));  // time for the early one to ask for round 1
+  absl::StatusOr<int64_t> late0 = GetRound(0, 0, {});
+  absl::StatusOr<int64_t> late1 = GetRound(0, 1, {0});
+  early.join();
+  ASSERT_TRUE(early0.ok() && early1.ok() && late0.ok() && late1.ok());
+  EXPECT_THAT((std::set<int64_t>{*early0, *late0}), ::testing::ElementsAre(0, 1));
+  EXPECT_THAT((std::set<int64_t>{*early1, *late1}), ::testing::ElementsAre(2, 3));
 }
 
 TEST_F(DeliveryTest, KeptBatchesAreBoundedByHalfThePool) {

@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
 #include "tests/integration/cluster.h"
 
@@ -63,8 +64,9 @@ std::vector<std::unique_ptr<Subprocess>> StartConsumers(const std::string& addre
 
 // StartConsumers, returning once the first consumer has printed a round (the job runs).
 void StartConsumersAndAwaitARound(const std::string& address, int take,
-                                  std::vector<std::unique_ptr<Subprocess>>* consumers) {
-  *consumers = StartConsumers(address, take);
+                                  std::vector<std::unique_ptr<Subprocess>>* consumers,
+                                  const std::string& pipeline = kPipeline) {
+  *consumers = StartConsumers(address, take, pipeline);
   ASSERT_FALSE((*consumers)[0]->WaitForOutput("round", absl::Seconds(30)).empty())
       << (*consumers)[0]->stderr_text();
 }
@@ -103,6 +105,37 @@ int CheckRounds(const std::vector<std::map<int64_t, Line>>& per_consumer,
     if (got == static_cast<int>(per_consumer.size())) ++complete;
   }
   return complete;
+}
+
+// Batches that never repeat, so a batch's first value names its place in the worker's stream.
+constexpr const char* kUniqueBatches = "range(100000000) | batch(8) | repeat()";
+
+// In every round from `from` on that all consumers got, their batches are consecutive in the
+// worker's stream (OFF mode, kUniqueBatches): the round waited for every consumer rather
+// than going ahead without one that then got a batch from further on.
+void ExpectRoundsInStep(const std::vector<std::map<int64_t, Line>>& per_consumer, int64_t from) {
+  int out_of_step = 0;
+  for (const auto& [round, line] : per_consumer[0]) {
+    if (round < from) continue;
+    int64_t lowest = line.first_value / 8;
+    int64_t highest = lowest;
+    std::string batches;
+    bool complete = true;
+    for (const auto& rounds : per_consumer) {
+      auto it = rounds.find(round);
+      if (it == rounds.end()) {
+        complete = false;
+        break;
+      }
+      lowest = std::min(lowest, it->second.first_value / 8);
+      highest = std::max(highest, it->second.first_value / 8);
+      absl::StrAppend(&batches, " ", it->second.first_value / 8);
+    }
+    if (!complete || highest - lowest < static_cast<int64_t>(per_consumer.size())) continue;
+    if (++out_of_step <= 5)
+      ADD_FAILURE() << "round " << round << " out of step, batches" << batches;
+  }
+  EXPECT_EQ(out_of_step, 0) << "rounds whose batches are not consecutive";
 }
 
 TEST(CoordinatedReadsTest, EveryRoundComesFromOneWorker) {
@@ -167,11 +200,15 @@ TEST(CoordinatedReadsTest, DroppedConnectionsLoseNoBatch) {
   EXPECT_EQ(released, 0);
 }
 
+// The round wait outlasts detecting the loss (1.5 x the worker timeout + 1 s, see
+// DispatcherConfig::round_wait), so the rounds stay aligned through it.
 TEST(CoordinatedReadsTest, ConsumersGoOnWhenAWorkerDies) {
-  Cluster cluster({.workers = 2, .dispatcher_args = {"--worker-timeout", "1s"}});
+  Cluster cluster(
+      {.workers = 2, .dispatcher_args = {"--worker-timeout", "1s", "--round-wait", "2500ms"}});
   constexpr int kTake = 3000;
   std::vector<std::unique_ptr<Subprocess>> consumers;
-  ASSERT_NO_FATAL_FAILURE(StartConsumersAndAwaitARound(cluster.address(), kTake, &consumers));
+  ASSERT_NO_FATAL_FAILURE(
+      StartConsumersAndAwaitARound(cluster.address(), kTake, &consumers, kUniqueBatches));
   cluster.KillWorker(0);
   const absl::Time killed = absl::Now();
   std::vector<std::map<int64_t, Line>> per_consumer = RoundsOfAll(consumers, kTake);
@@ -187,6 +224,13 @@ TEST(CoordinatedReadsTest, ConsumersGoOnWhenAWorkerDies) {
   for (const auto& rounds : per_consumer) {
     EXPECT_EQ(rounds.rbegin()->second.worker, cluster.worker_address(1));
   }
+  // Consumers stalled on the dead worker's rounds at different places (up to their request
+  // window apart) and the last one to learn of the loss asks the survivor for the rounds
+  // past its window only then: the survivor's rounds wait for it that long. With the default
+  // 1 s wait they went ahead without it, and its batches of those rounds came from hundreds
+  // of batches further on (with range(1000) data, the same values as another consumer's).
+  // The first rounds are left out: consumers start up to seconds apart.
+  ExpectRoundsInStep(per_consumer, 16);
 }
 
 // A consumer that dies stalls the others for about one round wait (1 s), not for every
