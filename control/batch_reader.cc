@@ -14,6 +14,7 @@ bool IsUnreachable(const absl::Status& status) {
   return absl::IsUnavailable(status) || absl::IsDeadlineExceeded(status) ||
          absl::IsAborted(status) || absl::IsCancelled(status);
 }
+absl::Status ReaderStopped() { return absl::CancelledError("the reader stopped"); }
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<BatchReader>> BatchReader::Start(transport::RpcEndpoint* rpc,
@@ -67,6 +68,10 @@ BatchReader::BatchReader(transport::RpcEndpoint* rpc, transport::Address dispatc
 
 BatchReader::~BatchReader() {
   stop_.Notify();
+  // Requests parked at workers (a coordinated round waits for the other consumers) would
+  // otherwise hold this destructor until they are answered; a Fetch racing with this
+  // cancels its own call once it sees stop_.
+  rpc_->CancelGroup(this, ReaderStopped());
   heartbeat_pacer_.Stop();
   if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
   // Best effort: tell the dispatcher this client is gone, so the job does not wait for it
@@ -265,12 +270,14 @@ void BatchReader::Fetch(size_t task_index, std::shared_ptr<transport::Slab> slab
   transport::CallOptions call_options;
   call_options.timeout = options_.request_timeout;
   call_options.landing = transport::PayloadDestination{slab->data(), slab->capacity()};
+  call_options.group = this;
   rpc_->CallAsync(
       *connection, proto::GET_ELEMENT, request.SerializeAsString(), call_options,
       [this, task_index, slab, round, sent = absl::Now(),
        sent_request = std::move(sent_request)](absl::StatusOr<transport::CallResult> result) {
         OnFetched(task_index, std::move(*slab), sent, std::move(result), round, sent_request);
       });
+  if (stop_.HasBeenNotified()) rpc_->CancelGroup(this, ReaderStopped());
 }
 
 BatchReader::FetchOutcome BatchReader::Examine(Task& task, const transport::Slab& slab,

@@ -40,6 +40,15 @@ void BatchReader::PumpRounds() {
       if (retrying) {
         round = retry->first;
       } else {
+        // A round to be asked again keeps its place among the requests in flight. Were later
+        // rounds to take it, consumers could each end up holding rounds the others cannot
+        // ask for, and every round would wait out the round wait: one consumer told "retry
+        // later" for rounds 0-3 (its worker did not know the task yet) asked for 4-7
+        // meanwhile, while the three others, a moment later, held 0-3.
+        if (outstanding_ + static_cast<int>(rounds_to_retry_.size()) >=
+            options_.max_outstanding_requests) {
+          return;
+        }
         round = next_round_to_request_;
         // Within the horizon the dispatcher vouched for, and not too far ahead of the caller.
         const int64_t window = options_.max_outstanding_requests + options_.prefetch_batches;

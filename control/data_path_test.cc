@@ -151,6 +151,37 @@ TEST_P(DataPathTest, FullBufferWakesThePipelineOncePerHalfBuffer) {
   EXPECT_LE(waits, kBatches / 2 + 2);
 }
 
+// A coordinated consumer that stops while its rounds wait at the worker for the other
+// consumer gives them up at once; before, it waited out the round wait for their replies.
+TEST_P(DataPathTest, AStoppingReaderGivesUpTheRoundsItAskedFor) {
+  LocalClusterOptions options;
+  options.num_workers = 1;
+  options.dispatcher.transport.ucx_tls = GetParam();
+  options.dispatcher.config.round_wait = absl::Seconds(60);
+  options.worker.transport.ucx_tls = GetParam();
+  auto cluster = LocalCluster::Start(options);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  auto client = ConnectClient(**cluster, GetParam());
+  ASSERT_TRUE(client.ok()) << client.status();
+  absl::StatusOr<proto::PipelineDef> pipeline = engine::ParsePipeline("range(100) | repeat()");
+  ASSERT_TRUE(pipeline.ok()) << pipeline.status();
+  absl::StatusOr<std::string> dataset = (*client)->RegisterDataset(*pipeline);
+  ASSERT_TRUE(dataset.ok()) << dataset.status();
+  ReadOptions read;
+  read.mode = proto::OFF;
+  read.job_name = "rounds";
+  read.num_consumers = 2;  // consumer 1 never comes
+  read.consumer_index = 0;
+  read.slab_bytes = 1 << 16;
+  auto reader = (*client)->Read(*dataset, read);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  // It requests its first rounds as soon as a heartbeat names the task (every 100 ms).
+  absl::SleepFor(absl::Seconds(1));
+  const absl::Time stop = absl::Now();
+  reader->reset();
+  EXPECT_LT(absl::Now() - stop, absl::Seconds(10)) << "it waited for the rounds it asked for";
+}
+
 INSTANTIATE_TEST_SUITE_P(Transports, DataPathTest,
                          ::testing::Values("posix,sysv,cma,self", "tcp,self"));
 

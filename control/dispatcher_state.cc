@@ -402,7 +402,7 @@ absl::StatusOr<proto::WorkerHeartbeatResponse> DispatcherState::WorkerHeartbeat(
     def->set_mode(job.mode);
     def->set_num_consumers(job.num_consumers);
     if (job.num_consumers > 0) {
-      def->set_round_wait_ms(std::max<int64_t>(1, absl::ToInt64Milliseconds(config_.round_wait)));
+      def->set_round_wait_ms(std::max<int64_t>(1, absl::ToInt64Milliseconds(config_.RoundWait())));
     }
     if (IsStaticSharding(job.mode)) {
       def->set_worker_index(task.worker_index);

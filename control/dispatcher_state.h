@@ -43,15 +43,19 @@ struct DispatcherConfig {
   // re-issued (minus what clients already received) to a recovery task on a live worker.
   absl::Duration worker_timeout = absl::Seconds(10);
   // Coordinated reads: how long a worker's round waits for a consumer that has not asked
-  // for it (TaskDef.round_wait_ms). A consumer stuck on a lost worker's round asks the live
-  // workers for rounds past its request window only once it learns of the loss, up to
-  // 1.25 x worker_timeout (the liveness check runs every quarter) plus a heartbeat and a
-  // retry backoff after the worker died; a round that gave up on it sooner went ahead
-  // without it, and its batch of that round comes from further on in the worker's stream
-  // than the others' (another bucket, say). A longer wait keeps rounds aligned, but a
-  // consumer that died holds the others up that long once, and a consumer that stops with
-  // rounds requested ahead waits that long for their replies before it exits.
-  absl::Duration round_wait = absl::Seconds(1);
+  // for it (TaskDef.round_wait_ms); unset: RoundWait() derives it from worker_timeout. A
+  // consumer stuck on a lost worker's round asks the live workers for rounds past its
+  // request window only once it learns of the loss, up to 1.25 x worker_timeout (the
+  // liveness check runs every quarter) plus a heartbeat and a retry backoff after the worker
+  // died; a round that gave up on it sooner went ahead without it, and its batch of that
+  // round comes from further on in the worker's stream than the others' (another bucket,
+  // say). The price of the longer wait: a consumer that dies holds the others up that long
+  // once (tf.data's rounds wait for it for ever). A reader that stops cancels the rounds it
+  // asked for ahead, so stopping costs nothing.
+  std::optional<absl::Duration> round_wait;
+  [[nodiscard]] absl::Duration RoundWait() const {
+    return round_wait.value_or(worker_timeout * 3 / 2 + absl::Seconds(1));
+  }
   // A client silent this long no longer holds up a re-issue, nor keeps its job alive.
   absl::Duration client_timeout = absl::Minutes(1);
   // A job without clients (released or silent) for this long is garbage-collected: its

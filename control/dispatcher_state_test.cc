@@ -230,5 +230,30 @@ TEST(DispatcherStateTest, ARestartedCoordinatedConsumerJoinsTheOthersRound) {
   EXPECT_EQ(restarted.job_id(), clients[0].job_id());
 }
 
+// A coordinated round waits, unless told otherwise, long enough for a consumer stuck on a
+// lost worker's round to learn of the loss (1.25 x worker_timeout and a little more).
+TEST(DispatcherStateTest, CoordinatedTasksWaitForConsumersLongerThanTheWorkerTimeout) {
+  auto round_wait_ms = [](const DispatcherConfig& config) -> int64_t {
+    DispatcherState state(config);
+    std::string ds = *state.RegisterDataset(Pipeline("range(10) | repeat()"));
+    proto::GetOrCreateJobRequest request = JobRequest(ds, proto::OFF, "rounds");
+    request.set_num_consumers(2);
+    EXPECT_TRUE(state.GetOrCreateJob(request).ok());
+    proto::WorkerHeartbeatRequest worker;
+    worker.set_worker_address("ucx://a:1");
+    absl::StatusOr<proto::WorkerHeartbeatResponse> response = state.WorkerHeartbeat(worker);
+    EXPECT_TRUE(response.ok()) << response.status();
+    if (!response.ok() || response->new_tasks_size() != 1) return -1;
+    return response->new_tasks(0).round_wait_ms();
+  };
+  DispatcherConfig config;
+  config.worker_timeout = absl::Seconds(2);
+  EXPECT_EQ(round_wait_ms(config), 4000);
+  config.worker_timeout = absl::Seconds(10);
+  EXPECT_EQ(round_wait_ms(config), 16000);
+  config.round_wait = absl::Milliseconds(300);
+  EXPECT_EQ(round_wait_ms(config), 300);
+}
+
 }  // namespace
 }  // namespace sluice::control

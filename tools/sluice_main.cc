@@ -232,7 +232,7 @@ int Main(int argc, char** argv) {
   std::string work_dir;
   bool fault_tolerant = false;
   std::string worker_timeout = "10s";
-  std::string round_wait = "1s";
+  std::string round_wait;  // empty: derived from --worker-timeout
   std::string job_gc_timeout = "5m";
   dispatcher_cmd
       ->add_option("--job-gc-timeout", job_gc_timeout,
@@ -243,13 +243,12 @@ int Main(int argc, char** argv) {
                    "A worker silent this long is lost: its tasks end and the DYNAMIC splits it "
                    "held are re-issued to live workers, minus what clients already received")
       ->capture_default_str();
-  dispatcher_cmd
-      ->add_option("--round-wait", round_wait,
-                   "Coordinated reads: how long a worker's round waits for a consumer that has "
-                   "not asked for it before going on without it. Above 1.5 x --worker-timeout "
-                   "+ 1s, rounds stay aligned across a lost worker; a consumer that dies then "
-                   "holds the others up this long once")
-      ->capture_default_str();
+  dispatcher_cmd->add_option(
+      "--round-wait", round_wait,
+      "Coordinated reads: how long a worker's round waits for a consumer that has "
+      "not asked for it before going on without it (default 1.5 x "
+      "--worker-timeout + 1s: long enough for rounds to stay aligned across a "
+      "lost worker). A consumer that dies holds the others up this long once");
   dispatcher_cmd->add_option("--work-dir", work_dir,
                              "Directory for the journal and the dispatcher id (fault tolerance)");
   dispatcher_cmd->add_flag("--fault-tolerant", fault_tolerant,
@@ -340,9 +339,12 @@ int Main(int argc, char** argv) {
         ParseDurationFlag("worker-timeout", worker_timeout);
     if (!parsed_worker_timeout.ok()) return Fail(parsed_worker_timeout.status(), "dispatcher");
     options.config.worker_timeout = *parsed_worker_timeout;
-    absl::StatusOr<absl::Duration> parsed_round_wait = ParseDurationFlag("round-wait", round_wait);
-    if (!parsed_round_wait.ok()) return Fail(parsed_round_wait.status(), "dispatcher");
-    options.config.round_wait = *parsed_round_wait;
+    if (!round_wait.empty()) {
+      absl::StatusOr<absl::Duration> parsed_round_wait =
+          ParseDurationFlag("round-wait", round_wait);
+      if (!parsed_round_wait.ok()) return Fail(parsed_round_wait.status(), "dispatcher");
+      options.config.round_wait = *parsed_round_wait;
+    }
     absl::StatusOr<absl::Duration> parsed_gc = ParseDurationFlag("job-gc-timeout", job_gc_timeout);
     if (!parsed_gc.ok()) return Fail(parsed_gc.status(), "dispatcher");
     options.config.job_gc_timeout = *parsed_gc;

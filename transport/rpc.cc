@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
@@ -199,8 +200,12 @@ void RpcEndpoint::CallAsync(ConnectionId to, uint32_t method, std::string reques
   {
     absl::MutexLock lock(&mu_);
     id = next_request_id_++;
-    pending_[id] = PendingCall{
-        to, method, DeadlineAfter(options.timeout), options.landing, false, false, std::move(done)};
+    pending_[id] = PendingCall{.connection = to,
+                               .method = method,
+                               .deadline_ns = DeadlineAfter(options.timeout),
+                               .landing = options.landing,
+                               .group = options.group,
+                               .done = std::move(done)};
   }
   SendFrame(to, kRequest, method, id, absl::OkStatus(), std::move(request), {},
             [this, id](absl::Status s) {
@@ -269,6 +274,23 @@ absl::Status RpcEndpoint::CallProto(const Address& peer, uint32_t method,
         absl::StrCat("malformed ", response->GetTypeName(), " from ", peer.ToString()));
   }
   return absl::OkStatus();
+}
+
+void RpcEndpoint::CancelGroup(const void* group, const absl::Status& why) {
+  if (group == nullptr) return;
+  std::vector<CallCallback> cancelled;
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto it = pending_.begin(); it != pending_.end();) {
+      if (it->second.group == group && !it->second.receiving) {
+        cancelled.push_back(std::move(it->second.done));
+        pending_.erase(it++);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (CallCallback& done : cancelled) done(why);
 }
 
 void RpcEndpoint::FailCall(uint64_t request_id, const absl::Status& status) {

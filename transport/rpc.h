@@ -37,6 +37,9 @@ struct CallOptions {
   absl::Duration timeout = absl::Seconds(30);
   // Where a response payload should land; without one it is received into heap memory.
   PayloadDestination landing;
+  // Calls started with the same non-null group can be given up together (CancelGroup): a
+  // reader that stops names itself, so as not to wait for replies it no longer wants.
+  const void* group = nullptr;
 };
 
 struct CallResult {
@@ -111,6 +114,11 @@ class RpcEndpoint final : public MessageHandler {
   // and the next ConnectTo of that peer connects afresh. A no-op for a connection already
   // replaced or gone.
   void Disconnect(ConnectionId connection, const absl::Status& why);
+  // Gives up on the pending calls started with CallOptions::group == `group`: each fails
+  // with `why` at once, on this thread, except one whose payload is landing, which ends when
+  // the payload has landed (its buffer is in use until then). The peer is not told; a reply
+  // that comes later is dropped. Other calls on the same connections go on.
+  void CancelGroup(const void* group, const absl::Status& why);
 
   void CallAsync(ConnectionId to, uint32_t method, std::string request, const CallOptions& options,
                  CallCallback done);
@@ -142,6 +150,7 @@ class RpcEndpoint final : public MessageHandler {
     // Its connection is gone while the payload was landing: left to the transport, and
     // failed at the deadline if the transport never ends the receive.
     bool orphaned = false;
+    const void* group = nullptr;  // CallOptions::group
     CallCallback done;
   };
 

@@ -77,10 +77,11 @@ class RpcTest : public ::testing::TestWithParam<TransportCase> {
     client_ = std::move(*client);
   }
 
-  // Waits (up to 5 s) until a kNoReply call has reached the server's handler.
-  void WaitUntilTheServerHoldsACall() {
+  // Waits (up to 5 s) until `calls` kNoReply calls have reached the server's handler.
+  void WaitUntilTheServerHoldsACall(size_t calls = 1) {
     absl::MutexLock lock(&mu_);
-    auto held = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !parked_.empty(); };
+    auto held = [this, calls]()
+                    ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return parked_.size() >= calls; };
     mu_.AwaitWithTimeout(absl::Condition(&held), absl::Seconds(5));
   }
 
@@ -279,6 +280,57 @@ TEST_P(RpcTest, DisconnectFailsPendingCallsAtOnceAndAllowsReconnecting) {
   auto echo = client_->Call(*again, kEcho, "after", {});
   ASSERT_TRUE(echo.ok()) << echo.status();
   EXPECT_EQ(echo->response, "echo:after");
+}
+
+// A reader that stops gives up its own calls at once; another group's calls on the same
+// connection go on, and the replies of the cancelled ones, when they come, are dropped.
+TEST_P(RpcTest, CancelGroupFailsThatGroupsCallsAtOnceAndNoOthers) {
+  auto connection = client_->ConnectTo(address_);
+  ASSERT_TRUE(connection.ok());
+  int mine = 0;
+  int other = 0;
+  struct Outcome {
+    absl::Notification done;
+    std::atomic<int> callbacks{0};
+    absl::StatusOr<CallResult> result;
+  };
+  Outcome cancelled;
+  Outcome kept;
+  auto call = [&](const void* group, Outcome* outcome) {
+    CallOptions options;
+    options.timeout = absl::Seconds(60);
+    options.group = group;
+    client_->CallAsync(*connection, kNoReply, "", options, [outcome](absl::StatusOr<CallResult> r) {
+      if (outcome->callbacks.fetch_add(1) > 0) return;
+      outcome->result = std::move(r);
+      outcome->done.Notify();
+    });
+  };
+  call(&mine, &cancelled);
+  call(&other, &kept);
+  WaitUntilTheServerHoldsACall(2);
+
+  const absl::Time start = absl::Now();
+  client_->CancelGroup(&mine, absl::CancelledError("the reader stopped"));
+  ASSERT_TRUE(cancelled.done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  EXPECT_EQ(cancelled.result.status().code(), absl::StatusCode::kCancelled);
+  EXPECT_THAT(cancelled.result.status().message(), HasSubstr("the reader stopped"));
+  EXPECT_FALSE(kept.done.HasBeenNotified());
+
+  // The server answers both; only the call still pending hears of it.
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto& parked : parked_) parked->Reply(absl::OkStatus(), "late");
+    parked_.clear();
+  }
+  ASSERT_TRUE(kept.done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  ASSERT_TRUE(kept.result.ok()) << kept.result.status();
+  EXPECT_EQ(kept.result->response, "late");
+  auto echo = client_->Call(*connection, kEcho, "after", {});
+  ASSERT_TRUE(echo.ok()) << echo.status();
+  EXPECT_EQ(cancelled.callbacks.load(), 1);
+  EXPECT_EQ(kept.callbacks.load(), 1);
 }
 
 TEST_P(RpcTest, ClosingOneOfTwoConnectionsToAPeerKeepsTheOther) {
