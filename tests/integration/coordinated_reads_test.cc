@@ -108,16 +108,17 @@ int CheckRounds(const std::vector<std::map<int64_t, Line>>& per_consumer,
   return complete;
 }
 
-// The worker's kept_batches_released, as the dispatcher reports it (-1: not listed).
-int64_t KeptBatchesReleased(const std::string& dispatcher, const std::string& worker) {
+// What `sluice status --json` says of `worker` (its entry under "workers"; an empty object,
+// and a test failure, when the dispatcher does not list it).
+nlohmann::json WorkerStatus(const std::string& dispatcher, const std::string& worker) {
   Subprocess status({Binary(), "status", "--dispatcher", dispatcher, "--json"});
   EXPECT_EQ(status.Wait(absl::Seconds(30)), 0) << status.stderr_text();
   const nlohmann::json parsed = nlohmann::json::parse(status.stdout_text());
   for (const nlohmann::json& listed : parsed["workers"]) {
-    if (listed["address"] == worker) return listed["kept_batches_released"].get<int64_t>();
+    if (listed["address"] == worker) return listed;
   }
   ADD_FAILURE() << "worker " << worker << " is not in the status: " << status.stdout_text();
-  return -1;
+  return nlohmann::json::object();
 }
 
 // Batches that never repeat, so a batch's first value names its place in the worker's stream.
@@ -151,7 +152,6 @@ void ExpectRoundsInStep(const std::vector<std::map<int64_t, Line>>& per_consumer
   EXPECT_EQ(out_of_step, 0) << "rounds whose batches are not consecutive";
 }
 
-//
 // From the first round on, each round's batches are consecutive: a consumer told to retry
 // its first rounds (it asked before its worker knew the task) used to ask for later rounds
 // meanwhile, while the others held the first ones, and every round then waited out the
@@ -209,11 +209,9 @@ TEST(CoordinatedReadsTest, DroppedConnectionsLoseNoBatch) {
   int64_t released = -1;
   for (absl::Time deadline = absl::Now() + absl::Seconds(10);
        redelivered == 0 && absl::Now() < deadline; absl::SleepFor(absl::Milliseconds(100))) {
-    Subprocess status({Binary(), "status", "--dispatcher", cluster.address(), "--json"});
-    ASSERT_EQ(status.Wait(absl::Seconds(30)), 0) << status.stderr_text();
-    const nlohmann::json worker = nlohmann::json::parse(status.stdout_text())["workers"][0];
-    redelivered = worker["batches_redelivered"].get<int64_t>();
-    released = worker["kept_batches_released"].get<int64_t>();
+    const nlohmann::json worker = WorkerStatus(cluster.address(), cluster.worker_address(0));
+    redelivered = worker.value("batches_redelivered", int64_t{0});
+    released = worker.value("kept_batches_released", int64_t{-1});
   }
   EXPECT_GT(redelivered, 0);
   EXPECT_EQ(released, 0);
@@ -258,7 +256,9 @@ TEST(CoordinatedReadsTest, ConsumersGoOnWhenAWorkerDies) {
   // from hundreds of batches further on (with range(1000) data, the same values as another
   // consumer's). The first rounds are left out: consumers start up to seconds apart.
   ExpectRoundsInStep(per_consumer, 16);
-  EXPECT_EQ(KeptBatchesReleased(cluster.address(), cluster.worker_address(1)), 0)
+  EXPECT_EQ(WorkerStatus(cluster.address(), cluster.worker_address(1))
+                .value("kept_batches_released", int64_t{-1}),
+            0)
       << "the survivor let kept batches go: a lost reply would open its round afresh";
   if (HasFailure()) {
     for (size_t i = 0; i < consumers.size(); ++i) {
