@@ -68,10 +68,6 @@ BatchReader::BatchReader(transport::RpcEndpoint* rpc, transport::Address dispatc
 
 BatchReader::~BatchReader() {
   stop_.Notify();
-  // Requests parked at workers (a coordinated round waits for the other consumers) would
-  // otherwise hold this destructor until they are answered; a Fetch racing with this
-  // cancels its own call once it sees stop_.
-  rpc_->CancelGroup(this, ReaderStopped());
   heartbeat_pacer_.Stop();
   if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
   // Best effort: tell the dispatcher this client is gone, so the job does not wait for it
@@ -82,11 +78,19 @@ BatchReader::~BatchReader() {
   proto::ReleaseClientResponse released;
   (void)rpc_->CallProto(dispatcher_, proto::RELEASE_CLIENT, release, &released, absl::Seconds(1));
   // Calls in flight hold `this` in their callbacks; each ends by reply, failure or deadline.
+  // Replies on their way are waited for: cancelling those would leave their payloads
+  // landing while the transport may be torn down next (UCX 1.13 aborts on an endpoint
+  // destroyed mid-receive). Requests still parked at a worker after kStopGrace (a
+  // coordinated round waiting for the other consumers, up to the round wait) are cancelled.
   absl::MutexLock lock(&mu_);
   auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return outstanding_ == 0 && callbacks_running_ == 0;
   };
-  mu_.Await(absl::Condition(&idle));
+  while (!mu_.AwaitWithTimeout(absl::Condition(&idle), kStopGrace)) {
+    mu_.Unlock();
+    rpc_->CancelGroup(this, ReaderStopped());
+    mu_.Lock();
+  }
 }
 
 absl::Status BatchReader::HeartbeatOnce() {
@@ -277,7 +281,6 @@ void BatchReader::Fetch(size_t task_index, std::shared_ptr<transport::Slab> slab
        sent_request = std::move(sent_request)](absl::StatusOr<transport::CallResult> result) {
         OnFetched(task_index, std::move(*slab), sent, std::move(result), round, sent_request);
       });
-  if (stop_.HasBeenNotified()) rpc_->CancelGroup(this, ReaderStopped());
 }
 
 BatchReader::FetchOutcome BatchReader::Examine(Task& task, const transport::Slab& slab,

@@ -152,6 +152,9 @@ class BatchReader {
   static constexpr absl::Duration kMinHeartbeatGap = absl::Milliseconds(5);
   // A worker that could not be reached is asked again after this long.
   static constexpr absl::Duration kUnreachableBackoff = absl::Milliseconds(200);
+  // A stopping reader waits this long for the replies to its requests before cancelling
+  // the rest (~BatchReader).
+  static constexpr absl::Duration kStopGrace = absl::Milliseconds(500);
 
   BatchReader(transport::RpcEndpoint* rpc, transport::Address dispatcher,
               const ReadOptions& options);
