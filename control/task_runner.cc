@@ -11,6 +11,11 @@
 #include "engine/provenance.h"
 
 namespace sluice::control {
+namespace {
+
+size_t AlignUp(size_t n, size_t alignment) { return (n + alignment - 1) / alignment * alignment; }
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<TaskRunner>> TaskRunner::Start(
     const proto::TaskDef& task, std::shared_ptr<transport::SlabPool> pool,
@@ -113,8 +118,8 @@ absl::Status TaskRunner::ProduceAll(engine::ElementIterator& iterator) {
     if (end) return absl::OkStatus();
     if (SameBuffers(batch, last_batch_)) {
       // The pipeline handed out the batch it handed out last (cache() | repeat() shares
-      // tensor buffers): serve the slab it was assembled into again, copying nothing.
-      ReadyBatch ready{last_slab_, last_size_, index, {}};
+      // tensor buffers): serve the bytes it was assembled into again, copying nothing.
+      ReadyBatch ready{last_slab_, last_offset_, last_size_, index, {}};
       if (const engine::Provenance* provenance = engine::ElementProvenance(batch)) {
         provenance->ToProto(&ready.provenance);
       }
@@ -126,8 +131,6 @@ absl::Status TaskRunner::ProduceAll(engine::ElementIterator& iterator) {
       Serve();
       continue;
     }
-    // Let the previous batch's slab go back to the pool once its sends are done.
-    last_slab_.reset();
     last_batch_.clear();
     const size_t size = engine::EncodedBatchSize(batch);
     if (size > pool_->slab_bytes()) {
@@ -135,31 +138,29 @@ absl::Status TaskRunner::ProduceAll(engine::ElementIterator& iterator) {
           absl::StrCat("a batch of ", size, " bytes does not fit the worker's slabs of ",
                        pool_->slab_bytes(), " bytes; raise the worker's --slab-bytes"));
     }
-    std::optional<transport::Slab> slab;
-    while (!(slab = pool_->Acquire(absl::Milliseconds(100)))) {
-      bool released;
-      {
-        absl::MutexLock lock(&mu_);
-        if (stopping_) return absl::CancelledError("stopping");
-        // Acknowledgements that may never come (a client that died) must not starve the
-        // pipeline: the oldest kept batch most likely arrived long ago.
-        released = ReleaseOldestKept();
-      }
-      // Uncoordinated readers acknowledge other tasks' batches as they read on; coordinated
-      // consumers waiting for this task's round cannot.
-      if (!released && task_.num_consumers() > 0 && options_.on_slabs_short) {
-        options_.on_slabs_short(this);
-      }
+    // Batches are packed one after the other into the slab the last one went to, so that
+    // small batches kept for acknowledgements share slabs instead of holding one each.
+    size_t offset = 0;
+    if (last_slab_ != nullptr) {
+      offset = AlignUp(last_offset_ + last_size_, engine::kBatchDataAlignment);
+      // No room left: the full slab goes back to the pool once its batches are all gone.
+      if (offset + size > std::min(last_slab_->capacity(), kPackedBytes)) last_slab_.reset();
     }
-    SLUICE_ASSIGN_OR_RETURN(size_t written, engine::EncodeBatch(batch, slab->span()));
-    ReadyBatch ready{std::make_shared<transport::Slab>(std::move(*slab)), written, index, {}};
+    if (last_slab_ == nullptr) {
+      SLUICE_ASSIGN_OR_RETURN(transport::Slab slab, AcquireSlab());
+      last_slab_ = std::make_shared<transport::Slab>(std::move(slab));
+      offset = 0;
+    }
+    SLUICE_ASSIGN_OR_RETURN(size_t written,
+                            engine::EncodeBatch(batch, last_slab_->span().subspan(offset)));
+    ReadyBatch ready{last_slab_, offset, written, index, {}};
     if (const engine::Provenance* provenance = engine::ElementProvenance(batch)) {
       provenance->ToProto(&ready.provenance);
     }
     // Keeping the batch keeps its buffers alive, so an address cannot be reused by another
     // batch and fool SameBuffers.
     last_batch_ = std::move(batch);
-    last_slab_ = ready.slab;
+    last_offset_ = offset;
     last_size_ = written;
     {
       absl::MutexLock lock(&mu_);
@@ -167,6 +168,27 @@ absl::Status TaskRunner::ProduceAll(engine::ElementIterator& iterator) {
       ready_.push_back(std::move(ready));
     }
     Serve();
+  }
+}
+
+absl::StatusOr<transport::Slab> TaskRunner::AcquireSlab() {
+  for (;;) {
+    if (std::optional<transport::Slab> slab = pool_->Acquire(absl::Milliseconds(100))) {
+      return std::move(*slab);
+    }
+    bool released;
+    {
+      absl::MutexLock lock(&mu_);
+      if (stopping_) return absl::CancelledError("stopping");
+      // Acknowledgements that may never come (a client that died) must not starve the
+      // pipeline: the oldest kept batch most likely arrived long ago.
+      released = ReleaseOldestKept();
+    }
+    // Uncoordinated readers acknowledge other tasks' batches as they read on; coordinated
+    // consumers waiting for this task's round cannot.
+    if (!released && task_.num_consumers() > 0 && options_.on_slabs_short) {
+      options_.on_slabs_short(this);
+    }
   }
 }
 
@@ -327,26 +349,34 @@ bool TaskRunner::ReleaseKeptBatch() {
 bool TaskRunner::ReleaseOldestKept() {
   // Few clients: a scan is cheaper than keeping an index of all kept batches.
   int64_t oldest = std::numeric_limits<int64_t>::max();
-  std::function<void()> release;
-  for (auto& [id, client] : deliveries_) {
-    if (client.unacked.empty()) continue;
-    auto first = client.unacked.begin();
-    if (first->second.first.index < oldest) {
-      oldest = first->second.first.index;
-      release = [&client, first] { client.unacked.erase(first); };
+  const transport::Slab* slab = nullptr;
+  for (const auto& [id, client] : deliveries_) {
+    if (!client.unacked.empty() && client.unacked.begin()->first < oldest) {
+      oldest = client.unacked.begin()->first;
+      slab = client.unacked.begin()->second.first.slab.get();
     }
   }
-  for (auto& [consumer, rounds] : kept_rounds_) {
-    for (auto it = rounds.begin(); it != rounds.end(); ++it) {
-      if (it->second.index < oldest) {
-        oldest = it->second.index;
-        release = [&rounds, it] { rounds.erase(it); };
+  for (const auto& [consumer, rounds] : kept_rounds_) {
+    for (const auto& [round, kept] : rounds) {
+      if (kept.index < oldest) {
+        oldest = kept.index;
+        slab = kept.slab.get();
       }
     }
   }
-  if (!release) return false;
-  release();
-  ++stats_.kept_batches_released;
+  if (slab == nullptr) return false;
+  // Its slab-mates go with it: letting one packed batch go alone would free no memory.
+  int64_t released = 0;
+  for (auto& [id, client] : deliveries_) {
+    released += static_cast<int64_t>(std::erase_if(client.unacked, [slab](const auto& entry) {
+      return entry.second.first.slab.get() == slab;
+    }));
+  }
+  for (auto& [consumer, rounds] : kept_rounds_) {
+    released += static_cast<int64_t>(std::erase_if(
+        rounds, [slab](const auto& entry) { return entry.second.slab.get() == slab; }));
+  }
+  stats_.kept_batches_released += released;
   return true;
 }
 
@@ -363,7 +393,7 @@ void TaskRunner::Reply(const Waiter& waiter, ReadyBatch batch) {
   response.set_batch_bytes(batch.size);
   response.set_batch_index(batch.index);
   response.mutable_provenance()->Swap(&batch.provenance);
-  transport::Payload payload{batch.slab->data(), batch.size};
+  transport::Payload payload{batch.slab->data() + batch.offset, batch.size};
   // The slab goes back to the pool once the transport no longer reads it.
   waiter.call->Reply(absl::OkStatus(), response.SerializeAsString(), payload,
                      [in_flight = sends_in_flight_, slab = std::move(batch.slab)](absl::Status) {

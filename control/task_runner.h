@@ -1,9 +1,10 @@
 // Runs one task's pipeline on a worker and serves its batches to clients.
 //
 // A producer thread pulls elements (batches) from the pipeline and assembles each straight
-// into a slab of the worker's registered pool; finished slabs wait in a bounded buffer
-// (`buffer_batches`) and go out as the payload of a GetElement reply. A slab returns to the
-// pool only when the transport reports the send complete. Requests that find the buffer
+// into a slab of the worker's registered pool, packed behind the batch before it while the
+// slab has room; finished batches wait in a bounded buffer (`buffer_batches`) and go out as
+// the payload of a GetElement reply. A slab returns to the pool only when the transport
+// reports the sends of all its batches complete. Requests that find the buffer
 // empty are parked and answered as soon as a batch is ready, so clients never poll.
 // A batch sent to a client that acknowledges deliveries (Delivery) is kept until the client
 // acknowledges it, and served to that client again if its connection broke meanwhile; a
@@ -115,14 +116,16 @@ class TaskRunner {
   [[nodiscard]] bool finished() const;
   [[nodiscard]] int64_t task_id() const { return task_.task_id(); }
   [[nodiscard]] int64_t job_id() const { return task_.job_id(); }
-  // Lets the oldest batch kept for an acknowledgement go (see on_slabs_short); false when
-  // none is kept.
+  // Lets the oldest batch kept for an acknowledgement go, with the kept batches packed into
+  // its slab (see on_slabs_short); false when none is kept.
   bool ReleaseKeptBatch();
   [[nodiscard]] TaskRunnerStats stats() const;
 
  private:
   struct ReadyBatch {
+    // Shared by the batches packed into it; back to the pool when the last of them goes.
     std::shared_ptr<transport::Slab> slab;
+    size_t offset;  // where the batch starts in the slab
     size_t size;
     int64_t index;
     // DYNAMIC: which split elements the batch holds (engine/provenance.h).
@@ -163,6 +166,11 @@ class TaskRunner {
     size_t served = 0;
     absl::Time opened;
   };
+  // Small batches are packed into a slab's first kPackedBytes only: the pool's pages are
+  // committed where batches are written, and a slab the pipeline wrote end to end would
+  // commit all of it (16 MiB by default) for batches of a few KiB. A MiB holds enough of
+  // them for the kept batches' budget, and stays in cache.
+  static constexpr size_t kPackedBytes = size_t{1} << 20;
   // Coordinated reads: how long a round waits for consumers that did not ask yet, unless
   // TaskDef.round_wait_ms says otherwise.
   static constexpr absl::Duration kRoundWait = absl::Seconds(1);
@@ -171,6 +179,8 @@ class TaskRunner {
              std::unique_ptr<engine::SplitFeed> feed, const TaskRunnerOptions& options);
   void Produce();
   absl::Status ProduceAll(engine::ElementIterator& iterator);
+  // A free slab of the pool; while none frees up, lets kept batches go (see on_slabs_short).
+  [[nodiscard]] absl::StatusOr<transport::Slab> AcquireSlab();
   // Whether two batches are the same tensors (same dtypes and shapes; heap buffers shared,
   // inline ones equal), so that the slab `a` was encoded into serves `b` unchanged.
   static bool SameBuffers(const engine::Element& a, const engine::Element& b);
@@ -192,10 +202,11 @@ class TaskRunner {
   // Slabs the batches kept for acknowledgements hold, of all clients: a cached batch served
   // again and again is one slab however many clients keep it.
   [[nodiscard]] size_t KeptSlabs() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Lets the oldest (lowest index) kept batch go; false when none is kept.
+  // Lets the oldest (lowest index) kept batch go, with every kept batch packed into the same
+  // slab; false when none is kept.
   bool ReleaseOldestKept() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   [[nodiscard]] static ReadyBatch CopyOf(const ReadyBatch& batch) {
-    return ReadyBatch{batch.slab, batch.size, batch.index, batch.provenance};
+    return ReadyBatch{batch.slab, batch.offset, batch.size, batch.index, batch.provenance};
   }
   const proto::TaskDef task_;
   const absl::Duration round_wait_;  // coordinated reads (TaskDef.round_wait_ms)
@@ -203,10 +214,12 @@ class TaskRunner {
   const std::unique_ptr<engine::SplitFeed> feed_;
   const TaskRunnerOptions options_;
   engine::PipelineStats pipeline_stats_;
-  // The last batch assembled and its slab (producer thread only): a batch the pipeline
-  // hands out again is served from that slab without assembling it again.
+  // The last batch assembled and where (producer thread only): a batch the pipeline hands
+  // out again is served from those bytes without assembling it again, and the next new
+  // batch is packed behind them while the slab has room.
   engine::Element last_batch_;
   std::shared_ptr<transport::Slab> last_slab_;
+  size_t last_offset_ = 0;
   size_t last_size_ = 0;
 
   mutable absl::Mutex mu_;

@@ -33,6 +33,7 @@ class DeliveryTest : public ::testing::Test {
     server_ = std::move(*server);
     auto pool = transport::SlabPool::Create(server_->transport(), 1 << 16, slabs);
     ASSERT_TRUE(pool.ok()) << pool.status();
+    pool_ = *pool;
     proto::TaskDef task;
     task.set_task_id(kTaskId);
     task.set_num_consumers(num_consumers);
@@ -73,6 +74,7 @@ class DeliveryTest : public ::testing::Test {
     client_.reset();
     server_.reset();  // no more calls into the runner
     runner_.reset();
+    pool_.reset();
   }
 
   static constexpr int64_t kEnd = -1;
@@ -117,6 +119,7 @@ class DeliveryTest : public ::testing::Test {
   }
 
   std::unique_ptr<transport::RpcEndpoint> server_;
+  std::shared_ptr<transport::SlabPool> pool_;
   std::unique_ptr<TaskRunner> runner_;
   std::unique_ptr<transport::RpcEndpoint> client_;
   transport::Address address_;
@@ -246,8 +249,13 @@ TEST_F(DeliveryTest, ARoundWaitsTheTaskRoundWaitForALateConsumer) {
   EXPECT_THAT((std::set<int64_t>{*early1, *late1}), ::testing::ElementsAre(2, 3));
 }
 
+// Batches of 40,000 bytes: over half a 64 KiB slab, so each takes a slab of its own.
+constexpr const char* kSlabEach = "range(5000) | batch(5000) | repeat()";
+// Batches of 20,000 bytes: three share a slab.
+constexpr const char* kThreePerSlab = "range(2500) | batch(2500) | repeat()";
+
 TEST_F(DeliveryTest, KeptBatchesAreBoundedByHalfThePool) {
-  StartRunner(kEndless, /*num_consumers=*/0, 8);                // keeps at most 4
+  StartRunner(kSlabEach, /*num_consumers=*/0, 8);               // keeps at most 4 slabs
   for (int64_t i = 0; i < 6; ++i) EXPECT_EQ(Get(7, 1, {}), i);  // none acknowledged
   EXPECT_EQ(runner_->stats().kept_batches_released, 2);
   // The break loses what is still kept, the newest four, which come again in order.
@@ -265,10 +273,40 @@ TEST_F(DeliveryTest, TheBoundCountsSlabsNotBatches) {
   EXPECT_GT(runner_->stats().bytes_reused, 0) << "the batches did share their slab";
 }
 
+// Small batches are packed into shared slabs, so four clients that acknowledge nothing keep
+// 32 of them in one slab and none is let go. Before packing each held a slab of its own:
+// the budget of 4 let 28 go, and a break lost them.
+TEST_F(DeliveryTest, SmallKeptBatchesShareSlabs) {
+  StartRunner(kEndless, /*num_consumers=*/0, 8);
+  std::set<int64_t> served;
+  for (int64_t client = 0; client < 4; ++client) {
+    for (int i = 0; i < 8; ++i) served.insert(Get(client, 1, {}));
+  }
+  EXPECT_EQ(served.size(), 32u);
+  EXPECT_EQ(runner_->stats().kept_batches_released, 0);
+  EXPECT_GE(pool_->free_slabs(), 6u) << "32 kept batches of ~100 bytes fill one slab";
+  // Client 2's connection breaks: its eight come again.
+  std::set<int64_t> again;
+  for (int i = 0; i < 8; ++i) again.insert(Get(2, 2, {}));
+  EXPECT_EQ(again.size(), 8u);
+  EXPECT_EQ(runner_->stats().batches_redelivered, 8);
+}
+
+// Letting a packed batch go alone would free nothing; its slab-mates go with it.
+TEST_F(DeliveryTest, OverTheBudgetAWholeSlabOfKeptBatchesGoes) {
+  StartRunner(kThreePerSlab, /*num_consumers=*/0, 4);  // keeps at most 2 slabs
+  // 0-2 share a slab, 3-5 the next, 6-7 a third: keeping 6 lets 0, 1 and 2 go.
+  for (int64_t i = 0; i < 8; ++i) EXPECT_EQ(Get(7, 1, {}), i);
+  EXPECT_EQ(runner_->stats().kept_batches_released, 3);
+  for (int64_t i = 3; i < 8; ++i) EXPECT_EQ(Get(7, 2, {}), i);
+  EXPECT_EQ(Get(7, 2, {}), 8);
+  EXPECT_EQ(runner_->stats().batches_redelivered, 5);
+}
+
 TEST_F(DeliveryTest, ASilentClientCannotStarveThePipeline) {
   // Two slabs: the kept batches of a silent client would hold every slab of the pool; the
   // producer lets the oldest go instead of waiting for an acknowledgement for ever.
-  StartRunner(kEndless, /*num_consumers=*/0, 2);
+  StartRunner(kSlabEach, /*num_consumers=*/0, 2);
   for (int64_t i = 0; i < 6; ++i) EXPECT_EQ(Get(7, 1, {}), i);
   EXPECT_GE(runner_->stats().kept_batches_released, 4);
 }

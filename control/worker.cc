@@ -204,9 +204,9 @@ void Worker::ReleaseKeptBatches(const TaskRunner* except) {
       }
     }
   }
-  // One batch of each, per wait of a starving producer: the slabs come from whichever task
-  // holds them, and none loses more than the producer needs. Only the same job's tasks:
-  // another job's consumers read on and acknowledge, so its slabs come back by themselves.
+  // One slab's kept batches of each, per wait of a starving producer: the slabs come from
+  // whichever task holds them, and none loses more than the producer needs. Only the same job's
+  // tasks: another job's consumers read on and acknowledge, so its slabs come back by themselves.
   for (const std::shared_ptr<TaskRunner>& runner : runners) (void)runner->ReleaseKeptBatch();
 }
 
@@ -234,8 +234,9 @@ absl::Status Worker::Heartbeat() {
       warned_kept_released_ = true;
       std::cerr << "sluice worker " << address_ << ": let batches go before their clients "
                 << "acknowledged them (to keep slabs for the pipeline); a broken connection "
-                << "may now lose a batch. Raise --slabs (now " << options_.num_slabs
-                << ") to at least 2 x clients x requests in flight per client\n";
+                << "may now lose a batch. Raise --slabs (now " << options_.num_slabs << " of "
+                << options_.slab_bytes << " bytes; half of them keep batches) to hold at least "
+                << "2 x clients x requests in flight per client of its batches\n";
     }
     for (const auto& [id, runner] : runners_) {
       request.add_current_tasks(id);

@@ -176,10 +176,12 @@ TEST(CoordinatedReadsTest, EveryRoundComesFromOneWorker) {
 // a round asked for again with the same batch, so with one worker the rounds still hold
 // batches 0, 1, 2, ... each exactly once (before acknowledgements, a lost reply's batch was
 // gone and the repeated request got a fresh one a round wait later).
-// The worker keeps at most half its slabs for acknowledgements: 64 slabs cover four
-// consumers with four requests in flight each, all breaking at once.
+// The worker keeps at most half its slabs for acknowledgements, and packs small batches
+// into shared slabs: the test cluster's 8 slabs of 1 MiB cover four consumers with four
+// requests in flight each, all breaking at once. Before packing each kept batch held a slab
+// of its own, and this test needed 64.
 TEST(CoordinatedReadsTest, DroppedConnectionsLoseNoBatch) {
-  Cluster cluster({.workers = 1, .worker_args = {"--slabs", "64", "--slab-bytes", "65536"}});
+  Cluster cluster(1);
   constexpr int kTake = 200;
   constexpr int kBatch = 8;
   auto consumers =
@@ -204,7 +206,7 @@ TEST(CoordinatedReadsTest, DroppedConnectionsLoseNoBatch) {
   std::set<std::string> workers;
   EXPECT_EQ(CheckRounds(per_consumer, &workers), kTake);
   // The lost replies were served again from what the worker kept (it reports its counters
-  // with its heartbeats), and 64 slabs kept everything until acknowledged.
+  // with its heartbeats), and its slabs kept everything until acknowledged.
   int64_t redelivered = 0;
   int64_t released = -1;
   for (absl::Time deadline = absl::Now() + absl::Seconds(10);
@@ -220,16 +222,14 @@ TEST(CoordinatedReadsTest, DroppedConnectionsLoseNoBatch) {
 // The round wait outlasts detecting the loss (by default 1.5 x the worker timeout + 1 s,
 // see DispatcherConfig::round_wait), so the rounds stay aligned through it.
 //
-// Slabs to spare, as in DroppedConnectionsLoseNoBatch: over shared memory a consumer may
-// restart its UCX worker when the dead worker leaves its receive queue stalled, which
-// breaks its connection to the survivor too; the replies in flight on it are served again
-// from what the survivor kept. With the default 16 slabs (8 kept, for four consumers) a CI
-// run found them let go: the consumer's requests opened those rounds afresh and got
-// batches from further on.
+// Over shared memory a consumer may restart its UCX worker when the dead worker leaves its
+// receive queue stalled, which breaks its connection to the survivor too; the replies in
+// flight on it are served again from what the survivor kept. Before small batches were
+// packed into shared slabs, a CI run found them let go (8 slabs, so 4 kept batches for four
+// consumers): the consumers' requests opened those rounds afresh and got batches from
+// further on.
 TEST(CoordinatedReadsTest, ConsumersGoOnWhenAWorkerDies) {
-  Cluster cluster({.workers = 2,
-                   .dispatcher_args = {"--worker-timeout", "1s"},
-                   .worker_args = {"--slabs", "64", "--slab-bytes", "65536"}});
+  Cluster cluster({.workers = 2, .dispatcher_args = {"--worker-timeout", "1s"}});
   constexpr int kTake = 3000;
   std::vector<std::unique_ptr<Subprocess>> consumers;
   ASSERT_NO_FATAL_FAILURE(
