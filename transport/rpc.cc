@@ -309,10 +309,15 @@ PayloadDestination RpcEndpoint::ChoosePayloadDestination(ConnectionId from,
                                                          absl::string_view header,
                                                          size_t payload_size) {
   absl::StatusOr<Frame> frame = DecodeFrame(header);
-  if (!frame.ok() || frame->kind != kResponse || (frame->flags & kBodyInPayload)) return {};
+  if (!frame.ok()) return {.discard = true};  // OnMessage would drop it anyway
+  if (frame->kind != kResponse) return {};    // a request's body, on the heap
   absl::MutexLock lock(&mu_);
   auto it = pending_.find(frame->request_id);
-  if (it == pending_.end() || it->second.connection != from) return {};
+  // A reply to a call that timed out or was cancelled (a stopping reader's) goes nowhere:
+  // its payload, a whole batch perhaps, need not cross, and a receive left in flight into a
+  // heap buffer would be one more thing the transport's teardown must wait for.
+  if (it == pending_.end() || it->second.connection != from) return {.discard = true};
+  if (frame->flags & kBodyInPayload) return {};
   if (it->second.landing.data != nullptr) it->second.receiving = true;
   return it->second.landing;
 }

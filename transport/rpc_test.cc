@@ -333,6 +333,47 @@ TEST_P(RpcTest, CancelGroupFailsThatGroupsCallsAtOnceAndNoOthers) {
   EXPECT_EQ(kept.callbacks.load(), 1);
 }
 
+// A reply to a call the client gave up on is dropped before its payload moves: the bytes
+// of a whole batch need not cross, and no receive is left in flight. Before, the transport
+// received it into a heap buffer only for the RPC layer to throw it away.
+TEST_P(RpcTest, AGivenUpCallsReplyPayloadIsNotTransferred) {
+  auto connection = client_->ConnectTo(address_);
+  ASSERT_TRUE(connection.ok());
+  int group = 0;
+  absl::Notification given_up;
+  CallOptions options;
+  options.group = &group;
+  client_->CallAsync(*connection, kNoReply, "", options,
+                     [&](absl::StatusOr<CallResult>) { given_up.Notify(); });
+  WaitUntilTheServerHoldsACall();
+  client_->CancelGroup(&group, absl::CancelledError("given up"));
+  ASSERT_TRUE(given_up.WaitForNotificationWithTimeout(absl::Seconds(10)));
+
+  const uint64_t received_before = client_->transport().stats().payload_bytes_received;
+  auto blob = std::make_shared<std::vector<uint8_t>>(4 << 20, uint8_t{1});
+  absl::Notification sent;
+  {
+    absl::MutexLock lock(&mu_);
+    ASSERT_EQ(parked_.size(), 1u);
+    parked_[0]->Reply(absl::OkStatus(), "late", Payload{blob->data(), blob->size()},
+                      [blob, &sent](absl::Status) { sent.Notify(); });
+    parked_.clear();
+  }
+  ASSERT_TRUE(sent.WaitForNotificationWithTimeout(absl::Seconds(10)))
+      << "the server's send never completed: its buffer would stay taken";
+  for (absl::Time deadline = absl::Now() + absl::Seconds(10);
+       client_->transport().stats().payloads_discarded == 0 && absl::Now() < deadline;) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  EXPECT_EQ(client_->transport().stats().payloads_discarded, 1u);
+  // The connection carries on.
+  auto echo = client_->Call(*connection, kEcho, "after", {});
+  ASSERT_TRUE(echo.ok()) << echo.status();
+  auto more = client_->Call(*connection, kBlob, "100000", {});
+  ASSERT_TRUE(more.ok()) << more.status();
+  EXPECT_EQ(client_->transport().stats().payload_bytes_received, received_before + 100000);
+}
+
 TEST_P(RpcTest, ClosingOneOfTwoConnectionsToAPeerKeepsTheOther) {
   // Both connections share the peer's transport address (one AV entry for libfabric).
   auto extra = client_->transport().Connect(address_);

@@ -60,6 +60,9 @@ struct Payload {
 struct PayloadDestination {
   void* data = nullptr;
   size_t capacity = 0;
+  // Nobody wants the payload (a reply to a call given up): the transport drops the message
+  // without moving its bytes, and OnMessage is not called. The sender's send completes.
+  bool discard = false;
 };
 
 // A received payload: either in the chosen destination or in `owned` (heap).
@@ -101,6 +104,9 @@ struct TransportStats {
   std::atomic<uint64_t> payload_bytes_copied{0};
   std::atomic<uint64_t> messages_sent{0};
   std::atomic<uint64_t> messages_received{0};
+  // Messages whose payload the handler did not want (PayloadDestination::discard): dropped
+  // before a byte of it moved.
+  std::atomic<uint64_t> payloads_discarded{0};
   // UCX: workers replaced because a dead same-host peer left their receive queue stuck
   // (ucx/ucx_queue_probe.h); each failed every connection of the transport.
   std::atomic<uint64_t> worker_restarts{0};

@@ -195,6 +195,10 @@ void OfiTransport::OnEager(const DecodedMessage& message) {
     return;
   }
   PayloadDestination dest = handler_->ChoosePayloadDestination(from, header, size);
+  if (dest.discard) {
+    stats_.payloads_discarded.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
   InboundPayload payload;
   std::byte* target = nullptr;
   if (dest.data != nullptr && dest.capacity >= size) {
@@ -234,6 +238,12 @@ void OfiTransport::OnRendezvous(const DecodedMessage& message) {
   op->size = message.wire.payload_size;
   op->peer_op_id = message.wire.op_id;
   PayloadDestination dest = handler_->ChoosePayloadDestination(from, op->header, op->size);
+  if (dest.discard) {
+    // Not read: the sender's send completes (declined) and its buffer is free again.
+    stats_.payloads_discarded.fetch_add(1, std::memory_order_relaxed);
+    ReplyReadDone(from, op->peer_op_id, ReadOutcome::kDeclined);
+    return;
+  }
   if (dest.data != nullptr && dest.capacity < op->size) {
     InboundPayload failed;
     failed.status = absl::ResourceExhaustedError(absl::StrCat(

@@ -237,6 +237,12 @@ ucs_status_t UcxTransport::OnActiveMessage(const void* header, size_t header_len
     return UCS_OK;
   }
   PayloadDestination dest = handler_->ChoosePayloadDestination(from, header_bytes, length);
+  if (dest.discard) {
+    // A rendezvous left unreceived is dropped by UCX, which completes the sender's send: no
+    // transfer, and no receive of ours left in flight when this worker goes.
+    stats_.payloads_discarded.fetch_add(1, std::memory_order_relaxed);
+    return UCS_OK;
+  }
   InboundPayload payload;
   payload.size = length;
   if (dest.data != nullptr && dest.capacity < length) {
