@@ -147,10 +147,13 @@ class TaskRunner {
     std::deque<ReadyBatch> lost;  // to serve again, lowest index first
   };
   // A client that stops acknowledging (gone, or reading slowly) keeps no more of the worker's
-  // slabs than this; beyond it the oldest batch is let go (most likely it arrived). All
-  // clients together keep at most half the pool's slabs (kept_budget_), and a producer that
-  // finds no free slab lets its oldest kept batch go: kept batches never starve the pipeline.
-  static constexpr size_t kMaxUnackedPerClient = 8;
+  // batches than this; beyond it the oldest batch is let go (most likely it arrived). In
+  // steady state a client has about one per request in flight, and small batches are read
+  // with up to 64 in flight (8 let nearly every batch go at 16). All clients together keep
+  // at most half the pool's slabs (kept_budget_), which is what bounds memory, and a
+  // producer that finds no free slab lets its oldest kept batch go: kept batches never
+  // starve the pipeline.
+  static constexpr size_t kMaxUnackedPerClient = 64;
   // Coordinated reads: one round's batches, by consumer.
   // A round opens with its first request and takes its batches, consecutively from the
   // pipeline, once every consumer asked (or round_wait_ passed: a consumer that died or

@@ -221,11 +221,12 @@ int RunServiceCommand(const ServiceFlags& flags) {
   if (!status_client.ok()) return Fail("service", status_client.status().message());
   auto status = (*status_client)->GetStatus();
   if (!status.ok()) return Fail("service", status.status().message());
-  int64_t assembled = 0, worker_copied = 0;
+  int64_t assembled = 0, worker_copied = 0, kept_released = 0;
   std::vector<int64_t> per_worker;
   for (const proto::WorkerStatus& w : status->workers()) {
     assembled += w.stats().bytes_assembled();
     worker_copied += w.stats().transport_bytes_copied();
+    kept_released += w.stats().kept_batches_released();
     per_worker.push_back(w.stats().batches_served());
   }
   // Conservative: counts assembly of batches still buffered on workers and of warm-up.
@@ -245,15 +246,18 @@ int RunServiceCommand(const ServiceFlags& flags) {
                            {"p50_us", p50},
                            {"p99_us", p99},
                            {"copied_bytes_per_delivered_byte", copied_per_byte},
-                           {"per_worker_batches", per_worker}};
+                           {"per_worker_batches", per_worker},
+                           // Batches workers let go unacknowledged: above 0, a broken
+                           // connection could have lost one (raise the workers' --slabs).
+                           {"kept_batches_released", kept_released}};
   if (flags.json) {
     std::cout << result.dump() << std::endl;
   } else {
     std::cout << absl::StrFormat(
         "%d worker(s) -> %d client(s), %s batches, %s: %.1f batches/s, %.1f MB/s, fetch p50 "
-        "%.0f us p99 %.0f us, %.2f bytes copied per byte delivered\n",
+        "%.0f us p99 %.0f us, %.2f bytes copied per byte delivered, %d kept batches let go\n",
         flags.workers, flags.clients, FormatByteSize(*batch_bytes), flags.mode, batches / seconds,
-        bytes / seconds / 1e6, p50, p99, copied_per_byte);
+        bytes / seconds / 1e6, p50, p99, copied_per_byte, kept_released);
   }
   return 0;
 }

@@ -50,6 +50,8 @@ TEST(PerfToolTest, ServiceReportsTheContractFields) {
   EXPECT_GT(r["bandwidth_mb_s"].get<double>(), 0);
   EXPECT_GE(r["p99_us"].get<double>(), r["p50_us"].get<double>());
   ASSERT_EQ(r["per_worker_batches"].size(), 2u);
+  ASSERT_TRUE(r["kept_batches_released"].is_number_integer()) << r.dump();
+  EXPECT_GE(r["kept_batches_released"].get<int64_t>(), 0);
   // One copy per byte (assembly into the slab), plus batches still buffered on workers.
   EXPECT_GE(r["copied_bytes_per_delivered_byte"].get<double>(), 0.99);
   EXPECT_LE(r["copied_bytes_per_delivered_byte"].get<double>(), 1.1);
