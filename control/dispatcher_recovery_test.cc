@@ -302,5 +302,60 @@ TEST(DispatcherRecoveryTest, CoordinatedRoundsSurviveARestart) {
   }
 }
 
+// A coordinated task that read all it was given (a recovery task) leaves the rotation as a
+// lost one does, but it was not lost: a restarted dispatcher used to tell consumers it was.
+void AFinishedTaskIsNotLostAfterARestart(int64_t compact_every) {
+  TempDir tmp;
+  proto::ClientHeartbeatRequest heartbeat;
+  std::map<int64_t, Rotation> told;
+  {
+    std::unique_ptr<JournalWriter> journal = *JournalWriter::Open(tmp.dir(), {});
+    DispatcherState state({});
+    state.AttachJournal(journal.get(), compact_every);
+    proto::GetOrCreateJobRequest job;
+    job.set_dataset_id(
+        *state.RegisterDataset(*engine::ParsePipeline("range(1000) | batch(8) | repeat()")));
+    job.set_mode(proto::OFF);
+    job.set_job_name("rounds");
+    job.set_num_consumers(2);
+    absl::StatusOr<proto::GetOrCreateJobResponse> created = state.GetOrCreateJob(job);
+    ASSERT_TRUE(created.ok()) << created.status();
+    absl::StatusOr<proto::WorkerHeartbeatResponse> a = state.WorkerHeartbeat(WorkerBeat(7000, "a"));
+    ASSERT_TRUE(a.ok() && a->new_tasks_size() == 1);
+    ASSERT_TRUE(state.WorkerHeartbeat(WorkerBeat(7001, "b")).ok());
+    heartbeat.set_job_id(created->job_id());
+    heartbeat.set_client_id(created->client_id());
+    heartbeat.set_current_round(10);
+    ASSERT_TRUE(state.ClientHeartbeat(heartbeat).ok());
+    proto::WorkerHeartbeatRequest done = WorkerBeat(7000, "a");
+    done.add_current_tasks(a->new_tasks(0).task_id());
+    done.add_finished_tasks(a->new_tasks(0).task_id());
+    ASSERT_TRUE(state.WorkerHeartbeat(done).ok());
+    absl::StatusOr<proto::ClientHeartbeatResponse> response = state.ClientHeartbeat(heartbeat);
+    ASSERT_TRUE(response.ok()) << response.status();
+    told = RotationOf(*response);
+    ASSERT_EQ(told.size(), 2u);
+    const Rotation& finished = told[a->new_tasks(0).task_id()];
+    ASSERT_GT(finished.ending_round, 0) << "it left the rotation";
+    ASSERT_FALSE(finished.lost);
+    ASSERT_TRUE(journal->Flush().ok());
+  }
+  absl::StatusOr<Recovered> recovered = Recover(tmp.dir());
+  ASSERT_TRUE(recovered.ok()) << recovered.status();
+  DispatcherState state({});
+  ASSERT_TRUE(state.Restore(*recovered).ok());
+  absl::StatusOr<proto::ClientHeartbeatResponse> after = state.ClientHeartbeat(heartbeat);
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_TRUE(RotationOf(*after) == told) << "the finished task shows as it did";
+  EXPECT_EQ(after->lost_tasks_size(), 0);
+}
+
+TEST(DispatcherRecoveryTest, AFinishedTaskIsNotLostAfterARestart) {
+  for (int64_t compact_every : {0, 2}) {
+    SCOPED_TRACE(compact_every);
+    AFinishedTaskIsNotLostAfterARestart(compact_every);
+  }
+}
+
 }  // namespace
 }  // namespace sluice::control

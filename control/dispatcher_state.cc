@@ -384,7 +384,7 @@ absl::StatusOr<proto::WorkerHeartbeatResponse> DispatcherState::WorkerHeartbeat(
       Journal(update);
       // A coordinated recovery task read all it was given (other tasks never end).
       Job& job = jobs_.at(it->second.job_id);
-      if (job.num_consumers > 0) EndRounds(job, it->second);
+      if (job.num_consumers > 0) EndRounds(job, it->second, /*read_all=*/true);
     }
   }
   absl::flat_hash_set<int64_t> current(request.current_tasks().begin(),

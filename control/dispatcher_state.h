@@ -177,6 +177,9 @@ class DispatcherState {
     // Coordinated reads: the rounds [starting_round, ending_round) it serves (0: open).
     int64_t starting_round = 0;
     int64_t ending_round = 0;
+    // Its rounds ended because it read all it was given (a recovery task), not because it
+    // was lost: a restart must not show it lost.
+    bool ended_read_all = false;
     // DYNAMIC: split index ranges [first, next) leased per repetition, for re-issue.
     std::map<int64_t, std::vector<std::pair<int64_t, int64_t>>> lease_ranges;
     // A recovery task reads only re-issued splits, per repetition; its leases are kept
@@ -203,7 +206,7 @@ class DispatcherState {
   absl::Status Apply(const proto::Update& update) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Coordinated reads: takes a lost or finished task out of the rotation after the rounds
   // consumers may have been told it serves (journaled).
-  void EndRounds(Job& job, Task& task) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void EndRounds(Job& job, Task& task, bool read_all) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether the job's pipeline never ends: its tasks then skip passes others exhausted
   // (GetSplitResponse.next_repetition) instead of ending on an empty one.
   bool EndlessJob(Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

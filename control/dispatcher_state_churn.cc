@@ -100,7 +100,7 @@ void DispatcherState::LoseWorker(const std::string& address, WorkerInfo& worker,
     task.lost = true;
     // Consumers may have been told rounds up to the horizon belong to it; they skip those
     // they did not get, and the rotation goes on without it after.
-    if (job.num_consumers > 0) EndRounds(job, task);
+    if (job.num_consumers > 0) EndRounds(job, task, /*read_all=*/false);
     if (job.mode != proto::DYNAMIC) continue;  // OFF and static shards restart with the worker
     Job::Recovery recovery{task.id, {}};
     for (const auto& [client, last] : job.clients) {
@@ -110,12 +110,14 @@ void DispatcherState::LoseWorker(const std::string& address, WorkerInfo& worker,
   }
 }
 
-void DispatcherState::EndRounds(Job& job, Task& task) {
+void DispatcherState::EndRounds(Job& job, Task& task, bool read_all) {
   if (task.ending_round > 0) return;  // ended before (a finished recovery task, say)
   task.ending_round = job.round_horizon + 1;
+  task.ended_read_all = read_all;
   proto::Update update;
   update.mutable_end_task_rounds()->set_task_id(task.id);
   update.mutable_end_task_rounds()->set_ending_round(task.ending_round);
+  update.mutable_end_task_rounds()->set_read_all(read_all);
   JournalCoordination(update);
 }
 

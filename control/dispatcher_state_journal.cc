@@ -120,6 +120,7 @@ proto::Snapshot DispatcherState::SnapshotLocked() const {
     t->set_worker_address(task.worker_address);
     t->set_starting_round(task.starting_round);
     t->set_ending_round(task.ending_round);
+    t->set_ended_read_all(task.ended_read_all);
     t->set_recovery(task.recovery);
     for (const auto& [repetition, splits] : task.recovery_splits) {
       proto::Update::ReissuedPass* pass = t->add_reissued();
@@ -225,7 +226,8 @@ absl::Status DispatcherState::Apply(const proto::Update& update) {
       Task& task = tasks_.at(t.task_id());
       task.starting_round = t.starting_round();
       task.ending_round = t.ending_round();
-      task.lost = t.ending_round() > 0;
+      task.ended_read_all = t.ended_read_all();
+      task.lost = t.ending_round() > 0 && !task.ended_read_all;
       task.recovery = t.recovery();
       for (const auto& pass : t.reissued()) {
         task.recovery_splits[pass.repetition()].assign(pass.splits().begin(), pass.splits().end());
@@ -278,7 +280,8 @@ absl::Status DispatcherState::Apply(const proto::Update& update) {
     case proto::Update::kEndTaskRounds: {
       auto it = tasks_.find(update.end_task_rounds().task_id());
       if (it == tasks_.end()) return corrupt("unknown task");
-      it->second.lost = true;
+      it->second.ended_read_all = update.end_task_rounds().read_all();
+      it->second.lost = !it->second.ended_read_all;
       it->second.ending_round = update.end_task_rounds().ending_round();
       return absl::OkStatus();
     }
