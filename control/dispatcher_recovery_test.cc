@@ -8,6 +8,7 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "control/dispatcher_state.h"
 #include "control/journal_test_util.h"
 #include "engine/pipeline_text.h"
@@ -234,6 +235,18 @@ proto::WorkerHeartbeatRequest WorkerBeat(int port, const std::string& uid) {
   return beat;
 }
 
+// A coordinated OFF job named "rounds" read by two consumers; the first client's reply.
+absl::StatusOr<proto::GetOrCreateJobResponse> CreateRoundsJob(DispatcherState& state) {
+  proto::GetOrCreateJobRequest job;
+  SLUICE_ASSIGN_OR_RETURN(
+      *job.mutable_dataset_id(),
+      state.RegisterDataset(*engine::ParsePipeline("range(1000) | batch(8) | repeat()")));
+  job.set_mode(proto::OFF);
+  job.set_job_name("rounds");
+  job.set_num_consumers(2);
+  return state.GetOrCreateJob(job);
+}
+
 void CoordinatedRoundsSurviveARestart(int64_t compact_every) {
   TempDir tmp;
   proto::ClientHeartbeatRequest heartbeat;
@@ -243,13 +256,7 @@ void CoordinatedRoundsSurviveARestart(int64_t compact_every) {
     std::unique_ptr<JournalWriter> journal = *JournalWriter::Open(tmp.dir(), {});
     DispatcherState state({});
     state.AttachJournal(journal.get(), compact_every);
-    proto::GetOrCreateJobRequest job;
-    job.set_dataset_id(
-        *state.RegisterDataset(*engine::ParsePipeline("range(1000) | batch(8) | repeat()")));
-    job.set_mode(proto::OFF);
-    job.set_job_name("rounds");
-    job.set_num_consumers(2);
-    absl::StatusOr<proto::GetOrCreateJobResponse> created = state.GetOrCreateJob(job);
+    absl::StatusOr<proto::GetOrCreateJobResponse> created = CreateRoundsJob(state);
     ASSERT_TRUE(created.ok()) << created.status();
     ASSERT_TRUE(state.WorkerHeartbeat(WorkerBeat(7000, "a")).ok());
     ASSERT_TRUE(state.WorkerHeartbeat(WorkerBeat(7001, "b")).ok());
@@ -312,13 +319,7 @@ void AFinishedTaskIsNotLostAfterARestart(int64_t compact_every) {
     std::unique_ptr<JournalWriter> journal = *JournalWriter::Open(tmp.dir(), {});
     DispatcherState state({});
     state.AttachJournal(journal.get(), compact_every);
-    proto::GetOrCreateJobRequest job;
-    job.set_dataset_id(
-        *state.RegisterDataset(*engine::ParsePipeline("range(1000) | batch(8) | repeat()")));
-    job.set_mode(proto::OFF);
-    job.set_job_name("rounds");
-    job.set_num_consumers(2);
-    absl::StatusOr<proto::GetOrCreateJobResponse> created = state.GetOrCreateJob(job);
+    absl::StatusOr<proto::GetOrCreateJobResponse> created = CreateRoundsJob(state);
     ASSERT_TRUE(created.ok()) << created.status();
     absl::StatusOr<proto::WorkerHeartbeatResponse> a = state.WorkerHeartbeat(WorkerBeat(7000, "a"));
     ASSERT_TRUE(a.ok() && a->new_tasks_size() == 1);
