@@ -11,11 +11,6 @@
 #include "engine/provenance.h"
 
 namespace sluice::control {
-namespace {
-
-size_t AlignUp(size_t n, size_t alignment) { return (n + alignment - 1) / alignment * alignment; }
-
-}  // namespace
 
 absl::StatusOr<std::unique_ptr<TaskRunner>> TaskRunner::Start(
     const proto::TaskDef& task, std::shared_ptr<transport::SlabPool> pool,
@@ -142,7 +137,7 @@ absl::Status TaskRunner::ProduceAll(engine::ElementIterator& iterator) {
     // small batches kept for acknowledgements share slabs instead of holding one each.
     size_t offset = 0;
     if (last_slab_ != nullptr) {
-      offset = AlignUp(last_offset_ + last_size_, engine::kBatchDataAlignment);
+      offset = engine::AlignUp(last_offset_ + last_size_, engine::kBatchDataAlignment);
       // No room left: the full slab goes back to the pool once its batches are all gone.
       if (offset + size > std::min(last_slab_->capacity(), kPackedBytes)) last_slab_.reset();
     }

@@ -11,8 +11,6 @@ namespace {
 constexpr size_t kFixedHeaderBytes = 24;
 constexpr size_t kDescriptorBytes = 24;  // Without dims.
 
-size_t AlignUp(size_t n, size_t alignment) { return (n + alignment - 1) / alignment * alignment; }
-
 size_t HeaderBytes(const Element& batch) {
   size_t bytes = kFixedHeaderBytes;
   for (const Tensor& t : batch) bytes += kDescriptorBytes + 8 * t.shape().size();

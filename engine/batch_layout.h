@@ -60,6 +60,12 @@ inline constexpr size_t kBatchMaxRank = 8;
 // every dtype; 64-aligned buffers additionally make every tensor 64-aligned in memory.
 inline constexpr size_t kBatchBufferAlignment = 8;
 
+// `n` rounded up to a multiple of `alignment`: where a tensor's data starts in a batch, and
+// where a worker packs the next batch behind another in a slab.
+[[nodiscard]] inline constexpr size_t AlignUp(size_t n, size_t alignment) {
+  return (n + alignment - 1) / alignment * alignment;
+}
+
 // Exact number of bytes EncodeBatch writes for `batch`.
 size_t EncodedBatchSize(const Element& batch);
 
