@@ -297,7 +297,9 @@ void CoordinatedRoundsSurviveARestart(int64_t compact_every) {
   rotation.erase(newcomer);
   EXPECT_TRUE(rotation == told) << "the tasks consumers knew keep their rounds";
   for (const auto& [id, task] : told) {
-    if (task.lost) EXPECT_EQ(task.ending_round, told_horizon + 1);
+    if (task.lost) {
+      EXPECT_EQ(task.ending_round, told_horizon + 1);
+    }
   }
   EXPECT_GE(after->round_horizon(), told_horizon);
 }

@@ -451,6 +451,7 @@ proto::GetStatusResponse DispatcherState::Status() const {
     j->set_lost_tasks(lost);
     j->set_reissued_splits(job.reissued_splits);
     j->set_num_consumers(job.num_consumers);
+    j->set_delivery_log_entries(static_cast<int64_t>(job.delivered.entries()));
     j->set_finished(JobFinished(job));
   }
   return status;

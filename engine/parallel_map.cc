@@ -12,6 +12,7 @@
 #include "common/status_macros.h"
 #include "common/thread_name.h"
 #include "engine/op_registry.h"
+#include "engine/provenance.h"
 
 namespace sluice::engine {
 namespace {
@@ -27,13 +28,18 @@ constexpr int kMaxChunk = 16;
 constexpr int64_t kMaxRun = 64;
 
 // Runs the transform; its output element gets the input's provenance (engine/provenance.h),
-// whatever the function did with component 0.
+// whatever the function did with component 0. When the transform drops the element, its
+// provenance goes to *dropped instead, for the next element kept (DroppedCredit).
 absl::Status Apply(const ElementTransform& transform, const std::string& label, Element in,
-                   int64_t index, std::optional<Element>* out) {
+                   int64_t index, std::optional<Element>* out,
+                   std::shared_ptr<const Provenance>* dropped) {
   std::shared_ptr<const Provenance> provenance = SharedElementProvenance(in);
   SLUICE_RETURN_IF_ERROR(PrefixStatus(label, transform(std::move(in), index, out)));
-  if (provenance != nullptr && out->has_value()) {
+  if (provenance == nullptr) return absl::OkStatus();
+  if (out->has_value()) {
     SetElementProvenance(**out, std::move(provenance));
+  } else {
+    *dropped = std::move(provenance);
   }
   return absl::OkStatus();
 }
@@ -50,11 +56,14 @@ class SequentialMapIterator : public ElementIterator {
       SLUICE_RETURN_IF_ERROR(input_->GetNext(&in, end_of_sequence));
       if (*end_of_sequence) return absl::OkStatus();
       std::optional<Element> result;
-      SLUICE_RETURN_IF_ERROR(Apply(transform_, label_, std::move(in), index_++, &result));
+      std::shared_ptr<const Provenance> dropped;
+      SLUICE_RETURN_IF_ERROR(Apply(transform_, label_, std::move(in), index_++, &result, &dropped));
       if (result.has_value()) {
+        credit_.CreditTo(*result);
         *out = *std::move(result);
         return absl::OkStatus();
       }
+      credit_.Drop(dropped.get());
     }
   }
 
@@ -63,6 +72,7 @@ class SequentialMapIterator : public ElementIterator {
   ElementTransform transform_;
   std::string label_;
   int64_t index_ = 0;
+  DroppedCredit credit_;
 };
 
 // Sequence numbers count the input's elements (plus one for an input error, reported in
@@ -102,12 +112,15 @@ class ParallelMapIterator : public ElementIterator {
       Slot& slot = slots_[next_take_++ % slots_.size()];
       absl::Status status = std::exchange(slot.status, absl::OkStatus());
       std::optional<Element> element = std::exchange(slot.element, std::nullopt);
+      std::shared_ptr<const Provenance> dropped = std::exchange(slot.dropped, nullptr);
       if (!status.ok()) return status;
       if (element.has_value()) {
+        credit_.CreditTo(*element);
         *out = *std::move(element);
         *end_of_sequence = false;
         return absl::OkStatus();
       }
+      credit_.Drop(dropped.get());
     }
   }
 
@@ -116,6 +129,7 @@ class ParallelMapIterator : public ElementIterator {
     int64_t seq = -1;  // Which element the slot holds; set (under mu_) when it is ready.
     absl::Status status;
     std::optional<Element> element;
+    std::shared_ptr<const Provenance> dropped;  // The element's, when the transform dropped it.
   };
 
   // In-flight plus waiting elements at most: 2 x parallel chunks, as 2 x parallel elements
@@ -209,7 +223,8 @@ class ParallelMapIterator : public ElementIterator {
       for (size_t i = 0; i < inputs.size(); ++i) {
         if (cancelled_.load()) return;
         Slot& slot = slots_[(first + i) % slots_.size()];
-        slot.status = Apply(transform_, label_, std::move(inputs[i]), first + i, &slot.element);
+        slot.status = Apply(transform_, label_, std::move(inputs[i]), first + i, &slot.element,
+                            &slot.dropped);
       }
       chunk_nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(
                         std::chrono::steady_clock::now() - start)
@@ -246,6 +261,7 @@ class ParallelMapIterator : public ElementIterator {
   int64_t ready_end_ = 0;
   int64_t handed_back_ = 0;  // The released_ it last set.
   int hand_back_every_ = 1;
+  DroppedCredit credit_;
 
   std::mutex mu_;
   std::condition_variable consumer_cv_;

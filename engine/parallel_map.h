@@ -13,7 +13,8 @@
 // input error after the elements pulled before it, then the end). The input is pulled by
 // one thread at a time. Destroying the iterator mid-stream cancels the pool and joins its
 // threads (each finishes the call it is in). Each output element gets its input's
-// provenance (engine/provenance.h).
+// provenance (engine/provenance.h); a dropped element's is credited to the next element
+// kept (DroppedCredit), so that a filter leaves no holes in what clients report delivered.
 //
 // Design (parallel > 1). A per-element hand-off through one mutex with notify_all, as the
 // pool first did, cost about as much as a 20 µs function: two context switches per element,

@@ -31,21 +31,31 @@ void Provenance::Append(int64_t split_key, int64_t ordinal) {
   AppendRun(Run{split_key, ordinal, 1});
 }
 
-void Provenance::AppendRun(const Run& run) {
-  if (run.count <= 0) return;
-  total_ += run.count;
-  if (!runs_.empty()) {
-    Run& last = runs_.back();
+void Provenance::AppendMerged(const Run& run, absl::InlinedVector<Run, 1>* runs) {
+  if (!runs->empty()) {
+    Run& last = runs->back();
     if (last.split_key == run.split_key && last.first_ordinal + last.count == run.first_ordinal) {
       last.count += run.count;
       return;
     }
   }
-  runs_.push_back(run);
+  runs->push_back(run);
+}
+
+void Provenance::AppendRun(const Run& run) {
+  if (run.count <= 0) return;
+  total_ += run.count;
+  AppendMerged(run, &runs_);
+}
+
+void Provenance::AppendSkipped(const Run& run) {
+  if (run.count <= 0) return;
+  AppendMerged(run, &skipped_);
 }
 
 void Provenance::AppendAll(const Provenance& other) {
   for (const Run& run : other.runs_) AppendRun(run);
+  for (const Run& run : other.skipped_) AppendSkipped(run);
 }
 
 Provenance Provenance::Slice(int64_t offset, int64_t count) const {
@@ -66,12 +76,14 @@ Provenance Provenance::Slice(int64_t offset, int64_t count) const {
 }
 
 void Provenance::ToProto(google::protobuf::RepeatedPtrField<proto::ProvenanceRun>* out) const {
-  out->Reserve(out->size() + static_cast<int>(runs_.size()));
-  for (const Run& run : runs_) {
-    proto::ProvenanceRun* p = out->Add();
-    p->set_split_key(run.split_key);
-    p->set_first_ordinal(run.first_ordinal);
-    p->set_count(run.count);
+  out->Reserve(out->size() + static_cast<int>(runs_.size() + skipped_.size()));
+  for (const auto* runs : {&runs_, &skipped_}) {
+    for (const Run& run : *runs) {
+      proto::ProvenanceRun* p = out->Add();
+      p->set_split_key(run.split_key);
+      p->set_first_ordinal(run.first_ordinal);
+      p->set_count(run.count);
+    }
   }
 }
 
@@ -94,13 +106,44 @@ absl::StatusOr<Provenance> Provenance::FromProto(
 }
 
 std::string Provenance::DebugString() const {
-  std::string out = "{";
-  for (size_t i = 0; i < runs_.size(); ++i) {
-    const Run& r = runs_[i];
-    absl::StrAppend(&out, i > 0 ? ", " : "", r.split_key, ":[", r.first_ordinal, ", ",
-                    r.first_ordinal + r.count, ")");
+  auto format = [](const absl::InlinedVector<Run, 1>& runs) {
+    std::string out = "{";
+    for (size_t i = 0; i < runs.size(); ++i) {
+      const Run& r = runs[i];
+      absl::StrAppend(&out, i > 0 ? ", " : "", r.split_key, ":[", r.first_ordinal, ", ",
+                      r.first_ordinal + r.count, ")");
+    }
+    return out + "}";
+  };
+  std::string out = format(runs_);
+  if (!skipped_.empty()) absl::StrAppend(&out, " skipped ", format(skipped_));
+  return out;
+}
+
+std::shared_ptr<const Provenance> WithSkipped(std::shared_ptr<const Provenance> own,
+                                              const Provenance& credit) {
+  if (credit.empty()) return own;
+  auto out = own != nullptr ? std::make_shared<Provenance>(*own) : std::make_shared<Provenance>();
+  for (const Provenance::Run& run : credit.runs()) out->AppendSkipped(run);
+  for (const Provenance::Run& run : credit.skipped()) out->AppendSkipped(run);
+  return out;
+}
+
+// DroppedCredit.
+
+void DroppedCredit::Drop(const Provenance* dropped) {
+  if (dropped == nullptr) return;
+  if (pending_.skipped().size() + dropped->runs().size() + dropped->skipped().size() > kMaxRuns) {
+    pending_.Clear();
   }
-  return out + "}";
+  for (const Provenance::Run& run : dropped->runs()) pending_.AppendSkipped(run);
+  for (const Provenance::Run& run : dropped->skipped()) pending_.AppendSkipped(run);
+}
+
+void DroppedCredit::CreditTo(Element& kept) {
+  if (pending_.empty() || kept.empty()) return;
+  SetElementProvenance(kept, WithSkipped(SharedElementProvenance(kept), pending_));
+  pending_.Clear();
 }
 
 std::shared_ptr<const Provenance> ConcatProvenance(std::span<const Element> rows) {
@@ -195,6 +238,7 @@ std::vector<proto::OrdinalRange> DeliveredSet::ToRanges() const {
 
 void DeliveryLog::Add(const Provenance& provenance) {
   for (const Provenance::Run& run : provenance.runs()) Add(run);
+  for (const Provenance::Run& run : provenance.skipped()) Add(run);
 }
 
 void DeliveryLog::Add(const Provenance::Run& run) {

@@ -22,6 +22,13 @@
 // concatenate their rows'; unbatch hands row i its share. Elements of untracked splits,
 // and every element outside DYNAMIC mode, carry none (a null pointer, no allocation).
 //
+// A `filter` credits the elements it drops to the next element it keeps (skipped runs,
+// DroppedCredit): they are reported delivered with it, so a re-issue skips them, which is
+// what the filter would do with them again. Without that a filtered split's delivered
+// ordinals would have holes for good and the dispatcher's log could not fold a finished
+// split into its neighbours. Skipped runs are no rows of the element: total(), runs() and
+// Slice() leave them out, so unbatch still hands each row its own ordinal.
+//
 // A worker reports each batch's Provenance with it (ToProto); the dispatcher accumulates
 // what clients received in a DeliveryLog and fills Split.delivered when it re-issues:
 //
@@ -80,17 +87,30 @@ class Provenance {
   void Append(int64_t split_key, int64_t ordinal);
   // A run (ignored when count <= 0); merged into the last run when it continues it.
   void AppendRun(const Run& run);
+  // No runs, no skipped runs.
+  void Clear() {
+    runs_.clear();
+    skipped_.clear();
+    total_ = 0;
+  }
+  // Other's runs and skipped runs, each to its kind.
   void AppendAll(const Provenance& other);
+  // Elements dropped on the way that this element answers for (see above); merged into the
+  // last skipped run when it continues it.
+  void AppendSkipped(const Run& run);
 
   std::span<const Run> runs() const { return {runs_.data(), runs_.size()}; }
-  bool empty() const { return runs_.empty(); }
-  // Elements in all runs.
+  std::span<const Run> skipped() const { return {skipped_.data(), skipped_.size()}; }
+  // No runs and no skipped runs.
+  bool empty() const { return runs_.empty() && skipped_.empty(); }
+  // Elements in all runs (skipped runs not counted).
   int64_t total() const { return total_; }
 
   // Elements [offset, offset + count) of the runs' flattened element list, clamped to it.
   Provenance Slice(int64_t offset, int64_t count) const;
 
-  // Appends the runs to *out (does not clear it).
+  // Appends the runs, then the skipped runs, to *out (does not clear it): the receiver of
+  // a batch reports both as delivered.
   void ToProto(google::protobuf::RepeatedPtrField<proto::ProvenanceRun>* out) const;
   // Runs from the wire, merged as by AppendRun. InvalidArgument for a run with key 0,
   // count <= 0, a negative first ordinal, or an end beyond int64.
@@ -100,11 +120,42 @@ class Provenance {
   // "{3:[0, 2), 5:[7, 8)}".
   std::string DebugString() const;
 
-  friend bool operator==(const Provenance& a, const Provenance& b) { return a.runs_ == b.runs_; }
+  friend bool operator==(const Provenance& a, const Provenance& b) {
+    return a.runs_ == b.runs_ && a.skipped_ == b.skipped_;
+  }
 
  private:
+  static void AppendMerged(const Run& run, absl::InlinedVector<Run, 1>* runs);
+
   absl::InlinedVector<Run, 1> runs_;
+  absl::InlinedVector<Run, 1> skipped_;
   int64_t total_ = 0;
+};
+
+// `own` (null: none) with `credit`'s runs and skipped runs added as skipped runs; `own`
+// itself when the credit is empty.
+std::shared_ptr<const Provenance> WithSkipped(std::shared_ptr<const Provenance> own,
+                                              const Provenance& credit);
+
+// What a filter gathers from the elements it drops, to credit to the next one it keeps.
+// Bounded: past kMaxRuns runs the credit is let go, which only leaves holes that a
+// re-issue fills by filtering those elements again.
+//
+//   DroppedCredit credit;
+//   credit.Drop(ElementProvenance(rejected));   // for each element dropped
+//   credit.CreditTo(kept);                      // the next one kept answers for them
+class DroppedCredit {
+ public:
+  static constexpr size_t kMaxRuns = 64;
+
+  // Null is ignored.
+  void Drop(const Provenance* dropped);
+  // Sets the element's provenance to its own plus the credit (as skipped runs), then
+  // starts over. Does nothing to an element without components.
+  void CreditTo(Element& kept);
+
+ private:
+  Provenance pending_;  // Only skipped runs.
 };
 
 // The provenance of a batch of `rows`: theirs concatenated in row order, runs merged; rows

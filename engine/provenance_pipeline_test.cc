@@ -32,6 +32,13 @@ using ::testing::UnorderedElementsAre;
 
 int64_t Nested(int64_t outer, int64_t inner) { return *NestedOrdinal(outer, inner); }
 
+std::pair<int64_t, int64_t> Pair(const proto::OrdinalRange& r) { return {r.begin(), r.end()}; }
+
+// Matches a proto::OrdinalRange [begin, end).
+::testing::Matcher<const proto::OrdinalRange&> Range(int64_t begin, int64_t end) {
+  return ::testing::ResultOf(Pair, std::pair<int64_t, int64_t>{begin, end});
+}
+
 // Splits of 10 over range(100): key k + 1 holds [10k, 10k + 10).
 std::vector<proto::Split> RangeSplits() {
   std::vector<proto::Split> splits;
@@ -139,6 +146,96 @@ TEST(ProvenancePipelineTest, ShuffleAndFilterKeepExactSets) {
     if ((10 * (id.first - 1) + id.second) % 2 == 0 && !delivered) expected.insert(id);
   }
   EXPECT_EQ(got, expected);
+}
+
+// A filter credits what it drops to the next element it keeps, so the splits a pass reads
+// to the end are delivered whole ([0, 10) each) and the dispatcher's log can fold them.
+TEST(ProvenancePipelineTest, FilteredSplitsReadToTheEndAreDeliveredWhole) {
+  for (std::string_view text :
+       {"range(100) | filter(is_even) | batch(7)",
+        "range(100) | filter(is_even, parallel=3) | batch(7)",
+        "range(100) | filter(is_even) | batch(4) | unbatch() | batch(3)",
+        "range(100) | filter(is_even) | filter(is_even, parallel=2) | map(square) | batch(5)"}) {
+    SCOPED_TRACE(text);
+    FakeFeed feed(RangeSplits());
+    std::unique_ptr<ElementIterator> it = BuildFed(text, &feed);
+    absl::StatusOr<std::vector<Element>> batches = Drain(*it);
+    ASSERT_TRUE(batches.ok()) << batches.status();
+    std::vector<Id> rows;
+    DeliveryLog log;
+    for (const Element& batch : *batches) {
+      std::vector<Id> ids = Ids(batch);  // Each row's own ordinal, none of the skipped.
+      EXPECT_EQ(static_cast<int64_t>(ids.size()), batch[0].shape()[0]);
+      rows.insert(rows.end(), ids.begin(), ids.end());
+      log.Add(*ElementProvenance(batch));
+    }
+    std::vector<Id> evens;
+    for (const Id& id : AllRangeIds()) {
+      if (id.second % 2 == 0) evens.push_back(id);
+    }
+    EXPECT_THAT(rows, ElementsAreArray(evens));
+    for (int64_t key = 1; key <= 9; ++key) {
+      EXPECT_THAT(log.Delivered(key), ElementsAre(Range(0, 10))) << "split " << key;
+    }
+    // 99 is dropped after the last element kept: nothing answers for it.
+    EXPECT_THAT(log.Delivered(10), ElementsAre(Range(0, 9)));
+  }
+}
+
+TEST(ProvenancePipelineTest, FilterCreditsSurviveAReissue) {
+  // Worker A delivers two batches, [1, 3, 5] and [7, 9, 11]: with what they answer for
+  // (the even values dropped before each), all of split 1 and 10 of split 2.
+  FakeFeed feed_a({MakeSplit(1, 0, 10), MakeSplit(2, 10, 20)});
+  std::unique_ptr<ElementIterator> a =
+      BuildFed("range(100) | filter(is_odd, parallel=2) | prefetch(4) | batch(3)", &feed_a);
+  absl::StatusOr<std::vector<Element>> delivered = Drain(*a, /*limit=*/2);
+  ASSERT_TRUE(delivered.ok()) << delivered.status();
+  a.reset();
+  DeliveryLog log;
+  for (const Element& batch : *delivered) log.Add(*ElementProvenance(batch));
+  EXPECT_THAT(log.Delivered(1), ElementsAre(Range(0, 10)));  // Whole: nothing to re-issue.
+  EXPECT_THAT(log.Delivered(2), ElementsAre(Range(0, 2)));   // 10 dropped, 11 kept.
+
+  std::vector<proto::Split> reissued = {MakeSplit(1, 0, 10), MakeSplit(2, 10, 20)};
+  for (proto::Split& s : reissued) log.FillDelivered(&s);
+  FakeFeed feed_b(reissued);
+  std::unique_ptr<ElementIterator> b = BuildFed("range(100) | filter(is_odd) | batch(3)", &feed_b);
+  absl::StatusOr<std::vector<Element>> rest = Drain(*b);
+  ASSERT_TRUE(rest.ok()) << rest.status();
+  std::vector<int64_t> values = FlatInt64s(*delivered);
+  std::vector<int64_t> more = FlatInt64s(*rest);
+  EXPECT_THAT(more, ElementsAre(13, 15, 17, 19));
+  values.insert(values.end(), more.begin(), more.end());
+  EXPECT_THAT(values, ElementsAre(1, 3, 5, 7, 9, 11, 13, 15, 17, 19));
+}
+
+TEST(ProvenancePipelineTest, FilterBeforeAnInterleaveCreditsWholeOuterElements) {
+  // Outer elements 0, 2 and 4 are dropped; each kept one's first nested element answers
+  // for the dropped one before it, as every nested ordinal it could have had.
+  FakeFeed feed({MakeSplit(1, 0, 6)});
+  std::unique_ptr<ElementIterator> it = BuildFed(
+      "range(6) | filter(is_odd) | interleave(range(10, 12), cycle_length=1) | batch(100)", &feed);
+  absl::StatusOr<std::vector<Element>> batches = Drain(*it);
+  ASSERT_TRUE(batches.ok()) << batches.status();
+  ASSERT_EQ(batches->size(), 1u);
+  EXPECT_THAT(Ids((*batches)[0]),
+              ElementsAre(Id{1, Nested(1, 0)}, Id{1, Nested(1, 1)}, Id{1, Nested(3, 0)},
+                          Id{1, Nested(3, 1)}, Id{1, Nested(5, 0)}, Id{1, Nested(5, 1)}));
+  DeliveryLog log;
+  log.Add(*ElementProvenance((*batches)[0]));
+  EXPECT_THAT(log.Delivered(1),
+              ElementsAre(Range(0, Nested(1, 2)), Range(Nested(2, 0), Nested(3, 2)),
+                          Range(Nested(4, 0), Nested(5, 2))));
+
+  // Re-issued with that: nothing is left to read.
+  proto::Split reissued = MakeSplit(1, 0, 6);
+  log.FillDelivered(&reissued);
+  FakeFeed again({reissued});
+  it = BuildFed(
+      "range(6) | filter(is_odd) | interleave(range(10, 12), cycle_length=1) | batch(100)", &again);
+  absl::StatusOr<std::vector<Element>> rest = Drain(*it);
+  ASSERT_TRUE(rest.ok()) << rest.status();
+  EXPECT_THAT(*rest, ::testing::IsEmpty());
 }
 
 TEST(ProvenancePipelineTest, FromTensorSlicesAndUnbatch) {

@@ -159,6 +159,74 @@ TEST(ProvenanceTest, ConcatProvenanceJoinsRowsInOrder) {
   EXPECT_THAT(Runs(*p), ElementsAre(ProvRun{2, 8, 2}, ProvRun{5, 0, 1}));
 }
 
+TEST(ProvenanceTest, SkippedRunsAreReportedButAreNoRows) {
+  Provenance p;
+  p.Append(4, 2);
+  p.AppendSkipped(ProvRun{4, 0, 2});
+  p.AppendSkipped(ProvRun{4, 3, 0});  // Empty: ignored.
+  EXPECT_EQ(p.total(), 1);
+  EXPECT_THAT(Runs(p), ElementsAre(ProvRun{4, 2, 1}));
+  EXPECT_THAT(p.skipped(), ElementsAre(ProvRun{4, 0, 2}));
+  EXPECT_THAT(Runs(p.Slice(0, 5)), ElementsAre(ProvRun{4, 2, 1}));
+  EXPECT_TRUE(p.Slice(0, 5).skipped().empty());
+  EXPECT_EQ(p.DebugString(), "{4:[2, 3)} skipped {4:[0, 2)}");
+
+  google::protobuf::RepeatedPtrField<proto::ProvenanceRun> field;
+  p.ToProto(&field);
+  absl::StatusOr<Provenance> reported = Provenance::FromProto(field);
+  ASSERT_TRUE(reported.ok()) << reported.status();
+  EXPECT_THAT(Runs(*reported), ElementsAre(ProvRun{4, 2, 1}, ProvRun{4, 0, 2}));
+
+  DeliveryLog log;
+  log.Add(p);
+  EXPECT_THAT(Pairs(log.Delivered(4)), ElementsAre(std::pair<int64_t, int64_t>{0, 3}));
+
+  // A batch's provenance keeps each row's skipped runs apart from its rows.
+  Provenance q;
+  q.Append(4, 3);
+  q.AppendSkipped(ProvRun{4, 4, 1});
+  p.AppendAll(q);
+  EXPECT_THAT(Runs(p), ElementsAre(ProvRun{4, 2, 2}));
+  EXPECT_THAT(p.skipped(), ElementsAre(ProvRun{4, 0, 2}, ProvRun{4, 4, 1}));
+  EXPECT_FALSE(p == q);
+}
+
+TEST(DroppedCreditTest, TheNextElementKeptAnswersForTheDroppedOnes) {
+  DroppedCredit credit;
+  std::shared_ptr<const Provenance> first = Provenance::Of(7, 0);
+  std::shared_ptr<const Provenance> second = Provenance::Of(7, 1);
+  credit.Drop(first.get());
+  credit.Drop(second.get());
+  credit.Drop(nullptr);  // An element without provenance adds nothing.
+  Element kept = {Tensor::Scalar<int64_t>(5)};
+  SetElementProvenance(kept, Provenance::Of(7, 2));
+  credit.CreditTo(kept);
+  ASSERT_NE(ElementProvenance(kept), nullptr);
+  EXPECT_THAT(Runs(*ElementProvenance(kept)), ElementsAre(ProvRun{7, 2, 1}));
+  EXPECT_THAT(ElementProvenance(kept)->skipped(), ElementsAre(ProvRun{7, 0, 2}));
+  EXPECT_EQ(*first, *Provenance::Of(7, 0));  // The dropped ones' provenance is not changed.
+
+  // The credit starts over: the next element kept answers only for itself.
+  Element next = {Tensor::Scalar<int64_t>(6)};
+  SetElementProvenance(next, Provenance::Of(7, 3));
+  credit.CreditTo(next);
+  EXPECT_TRUE(ElementProvenance(next)->skipped().empty());
+}
+
+TEST(DroppedCreditTest, TooScatteredACreditIsLetGo) {
+  DroppedCredit credit;
+  // Every other ordinal: one run each, none merge.
+  for (int64_t i = 0; i <= static_cast<int64_t>(DroppedCredit::kMaxRuns); ++i) {
+    credit.Drop(Provenance::Of(1, 2 * i).get());
+  }
+  Element kept = {Tensor::Scalar<int64_t>(0)};
+  SetElementProvenance(kept, Provenance::Of(2, 0));
+  credit.CreditTo(kept);
+  // The first kMaxRuns were let go when one more came; only the last is credited.
+  EXPECT_THAT(ElementProvenance(kept)->skipped(),
+              ElementsAre(ProvRun{1, 2 * static_cast<int64_t>(DroppedCredit::kMaxRuns), 1}));
+}
+
 TEST(DeliveredSetTest, FromRangesSortsAndMerges) {
   DeliveredSet set =
       DeliveredSet::FromSplit(SplitWith(1, {{7, 10}, {0, 4}, {3, 5}, {6, 6}, {10, 12}}));

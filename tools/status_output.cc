@@ -44,7 +44,8 @@ nlohmann::json StatusToJson(const proto::GetStatusResponse& status) {
                     {"finished_tasks", j.finished_tasks()},
                     {"finished", j.finished()},
                     {"lost_tasks", j.lost_tasks()},
-                    {"reissued_splits", j.reissued_splits()}});
+                    {"reissued_splits", j.reissued_splits()},
+                    {"delivery_log_entries", j.delivery_log_entries()}});
   }
   return {{"dispatcher_id", status.dispatcher_id()},
           {"workers", workers},

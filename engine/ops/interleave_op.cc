@@ -84,6 +84,9 @@ class InterleaveIterator : public ElementIterator {
     int64_t outer_ordinal = 0;
     int64_t inner = 0;
     std::shared_ptr<const DeliveredSet> delivered;
+    // Outer elements a filter dropped before this one, as the nested ordinals they would
+    // have had; the first element kept answers for them (Provenance::skipped).
+    std::shared_ptr<const Provenance> skipped;
     // Otherwise: the outer element's provenance, handed to its first element only (as
     // unbatch does for rows it cannot tell apart).
     std::shared_ptr<const Provenance> first;
@@ -102,11 +105,27 @@ class InterleaveIterator : public ElementIterator {
     slot->retag = true;
     slot->split_key = run.split_key;
     slot->outer_ordinal = run.first_ordinal;
+    slot->skipped = NestSkipped(*provenance);
     SLUICE_ASSIGN_OR_RETURN(int64_t first, NestedOrdinal(run.first_ordinal, 0));
     if (registry_ != nullptr) slot->delivered = registry_->Find(run.split_key);
     *all_delivered = slot->delivered != nullptr &&
                      slot->delivered->ContainsAll(first, first + (int64_t{1} << kInnerOrdinalBits));
     return absl::OkStatus();
+  }
+
+  // Outer ordinal runs [o, o + n) of `provenance`'s skipped runs as the nested ranges
+  // [o << 32, (o + n) << 32) (null when there are none): every element an outer element
+  // could have yielded. Runs out of NestedOrdinal's range are left out (a hole, no harm).
+  static std::shared_ptr<const Provenance> NestSkipped(const Provenance& provenance) {
+    if (provenance.skipped().empty()) return nullptr;
+    constexpr int64_t kOuterLimit = int64_t{1} << (62 - kInnerOrdinalBits);
+    auto nested = std::make_shared<Provenance>();
+    for (const Provenance::Run& run : provenance.skipped()) {
+      if (run.first_ordinal < 0 || run.count > kOuterLimit - run.first_ordinal) continue;
+      nested->AppendSkipped(Provenance::Run{run.split_key, run.first_ordinal << kInnerOrdinalBits,
+                                            run.count << kInnerOrdinalBits});
+    }
+    return nested;
   }
 
   // Gives the nested pipeline's next element its provenance; *keep = false drops it.
@@ -117,7 +136,10 @@ class InterleaveIterator : public ElementIterator {
         *keep = false;
         return absl::OkStatus();
       }
-      SetElementProvenance(*out, Provenance::Of(slot.split_key, ordinal));
+      std::shared_ptr<const Provenance> own = Provenance::Of(slot.split_key, ordinal);
+      if (slot.skipped != nullptr)
+        own = WithSkipped(std::move(own), *std::exchange(slot.skipped, nullptr));
+      SetElementProvenance(*out, std::move(own));
     } else if (slot.first != nullptr) {
       SetElementProvenance(*out, std::move(slot.first));
       slot.first = nullptr;

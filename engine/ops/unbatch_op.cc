@@ -54,10 +54,16 @@ class UnbatchIterator : public ElementIterator {
   // Row next_row_'s share of the batch's provenance (see unbatch_op.h).
   std::shared_ptr<const Provenance> RowProvenance() {
     if (provenance_->total() != rows_) return next_row_ == 0 ? provenance_ : nullptr;
-    // One element per row: walk the runs.
+    // One element per row: walk the runs. Row 0 also answers for what a filter dropped
+    // (skipped runs), which belong to no row.
     const Provenance::Run& run = provenance_->runs()[run_];
     std::shared_ptr<const Provenance> row =
         Provenance::Of(run.split_key, run.first_ordinal + run_offset_);
+    if (next_row_ == 0 && !provenance_->skipped().empty()) {
+      Provenance skipped;
+      for (const Provenance::Run& s : provenance_->skipped()) skipped.AppendSkipped(s);
+      row = WithSkipped(std::move(row), skipped);
+    }
     if (++run_offset_ == run.count) {
       ++run_;
       run_offset_ = 0;
