@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -86,11 +87,23 @@ int Subprocess::Wait(absl::Duration timeout) {
   return *exit_code_;
 }
 
+std::optional<int> Subprocess::TryWait() {
+  if (exit_code_) return exit_code_;
+  int status = 0;
+  if (waitpid(pid_, &status, WNOHANG) != pid_) return std::nullopt;
+  exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+  return exit_code_;
+}
+
 void Subprocess::Kill(int signal) {
   if (pid_ > 0 && !exit_code_) kill(pid_, signal);
 }
 
 std::string Subprocess::stdout_text() const { return ReadFile(stdout_path_); }
+int64_t Subprocess::stdout_bytes() const {
+  struct stat st {};
+  return stat(stdout_path_.c_str(), &st) == 0 ? static_cast<int64_t>(st.st_size) : 0;
+}
 std::string Subprocess::stderr_text() const { return ReadFile(stderr_path_); }
 
 }  // namespace sluice

@@ -7,6 +7,7 @@
 #ifndef SLUICE_COMMON_SUBPROCESS_H_
 #define SLUICE_COMMON_SUBPROCESS_H_
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,10 +28,14 @@ class Subprocess {
   std::string WaitForOutput(const std::string& needle, absl::Duration timeout);
   // Exit code; -signal if killed by a signal; kills and returns -9 on timeout.
   int Wait(absl::Duration timeout);
+  // The exit code (as Wait) if the child has ended, else nullopt; never blocks.
+  std::optional<int> TryWait();
   void Kill(int signal);
 
   [[nodiscard]] int pid() const { return pid_; }
   [[nodiscard]] std::string stdout_text() const;
+  // The size of stdout so far, without reading it.
+  [[nodiscard]] int64_t stdout_bytes() const;
   [[nodiscard]] std::string stderr_text() const;
 
  private:

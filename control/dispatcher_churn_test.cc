@@ -71,8 +71,10 @@ TEST(DispatcherChurnTest, LostTasksSplitsAreReissuedOnceClientsConfirm) {
   client.clear_delivered();
 
   absl::SleepFor(absl::Milliseconds(100));
+  // Liveness as of just before b's heartbeat: b stays live however late the check runs.
+  const absl::Time checked = absl::Now();
   const int64_t survivor_tasks_before = Heartbeat(state, "ucx://b:1").new_tasks_size();
-  state.CheckLiveness(absl::Now());
+  state.CheckLiveness(checked);
   absl::StatusOr<proto::ClientHeartbeatResponse> told = state.ClientHeartbeat(client);
   ASSERT_TRUE(told.ok());
   EXPECT_THAT(told->lost_tasks(), ElementsAre(doomed));
@@ -124,8 +126,9 @@ TEST(DispatcherChurnTest, DeliveredRangesMergeAcrossReports) {
   }
   ASSERT_TRUE(state.ClientHeartbeat(client).ok());
   absl::SleepFor(absl::Milliseconds(100));
+  const absl::Time checked = absl::Now();  // before b's heartbeat (see above)
   Heartbeat(state, "ucx://b:1");
-  state.CheckLiveness(absl::Now());
+  state.CheckLiveness(checked);
   client.clear_delivered();
   client.add_abandoned_tasks(doomed);
   ASSERT_TRUE(state.ClientHeartbeat(client).ok());
@@ -180,8 +183,9 @@ TEST(DispatcherChurnTest, RecoveryTasksArePointedAtTheRepetitionsTheyHold) {
   ASSERT_EQ(leased.splits_size(), 1);
 
   absl::SleepFor(absl::Milliseconds(100));
+  const absl::Time checked = absl::Now();  // before b's heartbeat (see above)
   Heartbeat(state, "ucx://b:1");
-  state.CheckLiveness(absl::Now());
+  state.CheckLiveness(checked);
   proto::ClientHeartbeatRequest client;
   client.set_job_id(job.job_id());
   client.set_client_id(job.client_id());
@@ -223,8 +227,9 @@ TEST(DispatcherChurnTest, CoordinatedJobsReissueALostTasksSplitsInTheRotation) {
   client.clear_delivered();
 
   absl::SleepFor(absl::Milliseconds(100));
+  const absl::Time checked = absl::Now();  // before b's heartbeat (see above)
   Heartbeat(state, "ucx://b:1");
-  state.CheckLiveness(absl::Now());
+  state.CheckLiveness(checked);
   client.add_abandoned_tasks(doomed);
   client.set_current_round(200);
   absl::StatusOr<proto::ClientHeartbeatResponse> told = state.ClientHeartbeat(client);

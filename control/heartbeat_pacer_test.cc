@@ -18,16 +18,16 @@ std::thread After(absl::Duration delay, std::function<void()> fn) {
 }
 
 TEST(HeartbeatPacerTest, BeatsEveryIntervalWhenNobodyAsks) {
+  const absl::Time start = absl::Now();  // before the pacer starts counting
   HeartbeatPacer pacer(absl::Milliseconds(30), absl::Milliseconds(1));
-  const absl::Time start = absl::Now();
   ASSERT_TRUE(pacer.Wait());
   ASSERT_TRUE(pacer.Wait());
   EXPECT_GE(absl::Now() - start, absl::Milliseconds(60));
 }
 
 TEST(HeartbeatPacerTest, SoonBeatsEarlyButNotWithinTheMinimumGap) {
-  HeartbeatPacer pacer(absl::Seconds(10), absl::Milliseconds(40));
   const absl::Time start = absl::Now();
+  HeartbeatPacer pacer(absl::Seconds(10), absl::Milliseconds(40));
   pacer.Soon();
   pacer.Soon();  // counts once
   ASSERT_TRUE(pacer.Wait());
@@ -35,8 +35,8 @@ TEST(HeartbeatPacerTest, SoonBeatsEarlyButNotWithinTheMinimumGap) {
   EXPECT_GE(first, absl::Milliseconds(40)) << "the gap holds even for the first beat";
   EXPECT_LT(first, absl::Seconds(5)) << "and it did not wait for the interval";
   // Asked from another thread while the pacer waits.
+  const absl::Time before = absl::Now();  // before the asker starts its 60 ms
   std::thread asker = After(absl::Milliseconds(60), [&] { pacer.Soon(); });
-  const absl::Time before = absl::Now();
   ASSERT_TRUE(pacer.Wait());
   EXPECT_GE(absl::Now() - before, absl::Milliseconds(55));
   EXPECT_LT(absl::Now() - before, absl::Seconds(5));

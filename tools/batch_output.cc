@@ -88,7 +88,11 @@ void BatchSink::Add(const engine::BatchView& view, const std::string& worker, in
   for (size_t i = 0; i < view.num_tensors(); ++i) bytes_ += view.tensor(i).nbytes;
   ++per_worker_[worker];
   if (format_ == OutputFormat::kJsonLines) {
+    // A line per batch as it arrives, so that whoever reads the stream (a pipe, a test
+    // watching for stalls) sees the read's progress, not 4 KiB blocks of it. One write per
+    // batch is small next to formatting the batch as JSON.
     out_ << BatchViewToJson(view, worker, index, round).dump() << '\n';
+    out_.flush();
   }
   if (show_progress_ && absl::Now() - last_progress_ > absl::Seconds(2)) {
     last_progress_ = absl::Now();

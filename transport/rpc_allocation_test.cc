@@ -58,7 +58,7 @@ TEST_P(RpcAllocationTest, SmallCallAllocatesOnlyItsServerCallOnceWarm) {
   // The fewest allocations per call over several rounds: a call whose caller could not take
   // the worker (a loaded machine) goes through the progress thread's queue, which
   // allocates, and is not what this test is about.
-  constexpr int kRounds = 10;
+  constexpr int kRounds = 30;
   constexpr int kCallsPerRound = 500;
   int failed = 0;
   uint64_t fewest = UINT64_MAX;

@@ -60,7 +60,9 @@ std::vector<std::string> Cluster::RootArgs() const {
 }
 
 Cluster::Cluster(const ClusterOptions& options) : options_(options) {
-  StartDispatcher(0);
+  // A port below the ephemeral range, not 0: RestartDispatcher binds the same port again,
+  // and an ephemeral one could meanwhile be the local end of some process's connection.
+  StartDispatcher(FreePort());
   for (int i = 0; i < options_.workers; ++i) {
     AddWorker(i < static_cast<int>(options_.worker_ports.size()) ? options_.worker_ports[i] : 0);
   }
@@ -82,6 +84,7 @@ void Cluster::StartDispatcher(int port) {
 }
 
 void Cluster::AddWorker(int port) {
+  if (port == 0) port = FreePort();  // tests restart workers on their port (see above)
   std::vector<std::string> argv = {
       Binary(),    "worker", "--dispatcher",       address_,           "--host",
       "127.0.0.1", "--port", std::to_string(port), "--advertise-host", "127.0.0.1"};

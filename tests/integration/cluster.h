@@ -63,7 +63,7 @@ class Cluster {
   // The address worker i serves at (what `read --format jsonl` names as "worker").
   const std::string& worker_address(int i) const { return worker_addresses_[i]; }
   Subprocess& dispatcher() { return *dispatcher_; }
-  // Starts one more worker (on `port`, 0: any) and waits until it serves.
+  // Starts one more worker (on `port`, 0: a FreePort()) and waits until it serves.
   void AddWorker(int port = 0);
   // SIGKILLs worker i (it stays in the list, dead).
   void KillWorker(int i);

@@ -229,7 +229,7 @@ TEST(CoordinatedReadsTest, DroppedConnectionsLoseNoBatch) {
 // consumers): the consumers' requests opened those rounds afresh and got batches from
 // further on.
 TEST(CoordinatedReadsTest, ConsumersGoOnWhenAWorkerDies) {
-  Cluster cluster({.workers = 2, .dispatcher_args = {"--worker-timeout", "1s"}});
+  Cluster cluster({.workers = 2, .dispatcher_args = {"--worker-timeout", "2s"}});
   constexpr int kTake = 3000;
   std::vector<std::unique_ptr<Subprocess>> consumers;
   ASSERT_NO_FATAL_FAILURE(
@@ -238,7 +238,8 @@ TEST(CoordinatedReadsTest, ConsumersGoOnWhenAWorkerDies) {
   const absl::Time killed = absl::Now();
   std::vector<std::map<int64_t, Line>> per_consumer = RoundsOfAll(consumers, kTake);
   // Bounded by the worker timeout and the heartbeats, not by request timeouts.
-  EXPECT_LT(absl::Now() - killed, absl::Seconds(20)) << "consumers stalled";
+  // Under the 60 s fetch deadline a stall would wait out; the tail itself takes 2-7 s.
+  EXPECT_LT(absl::Now() - killed, absl::Seconds(45)) << "consumers stalled";
   std::set<std::string> workers;
   EXPECT_GT(CheckRounds(per_consumer, &workers), kTake / 2);
   for (const auto& rounds : per_consumer) {
@@ -290,7 +291,9 @@ TEST(CoordinatedReadsTest, ConsumersGoOnWhenAConsumerDies) {
 // every round since on its own (34 s here, most of it after the others had finished).
 TEST(CoordinatedReadsTest, ARestartedConsumerRejoinsTheRounds) {
   Cluster cluster({.workers = 2, .dispatcher_args = {"--round-wait", "1s"}});
-  constexpr int kTake = 4000;
+  // The restarted consumer must register before the others finish, or it finds no live
+  // consumer to join and starts at 0: 3000 rounds past round 1000 gave it about a second.
+  constexpr int kTake = 16000;
   // Batches that never repeat: a latecomer's batch of a round (the next one of the worker's)
   // must not look like another consumer's.
   const std::string pipeline = "range(100000000) | batch(8) | repeat()";
@@ -352,8 +355,9 @@ TEST(CoordinatedReadsTest, ConsumersGoOnAcrossADispatcherRestart) {
   Cluster cluster(
       {.workers = 2, .dispatcher_args = {"--work-dir", work_dir.path(), "--fault-tolerant"}});
   // The newcomer enters after the journaled horizon, up to two windows (2048 rounds) past
-  // the consumers: read well beyond that.
-  constexpr int kTake = 6000;
+  // the consumers, and must start after the restart too: read well beyond that (6000 left
+  // about a second at 2,000-3,500 rounds/s).
+  constexpr int kTake = 20000;
   std::vector<std::unique_ptr<Subprocess>> consumers;
   ASSERT_NO_FATAL_FAILURE(StartConsumersAndAwaitARound(cluster.address(), kTake, &consumers));
   cluster.RestartDispatcher();
@@ -369,10 +373,11 @@ TEST(CoordinatedReadsTest, ConsumersGoOnAcrossADispatcherRestart) {
 // recovery task in the rotation, less what consumers received, so every split it touched is
 // read whole and nothing twice (they used to be dropped with the worker).
 TEST(CoordinatedReadsTest, AKilledWorkersSplitsAreReadByTheOthersInDynamicMode) {
-  Cluster cluster({.workers = 2, .dispatcher_args = {"--worker-timeout", "1s"}});
-  // Rounds past the kill: the recovery enters after the horizon (1024 rounds ahead), and
-  // then serves every other round until the dead worker's leases are read.
-  constexpr int kTake = 5000;
+  Cluster cluster({.workers = 2, .dispatcher_args = {"--worker-timeout", "2s"}});
+  // Rounds past the kill: the loss is seen after --worker-timeout, the recovery enters
+  // after the horizon (1024 rounds ahead), and then serves every other round until the
+  // dead worker's leases are read. 5000 rounds left that about a second of margin.
+  constexpr int kTake = 16000;
   constexpr int64_t kElementsPerSplit = 100;  // Cluster starts the dispatcher with it
   std::vector<std::unique_ptr<Subprocess>> consumers = StartConsumers(
       cluster.address(), kTake, "range(100000000) | batch(8) | repeat()", {}, "dynamic");
@@ -411,7 +416,7 @@ TEST(CoordinatedReadsTest, AKilledWorkersSplitsAreReadByTheOthersInDynamicMode) 
 // which ended its repeat(), and every consumer failed on "need an infinite pipeline".
 TEST(CoordinatedReadsTest, AWorkerJoiningADynamicJobLeasesFromTheCurrentPass) {
   Cluster cluster(1);
-  constexpr int kTake = 4000;
+  constexpr int kTake = 16000;  // the newcomer enters ~1024 rounds ahead (see above)
   std::vector<std::unique_ptr<Subprocess>> consumers =
       StartConsumers(cluster.address(), kTake, kPipeline, {}, "dynamic");
   ASSERT_FALSE(consumers[0]->WaitForOutput("\"round\":100,", absl::Seconds(60)).empty())

@@ -50,7 +50,7 @@ int WorkerThatServed(Cluster& cluster, const std::string& line) {
 // tf.data loses the splits a dead worker held; here they are re-issued to a live worker,
 // minus the elements clients already received.
 TEST(FaultToleranceTest, KilledWorkersSplitsAreReissuedWithoutLossOrDuplicates) {
-  Cluster cluster({.workers = 3, .dispatcher_args = {"--worker-timeout", "1s"}});
+  Cluster cluster({.workers = 3, .dispatcher_args = {"--worker-timeout", "2s"}});
   auto read = StartRead(cluster.address(), kPipeline, "dynamic", "", {"--max-outstanding", "2"});
   const std::string first = read->WaitForOutput("values", absl::Seconds(30));
   ASSERT_FALSE(first.empty()) << read->stderr_text();
@@ -128,12 +128,13 @@ TEST(FaultToleranceTest, AWorkerJoiningAnEndlessDynamicJobServesIt) {
     }
     return -1;
   };
-  const absl::Time give_up = absl::Now() + absl::Seconds(30);
+  const absl::Time read_long_enough = absl::Now() + absl::Seconds(30);
   // Well past the first passes (125 batches each) before the newcomer registers.
-  while (served_by(cluster.worker_address(0)) < 2000 && absl::Now() < give_up) {
+  while (served_by(cluster.worker_address(0)) < 2000 && absl::Now() < read_long_enough) {
     absl::SleepFor(absl::Milliseconds(100));
   }
   cluster.AddWorker();
+  const absl::Time give_up = absl::Now() + absl::Seconds(60);
   int64_t newcomer = 0;
   while ((newcomer = served_by(cluster.worker_address(1))) <= 0 && absl::Now() < give_up) {
     absl::SleepFor(absl::Milliseconds(100));
