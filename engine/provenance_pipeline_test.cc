@@ -64,6 +64,17 @@ std::vector<Id> CheckSquareBatches(const std::vector<Element>& batches) {
   return all;
 }
 
+// A worker given splits 1 ([0, 10)) and 2 ([10, 20)) of `pipeline` that dies after
+// delivering `count` batches: the batches, and their provenance added to *log.
+void DeliverThenDie(std::string_view pipeline, size_t count,
+                    absl::StatusOr<std::vector<Element>>* delivered, DeliveryLog* log) {
+  FakeFeed feed({MakeSplit(1, 0, 10), MakeSplit(2, 10, 20)});
+  std::unique_ptr<ElementIterator> worker = BuildFed(pipeline, &feed);
+  *delivered = Drain(*worker, count);
+  if (!delivered->ok()) return;
+  for (const Element& batch : **delivered) log->Add(*ElementProvenance(batch));
+}
+
 std::vector<Id> AllRangeIds() {
   std::vector<Id> ids;
   for (int64_t k = 1; k <= 10; ++k) {
@@ -100,14 +111,10 @@ TEST(ProvenancePipelineTest, ReissuedSplitYieldsOnlyUndeliveredElements) {
 
 TEST(ProvenancePipelineTest, DeadWorkersSplitsReissuedWithoutDuplicates) {
   // Worker A takes splits 1 and 2 and dies after delivering two batches.
-  FakeFeed feed_a({MakeSplit(1, 0, 10), MakeSplit(2, 10, 20)});
-  std::unique_ptr<ElementIterator> a =
-      BuildFed("range(100) | map(square) | prefetch(4) | batch(7)", &feed_a);
-  absl::StatusOr<std::vector<Element>> delivered = Drain(*a, /*limit=*/2);
-  ASSERT_TRUE(delivered.ok()) << delivered.status();
+  absl::StatusOr<std::vector<Element>> delivered;
   DeliveryLog log;
-  for (const Element& batch : *delivered) log.Add(*ElementProvenance(batch));
-  a.reset();
+  DeliverThenDie("range(100) | map(square) | prefetch(4) | batch(7)", 2, &delivered, &log);
+  ASSERT_TRUE(delivered.ok()) << delivered.status();
 
   // Both splits go to worker B with what was delivered.
   std::vector<proto::Split> reissued = {MakeSplit(1, 0, 10), MakeSplit(2, 10, 20)};
@@ -185,14 +192,11 @@ TEST(ProvenancePipelineTest, FilteredSplitsReadToTheEndAreDeliveredWhole) {
 TEST(ProvenancePipelineTest, FilterCreditsSurviveAReissue) {
   // Worker A delivers two batches, [1, 3, 5] and [7, 9, 11]: with what they answer for
   // (the even values dropped before each), all of split 1 and 10 of split 2.
-  FakeFeed feed_a({MakeSplit(1, 0, 10), MakeSplit(2, 10, 20)});
-  std::unique_ptr<ElementIterator> a =
-      BuildFed("range(100) | filter(is_odd, parallel=2) | prefetch(4) | batch(3)", &feed_a);
-  absl::StatusOr<std::vector<Element>> delivered = Drain(*a, /*limit=*/2);
-  ASSERT_TRUE(delivered.ok()) << delivered.status();
-  a.reset();
+  absl::StatusOr<std::vector<Element>> delivered;
   DeliveryLog log;
-  for (const Element& batch : *delivered) log.Add(*ElementProvenance(batch));
+  DeliverThenDie("range(100) | filter(is_odd, parallel=2) | prefetch(4) | batch(3)", 2, &delivered,
+                 &log);
+  ASSERT_TRUE(delivered.ok()) << delivered.status();
   EXPECT_THAT(log.Delivered(1), ElementsAre(Range(0, 10)));  // Whole: nothing to re-issue.
   EXPECT_THAT(log.Delivered(2), ElementsAre(Range(0, 2)));   // 10 dropped, 11 kept.
 

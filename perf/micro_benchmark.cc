@@ -125,6 +125,18 @@ void BM_RangeMapBatchDynamic(benchmark::State& state) {
 }
 BENCHMARK(BM_RangeMapBatchDynamic)->Arg(8 << 10)->Arg(64 << 10);
 
+// `range(n) | filter(is_even) | batch(n)`, plain and as a worker runs it: in DYNAMIC mode
+// each element kept also answers for the one dropped before it (Provenance::skipped), so
+// the ratio of the two is what provenance and that credit cost a filter.
+void BM_RangeFilterBatch(benchmark::State& state) {
+  RunScalarPipeline(state, " | filter(is_even)", false);
+}
+BENCHMARK(BM_RangeFilterBatch)->Arg(64 << 10);
+void BM_RangeFilterBatchDynamic(benchmark::State& state) {
+  RunScalarPipeline(state, " | filter(is_even)", true);
+}
+BENCHMARK(BM_RangeFilterBatchDynamic)->Arg(64 << 10);
+
 // The baseline for BM_EncodeBatch: the same bytes copied once.
 void BM_Memcpy(benchmark::State& state) {
   const size_t bytes = static_cast<size_t>(state.range(0));
