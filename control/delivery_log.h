@@ -5,8 +5,10 @@
 // A split's delivered ordinals are kept as sorted, disjoint, merged ranges. Consecutive
 // split keys whose ranges are the same single range (splits of equal size, all delivered:
 // [0, 256) each, say) collapse into one entry, so a pass over a billion elements read to
-// the end costs a handful of entries instead of millions. Splits whose ordinals have holes
-// for good (a `filter` drops elements) stay one entry each.
+// the end costs a handful of entries instead of millions. Sources and filters credit what
+// they will never produce (engine/provenance.h), so a split read to the end has no holes
+// and a split of files is whole ([0, files << 32)) whatever their sizes; a split whose
+// ordinals keep holes for good (it ended a worker's pass) stays an entry of its own.
 //
 //   DeliveryLog log;
 //   log.Record(/*split_key=*/1, /*first_ordinal=*/0, /*count=*/256);

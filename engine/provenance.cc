@@ -121,11 +121,10 @@ std::string Provenance::DebugString() const {
 }
 
 std::shared_ptr<const Provenance> WithSkipped(std::shared_ptr<const Provenance> own,
-                                              const Provenance& credit) {
-  if (credit.empty()) return own;
+                                              std::span<const Provenance::Run> skipped) {
+  if (skipped.empty()) return own;
   auto out = own != nullptr ? std::make_shared<Provenance>(*own) : std::make_shared<Provenance>();
-  for (const Provenance::Run& run : credit.runs()) out->AppendSkipped(run);
-  for (const Provenance::Run& run : credit.skipped()) out->AppendSkipped(run);
+  for (const Provenance::Run& run : skipped) out->AppendSkipped(run);
   return out;
 }
 
@@ -140,9 +139,15 @@ void DroppedCredit::Drop(const Provenance* dropped) {
   for (const Provenance::Run& run : dropped->skipped()) pending_.AppendSkipped(run);
 }
 
+void DroppedCredit::DropRange(const Provenance::Run& range) {
+  if (range.split_key == 0 || range.count <= 0) return;
+  if (pending_.skipped().size() + 1 > kMaxRuns) pending_.Clear();
+  pending_.AppendSkipped(range);
+}
+
 void DroppedCredit::CreditTo(Element& kept) {
   if (pending_.empty() || kept.empty()) return;
-  SetElementProvenance(kept, WithSkipped(SharedElementProvenance(kept), pending_));
+  SetElementProvenance(kept, WithSkipped(SharedElementProvenance(kept), pending_.skipped()));
   pending_.Clear();
 }
 

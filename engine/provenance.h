@@ -22,11 +22,17 @@
 // concatenate their rows'; unbatch hands row i its share. Elements of untracked splits,
 // and every element outside DYNAMIC mode, carry none (a null pointer, no allocation).
 //
-// A `filter` credits the elements it drops to the next element it keeps (skipped runs,
-// DroppedCredit): they are reported delivered with it, so a re-issue skips them, which is
-// what the filter would do with them again. Without that a filtered split's delivered
-// ordinals would have holes for good and the dispatcher's log could not fold a finished
-// split into its neighbours. Skipped runs are no rows of the element: total(), runs() and
+// Ordinals that will never be produced are credited to the next element that is (skipped
+// runs, DroppedCredit): they are reported delivered with it, so a re-issue skips them,
+// which is what the pipeline would do with them again. Two stages credit:
+//   filter                      the elements it drops
+//   readers with files=[...],   the rest of a file's (outer element's) nested ordinal range
+//   interleave                  once it ended: a file of 3 records is delivered as
+//                               [p << 32, (p + 1) << 32), not [p << 32, (p << 32) | 3)
+// Without that a split's delivered ordinals would keep holes for good, or differ from its
+// neighbours' by the sizes of its files, and the dispatcher's log could not fold a
+// finished split into its neighbours. What ends after the last element produced is
+// credited to nothing. Skipped runs are no rows of the element: total(), runs() and
 // Slice() leave them out, so unbatch still hands each row its own ordinal.
 //
 // A worker reports each batch's Provenance with it (ToProto); the dispatcher accumulates
@@ -132,24 +138,26 @@ class Provenance {
   int64_t total_ = 0;
 };
 
-// `own` (null: none) with `credit`'s runs and skipped runs added as skipped runs; `own`
-// itself when the credit is empty.
+// `own` (null: none) with `skipped` added as skipped runs; `own` itself when there are none.
 std::shared_ptr<const Provenance> WithSkipped(std::shared_ptr<const Provenance> own,
-                                              const Provenance& credit);
+                                              std::span<const Provenance::Run> skipped);
 
-// What a filter gathers from the elements it drops, to credit to the next one it keeps.
-// Bounded: past kMaxRuns runs the credit is let go, which only leaves holes that a
-// re-issue fills by filtering those elements again.
+// What a stage gathers of the ordinals it will never produce (see above), to credit to
+// the next element it does produce. Bounded: past kMaxRuns runs the credit is let go,
+// which only leaves holes that a re-issue fills by reading those elements again.
 //
 //   DroppedCredit credit;
-//   credit.Drop(ElementProvenance(rejected));   // for each element dropped
+//   credit.Drop(ElementProvenance(rejected));   // for each element a filter drops
+//   credit.DropRange({key, first, count});      // ordinals a source found it has not
 //   credit.CreditTo(kept);                      // the next one kept answers for them
 class DroppedCredit {
  public:
   static constexpr size_t kMaxRuns = 64;
 
-  // Null is ignored.
+  // The element's runs and skipped runs. Null is ignored.
   void Drop(const Provenance* dropped);
+  // Ordinals of a tracked split. Ignored when split_key == 0 or count <= 0.
+  void DropRange(const Provenance::Run& range);
   // Sets the element's provenance to its own plus the credit (as skipped runs), then
   // starts over. Does nothing to an element without components.
   void CreditTo(Element& kept);

@@ -1,10 +1,12 @@
 // Element provenance through DYNAMIC file pipelines (engine/provenance.h): list_files,
 // readers and interleave tag what they produce and drop delivered elements. The TFRecord
 // tests read the shared test data and skip without it.
+#include <cstdio>
 #include <map>
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -27,6 +29,7 @@ using ::sluice::engine::testing::FakeFeed;
 using ::sluice::engine::testing::Id;
 using ::sluice::engine::testing::Ids;
 using ::sluice::engine::testing::MakeSplit;
+using ::sluice::engine::testing::OrdinalRangeIs;
 using ::sluice::engine::testing::TempDir;
 using ::sluice::engine::testing::TestDataDir;
 using ::sluice::engine::testing::WriteFile;
@@ -184,6 +187,90 @@ TEST(ProvenancePipelineTest, ListFilesAloneDropsDeliveredFileNames) {
   EXPECT_THAT((*batches)[0][0].string_values(),
               ElementsAre(dir.path() + "/a.txt", dir.path() + "/d.txt"));
   EXPECT_THAT(Ids((*batches)[0]), ElementsAre(Id{4, 0}, Id{4, 3}));
+}
+
+// Six text files of 3, 0, 5, 1, 2 and 4 lines ("f<file>-<line>"), in splits of two files
+// (keys 1, 2 and 3).
+class FilesOfDifferentSizesTest : public ::testing::Test {
+ protected:
+  static constexpr int kLines[] = {3, 0, 5, 1, 2, 4};
+
+  void SetUp() override { WriteFiles(); }
+
+  void WriteFiles() {
+    paths_.clear();
+    for (int f = 0; f < 6; ++f) {
+      std::string text;
+      for (int l = 0; l < kLines[f]; ++l) absl::StrAppend(&text, "f", f, "-", l, "\n");
+      paths_.push_back(absl::StrCat(dir_.path(), "/f", f, ".txt"));
+      WriteFile(paths_.back(), text);
+    }
+  }
+
+  // The splits, with each split's delivered ordinals from `log` when it is given.
+  std::vector<proto::Split> Splits(const DeliveryLog* log = nullptr) const {
+    std::vector<proto::Split> splits;
+    for (int64_t k = 0; k < 3; ++k) {
+      proto::Split split = MakeSplit(k + 1, 2 * k, 2 * k + 2);
+      for (int64_t f = 2 * k; f < 2 * k + 2; ++f) split.add_files(paths_[f]);
+      if (log != nullptr) log->FillDelivered(&split);
+      splits.push_back(std::move(split));
+    }
+    return splits;
+  }
+
+  std::vector<std::string> Pipelines() const {
+    std::string files;
+    for (const std::string& p : paths_)
+      absl::StrAppend(&files, files.empty() ? "" : ", ", "'", p, "'");
+    const std::string glob = absl::StrCat("list_files('", dir_.path(), "/*.txt')");
+    return {
+        absl::StrCat("text_line(files=[", files, "]) | batch(3)"),
+        absl::StrCat(glob, " | interleave(text_line(), cycle_length=2) | batch(3)"),
+        absl::StrCat(glob,
+                     " | interleave(text_line(), cycle_length=3, parallel=true) | "
+                     "map(identity, parallel=2) | prefetch(2) | batch(2) | unbatch() | batch(4)")};
+  }
+
+  TempDir dir_;
+  std::vector<std::string> paths_;
+};
+
+TEST_F(FilesOfDifferentSizesTest, FilesReadToTheEndAreDeliveredWhole) {
+  for (const std::string& pipeline : Pipelines()) {
+    SCOPED_TRACE(pipeline);
+    FakeFeed feed(Splits());
+    std::unique_ptr<ElementIterator> it = BuildFed(pipeline, &feed, {dir_.path()});
+    ASSERT_NE(it, nullptr);
+    absl::StatusOr<std::vector<Element>> batches = Drain(*it);
+    ASSERT_TRUE(batches.ok()) << batches.status();
+    std::multiset<std::string> lines;
+    DeliveryLog log;
+    for (const Element& batch : *batches) {
+      for (std::string_view line : batch[0].string_values()) lines.emplace(line);
+      EXPECT_EQ(static_cast<int64_t>(Ids(batch).size()), batch[0].shape()[0]);
+      log.Add(*ElementProvenance(batch));
+    }
+    EXPECT_EQ(lines.size(), 15u);
+    EXPECT_EQ(std::set<std::string>(lines.begin(), lines.end()).size(), 15u);
+    // Splits 1 and 2 alike, although their files hold 3 + 0 and 5 + 1 lines: both files
+    // whole, the empty one too.
+    EXPECT_THAT(log.Delivered(1), ElementsAre(OrdinalRangeIs(0, Nested(2, 0))));
+    EXPECT_THAT(log.Delivered(2), ElementsAre(OrdinalRangeIs(0, Nested(2, 0))));
+    // The last file read (f5) ends after the last line produced: nothing answers for its rest.
+    EXPECT_THAT(log.Delivered(3), ElementsAre(OrdinalRangeIs(0, Nested(1, 4))));
+
+    // Re-issued with that, the whole files are not even opened (they are gone), and f5
+    // has nothing left.
+    for (int f = 0; f < 5; ++f) ASSERT_EQ(std::remove(paths_[f].c_str()), 0);
+    FakeFeed again(Splits(&log));
+    it = BuildFed(pipeline, &again, {dir_.path()});
+    ASSERT_NE(it, nullptr);
+    absl::StatusOr<std::vector<Element>> rest = Drain(*it);
+    ASSERT_TRUE(rest.ok()) << rest.status();
+    EXPECT_THAT(*rest, ::testing::IsEmpty());
+    WriteFiles();  // Back for the next pipeline.
+  }
 }
 
 }  // namespace

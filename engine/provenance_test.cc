@@ -213,6 +213,25 @@ TEST(DroppedCreditTest, TheNextElementKeptAnswersForTheDroppedOnes) {
   EXPECT_TRUE(ElementProvenance(next)->skipped().empty());
 }
 
+TEST(DroppedCreditTest, RangesASourceWillNeverProduceAreCreditedToo) {
+  DroppedCredit credit;
+  credit.DropRange(ProvRun{0, 0, 5});  // Untracked: nothing to credit.
+  credit.DropRange(ProvRun{3, 7, 0});  // Empty.
+  Element untouched = {Tensor::Scalar<int64_t>(0)};
+  credit.CreditTo(untouched);
+  EXPECT_EQ(ElementProvenance(untouched), nullptr);
+
+  credit.DropRange(ProvRun{3, 7, 3});
+  credit.DropRange(ProvRun{3, 10, 6});  // Continues the last range: merged.
+  credit.Drop(Provenance::Of(4, 0).get());
+  Element kept = {Tensor::Scalar<int64_t>(1)};  // An element of no tracked split.
+  credit.CreditTo(kept);
+  ASSERT_NE(ElementProvenance(kept), nullptr);
+  EXPECT_TRUE(ElementProvenance(kept)->runs().empty());
+  EXPECT_EQ(ElementProvenance(kept)->total(), 0);
+  EXPECT_THAT(ElementProvenance(kept)->skipped(), ElementsAre(ProvRun{3, 7, 9}, ProvRun{4, 0, 1}));
+}
+
 TEST(DroppedCreditTest, TooScatteredACreditIsLetGo) {
   DroppedCredit credit;
   // Every other ordinal: one run each, none merge.

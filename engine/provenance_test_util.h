@@ -17,6 +17,7 @@
 #include "engine/iterator.h"
 #include "engine/pipeline_text.h"
 #include "engine/provenance.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace sluice::engine::testing {
@@ -52,6 +53,12 @@ inline proto::Split MakeSplit(int64_t key, int64_t begin, int64_t end,
     r->set_end(e);
   }
   return split;
+}
+
+// Matches a proto::OrdinalRange [begin, end).
+inline ::testing::Matcher<const proto::OrdinalRange&> OrdinalRangeIs(int64_t begin, int64_t end) {
+  return ::testing::AllOf(::testing::Property(&proto::OrdinalRange::begin, begin),
+                          ::testing::Property(&proto::OrdinalRange::end, end));
 }
 
 // The pipeline `text` reading `feed` (DYNAMIC), or null after a test failure.

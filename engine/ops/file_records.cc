@@ -13,7 +13,9 @@ namespace {
 
 // Tracked splits (engine/provenance.h): record r of the split's file at position p has
 // ordinal (p << 32) | r. Delivered records are still read (to find the next one) but not
-// produced; a file whose whole ordinal range is delivered is not opened.
+// produced; a file whose whole ordinal range is delivered is not opened. Once a file ends,
+// the rest of its range is credited to the next record produced, so a file read to the
+// end is delivered whole, whatever its size.
 class FileRecordsIterator : public ElementIterator {
  public:
   FileRecordsIterator(FileRecordsOptions options, const OpBuildArgs& args, SplitFeed* feed)
@@ -39,10 +41,12 @@ class FileRecordsIterator : public ElementIterator {
           out->clear();
           out->push_back(Tensor::StringScalar(record));
           if (provenance != nullptr) SetElementProvenance(*out, std::move(provenance));
+          credit_.CreditTo(*out);
           *end_of_sequence = false;
           return absl::OkStatus();
         }
         reader_.reset();
+        if (drop_delivered_ && cursor_.split_key() != 0) CreditTheRestOfTheFile();
       }
       int64_t index;
       SLUICE_RETURN_IF_ERROR(cursor_.Next(&index, end_of_sequence));
@@ -63,6 +67,13 @@ class FileRecordsIterator : public ElementIterator {
 
  private:
   const FileRecordsOptions options_;
+  void CreditTheRestOfTheFile() {
+    absl::StatusOr<int64_t> rest = NestedOrdinal(file_ordinal_, record_);
+    if (!rest.ok()) return;  // Out of the ordinal space: no rest to credit.
+    const int64_t end = (file_ordinal_ + 1) << kInnerOrdinalBits;
+    credit_.DropRange(Provenance::Run{cursor_.split_key(), *rest, end - *rest});
+  }
+
   const std::vector<std::string> roots_;
   const bool drop_delivered_;
   SplitCursor cursor_;
@@ -72,6 +83,8 @@ class FileRecordsIterator : public ElementIterator {
   int64_t file_ordinal_ = 0;
   int64_t record_ = 0;
   const DeliveredSet* delivered_ = nullptr;
+  // Ordinals of ended files, for the next record produced.
+  DroppedCredit credit_;
 };
 
 }  // namespace

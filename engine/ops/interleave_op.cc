@@ -1,6 +1,7 @@
 #include "engine/ops/interleave_op.h"
 
 #include <algorithm>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -42,10 +43,12 @@ class InterleaveIterator : public ElementIterator {
           bool keep = true;
           SLUICE_RETURN_IF_ERROR(Tag(slot, out, &keep));
           if (!keep) continue;  // Delivered before: not produced, not counted in the block.
+          credit_.CreditTo(*out);
           if (++block_index_ == op_.block_length()) NextInCycle();
           *end_of_sequence = false;
           return absl::OkStatus();
         }
+        if (slot.retag) CreditTheRest(slot);
         slot = Slot{};
         --open_;
         NextInCycle();
@@ -84,9 +87,6 @@ class InterleaveIterator : public ElementIterator {
     int64_t outer_ordinal = 0;
     int64_t inner = 0;
     std::shared_ptr<const DeliveredSet> delivered;
-    // Outer elements a filter dropped before this one, as the nested ordinals they would
-    // have had; the first element kept answers for them (Provenance::skipped).
-    std::shared_ptr<const Provenance> skipped;
     // Otherwise: the outer element's provenance, handed to its first element only (as
     // unbatch does for rows it cannot tell apart).
     std::shared_ptr<const Provenance> first;
@@ -94,7 +94,7 @@ class InterleaveIterator : public ElementIterator {
 
   // Sets up `slot` for the outer `element`; *all_delivered when every element it can
   // yield was delivered before (its pipeline is then not even built).
-  absl::Status Prepare(const Element& element, Slot* slot, bool* all_delivered) const {
+  absl::Status Prepare(const Element& element, Slot* slot, bool* all_delivered) {
     const Provenance* provenance = ElementProvenance(element);
     if (provenance == nullptr || provenance->empty()) return absl::OkStatus();
     if (!final_ordinals_ || provenance->total() != 1) {
@@ -105,7 +105,7 @@ class InterleaveIterator : public ElementIterator {
     slot->retag = true;
     slot->split_key = run.split_key;
     slot->outer_ordinal = run.first_ordinal;
-    slot->skipped = NestSkipped(*provenance);
+    CreditNested(provenance->skipped());
     SLUICE_ASSIGN_OR_RETURN(int64_t first, NestedOrdinal(run.first_ordinal, 0));
     if (registry_ != nullptr) slot->delivered = registry_->Find(run.split_key);
     *all_delivered = slot->delivered != nullptr &&
@@ -113,19 +113,25 @@ class InterleaveIterator : public ElementIterator {
     return absl::OkStatus();
   }
 
-  // Outer ordinal runs [o, o + n) of `provenance`'s skipped runs as the nested ranges
-  // [o << 32, (o + n) << 32) (null when there are none): every element an outer element
-  // could have yielded. Runs out of NestedOrdinal's range are left out (a hole, no harm).
-  static std::shared_ptr<const Provenance> NestSkipped(const Provenance& provenance) {
-    if (provenance.skipped().empty()) return nullptr;
+  // Outer elements a filter dropped before this one (outer ordinal runs [o, o + n)) are
+  // credited as the nested ranges [o << 32, (o + n) << 32): every element they could have
+  // yielded. Runs out of NestedOrdinal's range are left out (a hole, no harm).
+  void CreditNested(std::span<const Provenance::Run> dropped_outer) {
     constexpr int64_t kOuterLimit = int64_t{1} << (62 - kInnerOrdinalBits);
-    auto nested = std::make_shared<Provenance>();
-    for (const Provenance::Run& run : provenance.skipped()) {
+    for (const Provenance::Run& run : dropped_outer) {
       if (run.first_ordinal < 0 || run.count > kOuterLimit - run.first_ordinal) continue;
-      nested->AppendSkipped(Provenance::Run{run.split_key, run.first_ordinal << kInnerOrdinalBits,
-                                            run.count << kInnerOrdinalBits});
+      credit_.DropRange(Provenance::Run{run.split_key, run.first_ordinal << kInnerOrdinalBits,
+                                        run.count << kInnerOrdinalBits});
     }
-    return nested;
+  }
+
+  // A retagged slot's pipeline ended: the nested ordinals it did not reach are credited,
+  // so its outer element is delivered whole however many elements it had.
+  void CreditTheRest(const Slot& slot) {
+    absl::StatusOr<int64_t> rest = NestedOrdinal(slot.outer_ordinal, slot.inner);
+    if (!rest.ok()) return;  // Out of the ordinal space: no rest to credit.
+    const int64_t end = (slot.outer_ordinal + 1) << kInnerOrdinalBits;
+    credit_.DropRange(Provenance::Run{slot.split_key, *rest, end - *rest});
   }
 
   // Gives the nested pipeline's next element its provenance; *keep = false drops it.
@@ -136,10 +142,7 @@ class InterleaveIterator : public ElementIterator {
         *keep = false;
         return absl::OkStatus();
       }
-      std::shared_ptr<const Provenance> own = Provenance::Of(slot.split_key, ordinal);
-      if (slot.skipped != nullptr)
-        own = WithSkipped(std::move(own), *std::exchange(slot.skipped, nullptr));
-      SetElementProvenance(*out, std::move(own));
+      SetElementProvenance(*out, Provenance::Of(slot.split_key, ordinal));
     } else if (slot.first != nullptr) {
       SetElementProvenance(*out, std::move(slot.first));
       slot.first = nullptr;
@@ -160,6 +163,9 @@ class InterleaveIterator : public ElementIterator {
   const bool final_ordinals_;
   const std::shared_ptr<DeliveredRegistry> registry_;
   std::vector<Slot> slots_;
+  // What this interleave will never produce (see engine/provenance.h), for the next
+  // element it does.
+  DroppedCredit credit_;
   size_t cycle_index_ = 0;
   int64_t block_index_ = 0;
   int64_t open_ = 0;

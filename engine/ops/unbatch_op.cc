@@ -59,11 +59,7 @@ class UnbatchIterator : public ElementIterator {
     const Provenance::Run& run = provenance_->runs()[run_];
     std::shared_ptr<const Provenance> row =
         Provenance::Of(run.split_key, run.first_ordinal + run_offset_);
-    if (next_row_ == 0 && !provenance_->skipped().empty()) {
-      Provenance skipped;
-      for (const Provenance::Run& s : provenance_->skipped()) skipped.AppendSkipped(s);
-      row = WithSkipped(std::move(row), skipped);
-    }
+    if (next_row_ == 0) row = WithSkipped(std::move(row), provenance_->skipped());
     if (++run_offset_ == run.count) {
       ++run_;
       run_offset_ = 0;
