@@ -120,6 +120,12 @@ std::string Provenance::DebugString() const {
   return out;
 }
 
+Provenance::Run NestedRest(int64_t split_key, int64_t outer, int64_t inner) {
+  absl::StatusOr<int64_t> first = NestedOrdinal(outer, inner);
+  if (!first.ok()) return Provenance::Run{split_key, 0, 0};
+  return Provenance::Run{split_key, *first, ((outer + 1) << kInnerOrdinalBits) - *first};
+}
+
 std::shared_ptr<const Provenance> WithSkipped(std::shared_ptr<const Provenance> own,
                                               std::span<const Provenance::Run> skipped) {
   if (skipped.empty()) return own;

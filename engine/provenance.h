@@ -138,6 +138,11 @@ class Provenance {
   int64_t total_ = 0;
 };
 
+// The nested ordinals an outer element that ended after `inner` elements never yielded,
+// [(outer << 32) | inner, (outer + 1) << 32), as a run of `split_key`; count 0 when they
+// are out of NestedOrdinal's range.
+[[nodiscard]] Provenance::Run NestedRest(int64_t split_key, int64_t outer, int64_t inner);
+
 // `own` (null: none) with `skipped` added as skipped runs; `own` itself when there are none.
 std::shared_ptr<const Provenance> WithSkipped(std::shared_ptr<const Provenance> own,
                                               std::span<const Provenance::Run> skipped);

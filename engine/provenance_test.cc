@@ -232,6 +232,14 @@ TEST(DroppedCreditTest, RangesASourceWillNeverProduceAreCreditedToo) {
   EXPECT_THAT(ElementProvenance(kept)->skipped(), ElementsAre(ProvRun{3, 7, 9}, ProvRun{4, 0, 1}));
 }
 
+TEST(NestedRestTest, IsWhatAnOuterElementDidNotReach) {
+  const int64_t first = *NestedOrdinal(2, 5);
+  EXPECT_EQ(NestedRest(3, 2, 5), (ProvRun{3, first, *NestedOrdinal(3, 0) - first}));
+  EXPECT_EQ(NestedRest(3, 2, 0).count, int64_t{1} << kInnerOrdinalBits);  // An empty one.
+  EXPECT_EQ(NestedRest(3, -1, 0).count, 0);                               // Out of range.
+  EXPECT_EQ(NestedRest(3, 2, int64_t{1} << kInnerOrdinalBits).count, 0);
+}
+
 TEST(DroppedCreditTest, TooScatteredACreditIsLetGo) {
   DroppedCredit credit;
   // Every other ordinal: one run each, none merge.

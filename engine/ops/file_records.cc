@@ -46,7 +46,9 @@ class FileRecordsIterator : public ElementIterator {
           return absl::OkStatus();
         }
         reader_.reset();
-        if (drop_delivered_ && cursor_.split_key() != 0) CreditTheRestOfTheFile();
+        if (drop_delivered_) {
+          credit_.DropRange(NestedRest(cursor_.split_key(), file_ordinal_, record_));
+        }
       }
       int64_t index;
       SLUICE_RETURN_IF_ERROR(cursor_.Next(&index, end_of_sequence));
@@ -67,13 +69,6 @@ class FileRecordsIterator : public ElementIterator {
 
  private:
   const FileRecordsOptions options_;
-  void CreditTheRestOfTheFile() {
-    absl::StatusOr<int64_t> rest = NestedOrdinal(file_ordinal_, record_);
-    if (!rest.ok()) return;  // Out of the ordinal space: no rest to credit.
-    const int64_t end = (file_ordinal_ + 1) << kInnerOrdinalBits;
-    credit_.DropRange(Provenance::Run{cursor_.split_key(), *rest, end - *rest});
-  }
-
   const std::vector<std::string> roots_;
   const bool drop_delivered_;
   SplitCursor cursor_;

@@ -48,7 +48,9 @@ class InterleaveIterator : public ElementIterator {
           *end_of_sequence = false;
           return absl::OkStatus();
         }
-        if (slot.retag) CreditTheRest(slot);
+        // Its outer element is delivered whole, however many elements it had.
+        if (slot.retag)
+          credit_.DropRange(NestedRest(slot.split_key, slot.outer_ordinal, slot.inner));
         slot = Slot{};
         --open_;
         NextInCycle();
@@ -123,15 +125,6 @@ class InterleaveIterator : public ElementIterator {
       credit_.DropRange(Provenance::Run{run.split_key, run.first_ordinal << kInnerOrdinalBits,
                                         run.count << kInnerOrdinalBits});
     }
-  }
-
-  // A retagged slot's pipeline ended: the nested ordinals it did not reach are credited,
-  // so its outer element is delivered whole however many elements it had.
-  void CreditTheRest(const Slot& slot) {
-    absl::StatusOr<int64_t> rest = NestedOrdinal(slot.outer_ordinal, slot.inner);
-    if (!rest.ok()) return;  // Out of the ordinal space: no rest to credit.
-    const int64_t end = (slot.outer_ordinal + 1) << kInnerOrdinalBits;
-    credit_.DropRange(Provenance::Run{slot.split_key, *rest, end - *rest});
   }
 
   // Gives the nested pipeline's next element its provenance; *keep = false drops it.
