@@ -6,6 +6,12 @@
 // Batch that views its slab; destroying the Batch returns the slab. Memory is bounded by
 // the options: (max_outstanding_requests + prefetch_batches) slabs.
 //
+// Batches are handed out in the order they land. Replies to requests in flight together
+// may land out of order, even from one worker (it answers from more than one thread), so
+// a task's batches come in the order its pipeline made them only with
+// max_outstanding_requests = 1, as in tf.data service (one request per task at a time).
+// Coordinated reads (num_consumers > 0) hand out rounds in order whatever the setting.
+//
 //   absl::StatusOr<std::unique_ptr<BatchReader>> reader = client.Read(dataset_id, options);
 //   while (true) {
 //     absl::StatusOr<std::optional<Batch>> batch = (*reader)->Next();

@@ -28,12 +28,15 @@
 //   filter                      the elements it drops
 //   readers with files=[...],   the rest of a file's (outer element's) nested ordinal range
 //   interleave                  once it ended: a file of 3 records is delivered as
-//                               [p << 32, (p + 1) << 32), not [p << 32, (p << 32) | 3)
+//                               [p << 32, (p + 1) << 32), not [p << 32, (p << 32) | 3);
+//                               they read one element ahead (engine/look_ahead.h), so
+//                               a file's last element carries its rest
 // Without that a split's delivered ordinals would keep holes for good, or differ from its
 // neighbours' by the sizes of its files, and the dispatcher's log could not fold a
-// finished split into its neighbours. What ends after the last element produced is
-// credited to nothing. Skipped runs are no rows of the element: total(), runs() and
-// Slice() leave them out, so unbatch still hands each row its own ordinal.
+// finished split into its neighbours. What ends with no element after it (an empty file,
+// or elements a filter drops, at the end of a worker's pass) is credited to nothing. Skipped runs
+// are no rows of the element: total(), runs() and Slice() leave them out, so unbatch still hands
+// each row its own ordinal.
 //
 // A worker reports each batch's Provenance with it (ToProto); the dispatcher accumulates
 // what clients received in a DeliveryLog and fills Split.delivered when it re-issues:

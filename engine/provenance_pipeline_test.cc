@@ -228,8 +228,9 @@ TEST(ProvenancePipelineTest, FilterBeforeAnInterleaveCreditsWholeOuterElements) 
                           Id{1, Nested(3, 1)}, Id{1, Nested(5, 0)}, Id{1, Nested(5, 1)}));
   DeliveryLog log;
   log.Add(*ElementProvenance((*batches)[0]));
-  // Outer element 5 ends after the last element produced: nothing answers for its rest.
-  EXPECT_THAT(log.Delivered(1), ElementsAre(OrdinalRangeIs(0, Nested(5, 2))));
+  // Outer element 5 ends with the last element produced, which, read one ahead, carries its
+  // rest: the split is delivered whole.
+  EXPECT_THAT(log.Delivered(1), ElementsAre(OrdinalRangeIs(0, Nested(6, 0))));
 
   // Re-issued with that: nothing is left to read.
   proto::Split reissued = MakeSplit(1, 0, 6);

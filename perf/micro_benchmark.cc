@@ -1,16 +1,24 @@
 // Google Benchmark microbenchmarks of the data path's hot pieces, each beside the memcpy of
 // the same bytes so that results read as ratios on any machine:
 //   slab acquire/release, batch assembly (EncodeBatch), batching scalar elements in the
-//   engine (RangeBatch, RangeMapBatch, RangeMapBatchDynamic), batch header parse (BatchView),
+//   engine (RangeBatch, RangeMapBatch, RangeMapBatchDynamic), reading text lines
+//   (TextLineBatch, TextLineBatchDynamic), batch header parse (BatchView),
 //   and the GetElement response header encode/decode.
 //
 //   build/perf/sluice_micro_benchmark --benchmark_filter=Encode
 #include <benchmark/benchmark.h>
 
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "control/service.pb.h"
 #include "engine/batch_layout.h"
 #include "engine/iterator.h"
@@ -136,6 +144,68 @@ void BM_RangeFilterBatchDynamic(benchmark::State& state) {
   RunScalarPipeline(state, " | filter(is_even)", true);
 }
 BENCHMARK(BM_RangeFilterBatchDynamic)->Arg(64 << 10);
+
+// One-file DYNAMIC splits of a text file, endlessly (a worker's feed over `files=[...]`).
+class EndlessFileSplitFeed final : public engine::SplitFeed {
+ public:
+  absl::Status GetNext(int64_t, proto::Split* split, bool* end_of_splits) override {
+    split->Clear();
+    split->set_begin(0);
+    split->set_end(1);
+    split->set_key(++key_);
+    *end_of_splits = false;
+    return absl::OkStatus();
+  }
+
+ private:
+  int64_t key_ = 0;
+};
+
+// `text_line(files=[f]) | batch(256)` over a file of 4096 lines of 32 bytes: a reader's
+// per-record cost. In DYNAMIC mode each record also carries its provenance, and the reader
+// reads one record ahead so that a file's last record carries the rest of its range
+// (engine/look_ahead.h); the ratio of the two is what that costs.
+void RunTextLines(benchmark::State& state, bool dynamic) {
+  char dir_template[] = "/tmp/sluice-bench-XXXXXX";
+  const char* dir = mkdtemp(dir_template);
+  if (dir == nullptr) {
+    state.SkipWithError("mkdtemp failed");
+    return;
+  }
+  const std::string path = absl::StrCat(dir, "/lines.txt");
+  {
+    std::ofstream out(path);
+    for (int i = 0; i < 4096; ++i) out << absl::StrFormat("line %026d\n", i);
+  }
+  EndlessFileSplitFeed feed;
+  engine::PipelineContext context;
+  context.data_roots = {dir};
+  if (dynamic) context.split_feed = &feed;
+  auto def = engine::ParsePipeline(absl::StrCat("text_line(files=['", path, "'])",
+                                                dynamic ? "" : " | repeat()", " | batch(256)"));
+  auto pipeline = engine::BuildPipeline(*def, context);
+  if (pipeline.ok()) {
+    engine::Element batch;
+    bool end = false;
+    for (auto _ : state) {
+      if (!(*pipeline)->GetNext(&batch, &end).ok() || end) {
+        state.SkipWithError("the pipeline ended or failed");
+        break;
+      }
+      benchmark::DoNotOptimize(batch);
+    }
+    state.SetItemsProcessed(state.iterations() * 256);
+    pipeline->reset();
+  } else {
+    state.SkipWithError(pipeline.status().ToString().c_str());
+  }
+  std::remove(path.c_str());
+  rmdir(dir);
+}
+void BM_TextLineBatch(benchmark::State& state) { RunTextLines(state, false); }
+BENCHMARK(BM_TextLineBatch);
+void BM_TextLineBatchDynamic(benchmark::State& state) { RunTextLines(state, true); }
+BENCHMARK(BM_TextLineBatchDynamic);
 
 // The baseline for BM_EncodeBatch: the same bytes copied once.
 void BM_Memcpy(benchmark::State& state) {

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "engine/absl_compat.h"
+#include "engine/look_ahead.h"
 #include "engine/provenance.h"
 #include "engine/split_cursor.h"
 
@@ -14,8 +15,9 @@ namespace {
 // Tracked splits (engine/provenance.h): record r of the split's file at position p has
 // ordinal (p << 32) | r. Delivered records are still read (to find the next one) but not
 // produced; a file whose whole ordinal range is delivered is not opened. Once a file ends,
-// the rest of its range is credited to the next record produced, so a file read to the
-// end is delivered whole, whatever its size.
+// the rest of its range is credited to its last record (read one ahead), or to the next
+// record produced if it had none left to produce, so a file read to the end is delivered
+// whole, whatever its size.
 class FileRecordsIterator : public ElementIterator {
  public:
   FileRecordsIterator(FileRecordsOptions options, const OpBuildArgs& args, SplitFeed* feed)
@@ -28,27 +30,22 @@ class FileRecordsIterator : public ElementIterator {
   absl::Status GetNext(Element* out, bool* end_of_sequence) override {
     while (true) {
       if (reader_ != nullptr) {
-        std::string_view record;
         bool eof = false;
-        SLUICE_RETURN_IF_ERROR(PrefixStatus(options_.op, reader_->Next(&record, &eof)));
+        bool last = false;
+        if (drop_delivered_ && cursor_.split_key() != 0) {
+          SLUICE_RETURN_IF_ERROR(
+              ahead_.Next([this](Element* record, bool* end) { return ReadRecord(record, end); },
+                          out, &eof, &last));
+        } else {
+          SLUICE_RETURN_IF_ERROR(ReadRecord(out, &eof));
+        }
         if (!eof) {
-          std::shared_ptr<const Provenance> provenance;
-          if (cursor_.split_key() != 0) {
-            SLUICE_ASSIGN_OR_RETURN(int64_t ordinal, NestedOrdinal(file_ordinal_, record_++));
-            if (delivered_ != nullptr && delivered_->Contains(ordinal)) continue;
-            provenance = Provenance::Of(cursor_.split_key(), ordinal);
-          }
-          out->clear();
-          out->push_back(Tensor::StringScalar(record));
-          if (provenance != nullptr) SetElementProvenance(*out, std::move(provenance));
+          if (last) EndFile();  // its rest goes with its last record
           credit_.CreditTo(*out);
           *end_of_sequence = false;
           return absl::OkStatus();
         }
-        reader_.reset();
-        if (drop_delivered_) {
-          credit_.DropRange(NestedRest(cursor_.split_key(), file_ordinal_, record_));
-        }
+        EndFile();
       }
       int64_t index;
       SLUICE_RETURN_IF_ERROR(cursor_.Next(&index, end_of_sequence));
@@ -68,6 +65,35 @@ class FileRecordsIterator : public ElementIterator {
   }
 
  private:
+  // The open file's next record not delivered before, or *eof.
+  absl::Status ReadRecord(Element* out, bool* eof) {
+    while (true) {
+      std::string_view record;
+      SLUICE_RETURN_IF_ERROR(PrefixStatus(options_.op, reader_->Next(&record, eof)));
+      if (*eof) return absl::OkStatus();
+      std::shared_ptr<const Provenance> provenance;
+      if (cursor_.split_key() != 0) {
+        SLUICE_ASSIGN_OR_RETURN(int64_t ordinal, NestedOrdinal(file_ordinal_, record_++));
+        if (delivered_ != nullptr && delivered_->Contains(ordinal)) continue;
+        provenance = Provenance::Of(cursor_.split_key(), ordinal);
+      }
+      out->clear();
+      out->push_back(Tensor::StringScalar(record));
+      if (provenance != nullptr) SetElementProvenance(*out, std::move(provenance));
+      return absl::OkStatus();
+    }
+  }
+
+  // Closes the open file; with final ordinals its rest is credited to the next record
+  // handed out (its own last one, when the look-ahead saw the end).
+  void EndFile() {
+    reader_.reset();
+    ahead_.Reset();
+    if (drop_delivered_) {
+      credit_.DropRange(NestedRest(cursor_.split_key(), file_ordinal_, record_));
+    }
+  }
+
   const FileRecordsOptions options_;
   const std::vector<std::string> roots_;
   const bool drop_delivered_;
@@ -78,6 +104,8 @@ class FileRecordsIterator : public ElementIterator {
   int64_t file_ordinal_ = 0;
   int64_t record_ = 0;
   const DeliveredSet* delivered_ = nullptr;
+  // Tracked splits read one record ahead, so that a file's last record carries its rest.
+  ElementLookAhead ahead_;
   // Ordinals of ended files, for the next record produced.
   DroppedCredit credit_;
 };

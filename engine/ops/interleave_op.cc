@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "engine/cardinality.h"
+#include "engine/look_ahead.h"
 #include "engine/pipeline_text.h"
 #include "engine/pipeline_validate.h"
 #include "engine/prefetch_iterator.h"
@@ -38,19 +39,13 @@ class InterleaveIterator : public ElementIterator {
       Slot& slot = slots_[cycle_index_];
       if (slot.it != nullptr) {
         bool end = false;
-        SLUICE_RETURN_IF_ERROR(slot.it->GetNext(out, &end));
+        SLUICE_RETURN_IF_ERROR(TakeFromSlot(slot, out, &end));
         if (!end) {
-          bool keep = true;
-          SLUICE_RETURN_IF_ERROR(Tag(slot, out, &keep));
-          if (!keep) continue;  // Delivered before: not produced, not counted in the block.
           credit_.CreditTo(*out);
           if (++block_index_ == op_.block_length()) NextInCycle();
           *end_of_sequence = false;
           return absl::OkStatus();
         }
-        // Its outer element is delivered whole, however many elements it had.
-        if (slot.retag)
-          credit_.DropRange(NestedRest(slot.split_key, slot.outer_ordinal, slot.inner));
         slot = Slot{};
         --open_;
         NextInCycle();
@@ -89,10 +84,41 @@ class InterleaveIterator : public ElementIterator {
     int64_t outer_ordinal = 0;
     int64_t inner = 0;
     std::shared_ptr<const DeliveredSet> delivered;
+    // Reads one element ahead, so that the element before the end carries the rest.
+    ElementLookAhead ahead;
+    bool rest_credited = false;
     // Otherwise: the outer element's provenance, handed to its first element only (as
     // unbatch does for rows it cannot tell apart).
     std::shared_ptr<const Provenance> first;
   };
+
+  // The slot's next element into *out, or *end. A retagging slot credits the rest of its
+  // outer element's nested range once the end is seen: with its last element, which the
+  // look-ahead tells, or else (nothing left to produce) with the next element produced.
+  // Its outer element is then delivered whole, however many elements it had.
+  absl::Status TakeFromSlot(Slot& slot, Element* out, bool* end) {
+    if (!slot.retag) return NextKept(slot, out, end);
+    bool last = false;
+    SLUICE_RETURN_IF_ERROR(
+        slot.ahead.Next([&slot](Element* next, bool* ended) { return NextKept(slot, next, ended); },
+                        out, end, &last));
+    if ((last || *end) && !slot.rest_credited) {
+      credit_.DropRange(NestedRest(slot.split_key, slot.outer_ordinal, slot.inner));
+      slot.rest_credited = true;
+    }
+    return absl::OkStatus();
+  }
+
+  // The nested pipeline's next element not delivered before (with its provenance), or *end.
+  static absl::Status NextKept(Slot& slot, Element* out, bool* end) {
+    while (true) {
+      SLUICE_RETURN_IF_ERROR(slot.it->GetNext(out, end));
+      if (*end) return absl::OkStatus();
+      bool keep = true;
+      SLUICE_RETURN_IF_ERROR(Tag(slot, out, &keep));
+      if (keep) return absl::OkStatus();  // else delivered before: not produced, not counted
+    }
+  }
 
   // Sets up `slot` for the outer `element`; *all_delivered when every element it can
   // yield was delivered before (its pipeline is then not even built).
