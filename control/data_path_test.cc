@@ -72,7 +72,8 @@ TEST_P(DataPathTest, TransportAddsNoCopyBeyondAssembly) {
     auto values = view.tensor(0).values<int64_t>();
     ASSERT_EQ(values.size(), 8192u);
     ASSERT_EQ(values[0] % 8192, 0) << values[0];
-    for (size_t i = 0; i < values.size(); ++i) ASSERT_EQ(values[i], values[0] + static_cast<int64_t>(i));
+    for (size_t i = 0; i < values.size(); ++i)
+      ASSERT_EQ(values[i], values[0] + static_cast<int64_t>(i));
     EXPECT_TRUE(batch_starts.insert(values[0]).second) << "batch " << values[0] << " twice";
     delivered += static_cast<int64_t>(view.bytes().size());
     EXPECT_GT((**batch).fetch_latency(), absl::ZeroDuration());
