@@ -85,6 +85,19 @@ class EndlessSplitFeed final : public engine::SplitFeed {
   int64_t key_ = 0;
 };
 
+// One element of `pipeline` per iteration; skips the benchmark if it ends or fails.
+void PullEach(benchmark::State& state, engine::ElementIterator& pipeline) {
+  engine::Element element;
+  bool end = false;
+  for (auto _ : state) {
+    if (!pipeline.GetNext(&element, &end).ok() || end) {
+      state.SkipWithError("the pipeline ended or failed");
+      return;
+    }
+    benchmark::DoNotOptimize(element);
+  }
+}
+
 // Batches of state.range(0) bytes stacked from int64 scalars by the engine: this measures
 // the engine's per-element cost (one source element, one stacked row), against BM_Memcpy and
 // BM_EncodeBatch of the same bytes. `stages` goes between the source and the batch; with
@@ -104,15 +117,7 @@ void RunScalarPipeline(benchmark::State& state, const char* stages, bool dynamic
     state.SkipWithError(pipeline.status().ToString().c_str());
     return;
   }
-  engine::Element batch;
-  bool end = false;
-  for (auto _ : state) {
-    if (!(*pipeline)->GetNext(&batch, &end).ok() || end) {
-      state.SkipWithError("the pipeline ended or failed");
-      return;
-    }
-    benchmark::DoNotOptimize(batch);
-  }
+  PullEach(state, **pipeline);
   state.SetBytesProcessed(state.iterations() * elements * 8);
   state.SetItemsProcessed(state.iterations() * elements);
 }
@@ -185,15 +190,7 @@ void RunTextLines(benchmark::State& state, bool dynamic) {
                                                 dynamic ? "" : " | repeat()", " | batch(256)"));
   auto pipeline = engine::BuildPipeline(*def, context);
   if (pipeline.ok()) {
-    engine::Element batch;
-    bool end = false;
-    for (auto _ : state) {
-      if (!(*pipeline)->GetNext(&batch, &end).ok() || end) {
-        state.SkipWithError("the pipeline ended or failed");
-        break;
-      }
-      benchmark::DoNotOptimize(batch);
-    }
+    PullEach(state, **pipeline);
     state.SetItemsProcessed(state.iterations() * 256);
     pipeline->reset();
   } else {
