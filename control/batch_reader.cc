@@ -93,7 +93,7 @@ BatchReader::~BatchReader() {
   }
 }
 
-absl::Status BatchReader::HeartbeatOnce() {
+absl::Status BatchReader::HeartbeatOnce(absl::Duration timeout) {
   proto::ClientHeartbeatRequest request;
   request.set_job_id(job_id_);
   request.set_client_id(client_id_);
@@ -108,8 +108,8 @@ absl::Status BatchReader::HeartbeatOnce() {
     }
   }
   proto::ClientHeartbeatResponse response;
-  absl::Status called = rpc_->CallProto(dispatcher_, proto::CLIENT_HEARTBEAT, request, &response,
-                                        options_.request_timeout);
+  absl::Status called =
+      rpc_->CallProto(dispatcher_, proto::CLIENT_HEARTBEAT, request, &response, timeout);
   if (!called.ok()) {
     absl::MutexLock lock(&mu_);
     // Report them next time (a report that did arrive twice is harmless).
@@ -436,6 +436,7 @@ absl::StatusOr<std::optional<Batch>> BatchReader::Next() {
   while (true) {
     Pump();
     std::optional<Ready> ready;
+    bool report_and_end = false;
     {
       absl::MutexLock lock(&mu_);
       auto can_return = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -451,8 +452,14 @@ absl::StatusOr<std::optional<Batch>> BatchReader::Next() {
       } else if (!error_.ok()) {
         return error_;
       } else if (Done()) {
-        return std::optional<Batch>();
+        if (unreported_.empty()) return std::optional<Batch>();
+        report_and_end = true;
       }
+    }
+    if (report_and_end) {
+      // The job is over, so nothing will be re-issued: a failed report loses nothing.
+      (void)HeartbeatOnce(kFinalReportTimeout);
+      return std::optional<Batch>();
     }
     if (!ready) continue;
     absl::StatusOr<engine::BatchView> view =

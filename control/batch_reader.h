@@ -158,13 +158,17 @@ class BatchReader {
   static constexpr absl::Duration kMinHeartbeatGap = absl::Milliseconds(5);
   // A worker that could not be reached is asked again after this long.
   static constexpr absl::Duration kUnreachableBackoff = absl::Milliseconds(200);
+  // Batches that landed after the heartbeat that said the job finished are reported when
+  // Next() says so, within this long (the dispatcher's log then holds all that was read).
+  static constexpr absl::Duration kFinalReportTimeout = absl::Seconds(2);
   // A stopping reader waits this long for the replies to its requests before cancelling
   // the rest (~BatchReader).
   static constexpr absl::Duration kStopGrace = absl::Milliseconds(500);
 
   BatchReader(transport::RpcEndpoint* rpc, transport::Address dispatcher,
               const ReadOptions& options);
-  absl::Status HeartbeatOnce();
+  absl::Status HeartbeatOnce() { return HeartbeatOnce(options_.request_timeout); }
+  absl::Status HeartbeatOnce(absl::Duration timeout);
   void HeartbeatLoop();
   // Starts requests while there are slabs, room and tasks not ended. Never blocks.
   void Pump();

@@ -25,7 +25,8 @@
 // Ordinals that will never be produced are credited to the next element that is (skipped
 // runs, DroppedCredit): they are reported delivered with it, so a re-issue skips them,
 // which is what the pipeline would do with them again. Two stages credit:
-//   filter                      the elements it drops
+//   filter                      the elements it drops (reading one kept element ahead,
+//                               so that the last one kept answers for those after it)
 //   readers with files=[...],   the rest of a file's (outer element's) nested ordinal range
 //   interleave                  once it ended: a file of 3 records is delivered as
 //                               [p << 32, (p + 1) << 32), not [p << 32, (p << 32) | 3);
@@ -33,8 +34,8 @@
 //                               a file's last element carries its rest
 // Without that a split's delivered ordinals would keep holes for good, or differ from its
 // neighbours' by the sizes of its files, and the dispatcher's log could not fold a
-// finished split into its neighbours. What ends with no element after it (an empty file,
-// or elements a filter drops, at the end of a worker's pass) is credited to nothing. Skipped runs
+// finished split into its neighbours. What ends with no element after it (an empty file
+// at the end of a worker's pass) is credited to nothing. Skipped runs
 // are no rows of the element: total(), runs() and Slice() leave them out, so unbatch still hands
 // each row its own ordinal.
 //
