@@ -164,8 +164,14 @@ absl::Status BatchReader::HeartbeatOnce(absl::Duration timeout) {
   // (a worker that cannot be reached is retried by Pump, and reported lost by the dispatcher).
   for (const Task& task : added) (void)rpc_->ConnectTo(task.worker);
   absl::MutexLock lock(&mu_);
-  for (Task& task : added) tasks_.push_back(std::move(task));
-  job_finished_ = response.job_finished();
+  for (Task& task : added) {
+    // Another heartbeat, replied to meanwhile, may have added it.
+    const bool known = std::any_of(tasks_.begin(), tasks_.end(),
+                                   [&task](const Task& t) { return t.id == task.id; });
+    if (!known) tasks_.push_back(std::move(task));
+  }
+  // A finished job stays finished, whatever an older reply to a concurrent heartbeat says.
+  job_finished_ = job_finished_ || response.job_finished();
   // Only now that the task list is current may rounds up to the horizon be read.
   round_horizon_ = std::max(round_horizon_, response.round_horizon());
   if (tasks_.empty() && response.num_workers() == 0 &&
@@ -452,13 +458,15 @@ absl::StatusOr<std::optional<Batch>> BatchReader::Next() {
       } else if (!error_.ok()) {
         return error_;
       } else if (Done()) {
-        if (unreported_.empty()) return std::optional<Batch>();
+        if (unreported_.empty() || final_report_sent_) return std::optional<Batch>();
+        final_report_sent_ = true;
         report_and_end = true;
       }
     }
     if (report_and_end) {
-      // The job is over, so nothing will be re-issued: a failed report loses nothing.
-      (void)HeartbeatOnce(kFinalReportTimeout);
+      // The job is over, so nothing will be re-issued: a failed report loses nothing, and
+      // is not tried again.
+      (void)HeartbeatOnce(std::min(kFinalReportTimeout, options_.request_timeout));
       return std::optional<Batch>();
     }
     if (!ready) continue;

@@ -158,8 +158,9 @@ class BatchReader {
   static constexpr absl::Duration kMinHeartbeatGap = absl::Milliseconds(5);
   // A worker that could not be reached is asked again after this long.
   static constexpr absl::Duration kUnreachableBackoff = absl::Milliseconds(200);
-  // Batches that landed after the heartbeat that said the job finished are reported when
-  // Next() says so, within this long (the dispatcher's log then holds all that was read).
+  // Batches that landed after the heartbeat that said the job finished are reported once,
+  // when Next() first says so, within this long (or request_timeout if shorter): the
+  // dispatcher's log then holds all that was read.
   static constexpr absl::Duration kFinalReportTimeout = absl::Seconds(2);
   // A stopping reader waits this long for the replies to its requests before cancelling
   // the rest (~BatchReader).
@@ -168,7 +169,8 @@ class BatchReader {
   BatchReader(transport::RpcEndpoint* rpc, transport::Address dispatcher,
               const ReadOptions& options);
   absl::Status HeartbeatOnce() { return HeartbeatOnce(options_.request_timeout); }
-  absl::Status HeartbeatOnce(absl::Duration timeout);
+  // May run on two threads at once (the heartbeat thread's, and Next()'s last report).
+  absl::Status HeartbeatOnce(absl::Duration timeout) ABSL_LOCKS_EXCLUDED(mu_);
   void HeartbeatLoop();
   // Starts requests while there are slabs, room and tasks not ended. Never blocks.
   void Pump();
@@ -219,7 +221,9 @@ class BatchReader {
   absl::Time started_;
 
   mutable absl::Mutex mu_;
-  std::deque<Task> tasks_ ABSL_GUARDED_BY(mu_);  // only grows; indices stay valid
+  std::deque<Task> tasks_ ABSL_GUARDED_BY(mu_);
+  // Next() sent the last report of deliveries (it is not retried).
+  bool final_report_sent_ ABSL_GUARDED_BY(mu_) = false;  // only grows; indices stay valid
   size_t next_task_ ABSL_GUARDED_BY(mu_) = 0;
   int outstanding_ ABSL_GUARDED_BY(mu_) = 0;
   // OnFetched calls past their bookkeeping but still running (they may call Pump): the

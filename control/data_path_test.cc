@@ -38,7 +38,8 @@ absl::StatusOr<std::unique_ptr<Client>> ConnectClient(const LocalCluster& cluste
 }
 
 // Registers `pipeline` and reads it in OFF mode into 1 MiB landing slabs.
-absl::StatusOr<std::unique_ptr<BatchReader>> ReadOff(Client& client, std::string_view pipeline) {
+absl::StatusOr<std::unique_ptr<BatchReader>> ReadOff(Client& client, std::string_view pipeline,
+                                                     int max_outstanding_requests = 4) {
   absl::StatusOr<proto::PipelineDef> parsed = engine::ParsePipeline(pipeline);
   if (!parsed.ok()) return parsed.status();
   absl::StatusOr<std::string> dataset = client.RegisterDataset(*parsed);
@@ -46,6 +47,7 @@ absl::StatusOr<std::unique_ptr<BatchReader>> ReadOff(Client& client, std::string
   ReadOptions read;
   read.mode = proto::OFF;
   read.slab_bytes = 1 << 20;
+  read.max_outstanding_requests = max_outstanding_requests;
   return client.Read(*dataset, read);
 }
 
@@ -120,6 +122,25 @@ void ExpectCachedBatchServedFromItsSlab(const char* ucx_tls, int64_t rows) {
   if (rows * 8 >= 16 * 1024) {  // above the rendezvous threshold: no copy on receive
     EXPECT_EQ((*client)->transport_stats().payload_bytes_copied.load(), 0u);
   }
+}
+
+// What BatchReader promises about order: one request at a time to a task, its batches come
+// in the order its pipeline made them.
+TEST_P(DataPathTest, OneRequestAtATimeKeepsATasksOrder) {
+  auto cluster = StartCluster(GetParam());
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  auto client = ConnectClient(**cluster, GetParam());
+  ASSERT_TRUE(client.ok()) << client.status();
+  auto reader = ReadOff(**client, "range(40960) | batch(1024)", /*max_outstanding_requests=*/1);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  int64_t next_value = 0;
+  while (true) {
+    auto batch = (*reader)->Next();
+    ASSERT_TRUE(batch.ok()) << batch.status();
+    if (!batch->has_value()) break;
+    for (int64_t v : (**batch).view().tensor(0).values<int64_t>()) ASSERT_EQ(v, next_value++);
+  }
+  EXPECT_EQ(next_value, 40960);
 }
 
 TEST_P(DataPathTest, RepeatedCachedBatchIsServedFromItsSlabWithoutCopies) {

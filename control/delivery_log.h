@@ -8,8 +8,8 @@
 // the end costs a handful of entries instead of millions. Sources and filters credit what
 // they will never produce (engine/provenance.h), so a split read to the end has no holes
 // and a split of files is whole ([0, files << 32)) whatever their sizes; a split whose
-// ordinals keep holes for good (an empty file ended a worker's pass) stays an entry of its
-// own.
+// ordinals keep holes for good (an empty file or filtered elements ended a worker's pass)
+// stays an entry of its own.
 //
 //   DeliveryLog log;
 //   log.Record(/*split_key=*/1, /*first_ordinal=*/0, /*count=*/256);

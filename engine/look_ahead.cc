@@ -9,7 +9,6 @@ absl::Status ElementLookAhead::Next(Read read, Element* out, bool* end, bool* la
   *last = false;
   if (!failed_.ok()) return failed_;
   if (ended_) {
-    ended_ = false;
     *end = true;
     return absl::OkStatus();
   }
@@ -17,8 +16,10 @@ absl::Status ElementLookAhead::Next(Read read, Element* out, bool* end, bool* la
     out->swap(ahead_);  // ahead_ keeps *out's buffer for the next read: no allocation
     has_ahead_ = false;
   } else {
-    absl::Status status = read(out, end);
-    if (!status.ok() || *end) return status;
+    failed_ = read(out, end);
+    if (!failed_.ok()) return failed_;
+    ended_ = *end;
+    if (*end) return absl::OkStatus();
   }
   bool ahead_end = false;
   failed_ = read(&ahead_, &ahead_end);
@@ -26,6 +27,7 @@ absl::Status ElementLookAhead::Next(Read read, Element* out, bool* end, bool* la
   has_ahead_ = !ahead_end;
   ended_ = ahead_end;
   *last = ahead_end;
+  if (ahead_end) ahead_.clear();  // what *out held before, not to be kept
   return absl::OkStatus();
 }
 

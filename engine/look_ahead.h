@@ -13,8 +13,9 @@
 //   if (!end && last) credit.DropRange(rest_of_file);  // goes with *out
 //
 // `read` is the source's own read, `(Element* out, bool* end) -> absl::Status`. An error
-// while reading ahead is returned by the next call, after the element before it; the same
-// call after it returns it again (as an iterator does once it failed).
+// while reading ahead is returned by the next call, after the element before it. Once
+// `read` failed or ended, every later call says so again without reading (until Reset),
+// as an iterator does.
 #ifndef SLUICE_ENGINE_LOOK_AHEAD_H_
 #define SLUICE_ENGINE_LOOK_AHEAD_H_
 
@@ -29,7 +30,7 @@ class ElementLookAhead {
   using Read = absl::FunctionRef<absl::Status(Element* out, bool* end)>;
 
   // Hands out the next element into *out, or sets *end. Otherwise *last tells that `read`
-  // has ended after it (then the next call sets *end without reading).
+  // has ended after it.
   [[nodiscard]] absl::Status Next(Read read, Element* out, bool* end, bool* last);
 
   // Forgets the element read ahead and the end seen: for a new source.

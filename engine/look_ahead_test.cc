@@ -61,6 +61,8 @@ TEST(ElementLookAheadTest, TellsWhichElementIsTheLast) {
   EXPECT_TRUE(end.end);
   EXPECT_FALSE(end.last);
   EXPECT_EQ(source.reads, reads) << "the end was already seen: no read after it";
+  EXPECT_TRUE(Take(ahead, source).end) << "the end stays";
+  EXPECT_EQ(source.reads, reads);
 }
 
 TEST(ElementLookAheadTest, AnEmptySourceEndsAtOnce) {
@@ -86,13 +88,20 @@ TEST(ElementLookAheadTest, AnErrorReadAheadComesAfterTheElementBeforeIt) {
   EXPECT_EQ(Take(ahead, source).status.code(), absl::StatusCode::kDataLoss) << "it stays failed";
 }
 
+TEST(ElementLookAheadTest, AnErrorOnTheFirstReadStays) {
+  CountingSource source{.n = 5, .fail_at = 0};
+  ElementLookAhead ahead;
+  EXPECT_EQ(Take(ahead, source).status.code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(Take(ahead, source).status.code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(source.reads, 1) << "not read again once it failed";
+}
+
 TEST(ElementLookAheadTest, ResetStartsOverOnANewSource) {
   CountingSource a{.n = 2};
   ElementLookAhead ahead;
   EXPECT_EQ(Take(ahead, a).value, 0);  // 1 is held ahead
   ahead.Reset();
   CountingSource b{.n = 1};
-  b.next = 0;
   Taken t = Take(ahead, b);
   ASSERT_TRUE(t.status.ok()) << t.status;
   EXPECT_EQ(t.value, 0) << "nothing of the old source is handed out";

@@ -11,7 +11,6 @@
 
 #include "common/status_macros.h"
 #include "common/thread_name.h"
-#include "engine/look_ahead.h"
 #include "engine/op_registry.h"
 #include "engine/provenance.h"
 
@@ -67,9 +66,6 @@ class SequentialMapIterator : public ElementIterator {
       credit_.Drop(dropped.get());
     }
   }
-
-  // What it dropped since the last element it produced (ReadAheadFilter's at the end).
-  [[nodiscard]] DroppedCredit& credit() { return credit_; }
 
  private:
   std::unique_ptr<ElementIterator> input_;
@@ -127,9 +123,6 @@ class ParallelMapIterator : public ElementIterator {
       credit_.Drop(dropped.get());
     }
   }
-
-  // What the consumer dropped since the last element it took (ReadAheadFilter's at the end).
-  [[nodiscard]] DroppedCredit& credit() { return credit_; }
 
  private:
   struct Slot {
@@ -286,55 +279,17 @@ class ParallelMapIterator : public ElementIterator {
   std::vector<std::thread> threads_;     // Last: joined before the rest is destroyed.
 };
 
-// A filter on tracked elements reads one kept element ahead, so that the last one kept, at
-// the end of a worker's pass, also answers for the elements dropped after it
-// (engine/look_ahead.h); otherwise nothing would, and each pass would end in a hole of the
-// delivery log.
-template <typename Map>
-class ReadAheadFilter : public ElementIterator {
- public:
-  explicit ReadAheadFilter(std::unique_ptr<Map> map) : map_(std::move(map)) {}
-
-  absl::Status GetNext(Element* out, bool* end_of_sequence) override {
-    if (!read_ahead_) {
-      SLUICE_RETURN_IF_ERROR(map_->GetNext(out, end_of_sequence));
-      // Untracked elements (no provenance) leave no credit: no need to read ahead.
-      read_ahead_ = !*end_of_sequence && ElementProvenance(*out) != nullptr;
-      return absl::OkStatus();
-    }
-    bool last = false;
-    SLUICE_RETURN_IF_ERROR(
-        ahead_.Next([this](Element* next, bool* end) { return map_->GetNext(next, end); }, out,
-                    end_of_sequence, &last));
-    if (last) map_->credit().CreditTo(*out);  // what was dropped after it
-    return absl::OkStatus();
-  }
-
- private:
-  const std::unique_ptr<Map> map_;
-  bool read_ahead_ = false;
-  ElementLookAhead ahead_;
-};
-
-template <typename Map>
-std::unique_ptr<ElementIterator> MaybeReadAhead(std::unique_ptr<Map> map, bool may_drop) {
-  if (!may_drop) return map;
-  return std::make_unique<ReadAheadFilter<Map>>(std::move(map));
-}
-
 }  // namespace
 
 std::unique_ptr<ElementIterator> MakeMapIterator(std::unique_ptr<ElementIterator> input,
                                                  ElementTransform transform, int parallel,
-                                                 std::string label, bool may_drop) {
+                                                 std::string label) {
   if (parallel <= 1) {
-    return MaybeReadAhead(std::make_unique<SequentialMapIterator>(
-                              std::move(input), std::move(transform), std::move(label)),
-                          may_drop);
+    return std::make_unique<SequentialMapIterator>(std::move(input), std::move(transform),
+                                                   std::move(label));
   }
-  return MaybeReadAhead(std::make_unique<ParallelMapIterator>(
-                            std::move(input), std::move(transform), parallel, std::move(label)),
-                        may_drop);
+  return std::make_unique<ParallelMapIterator>(std::move(input), std::move(transform), parallel,
+                                               std::move(label));
 }
 
 }  // namespace sluice::engine

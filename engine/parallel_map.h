@@ -53,12 +53,10 @@ namespace sluice::engine {
 using ElementTransform =
     std::function<absl::Status(Element in, int64_t index, std::optional<Element>* out)>;
 
-// `label` prefixes the transform's errors, e.g. "map(decode)". `may_drop` (a filter): on
-// tracked elements, read one kept element ahead, so that the last one kept also answers
-// for the elements dropped after it (engine/look_ahead.h).
+// `label` prefixes the transform's errors, e.g. "map(decode)".
 std::unique_ptr<ElementIterator> MakeMapIterator(std::unique_ptr<ElementIterator> input,
                                                  ElementTransform transform, int parallel,
-                                                 std::string label, bool may_drop = false);
+                                                 std::string label);
 
 }  // namespace sluice::engine
 

@@ -25,8 +25,7 @@
 // Ordinals that will never be produced are credited to the next element that is (skipped
 // runs, DroppedCredit): they are reported delivered with it, so a re-issue skips them,
 // which is what the pipeline would do with them again. Two stages credit:
-//   filter                      the elements it drops (reading one kept element ahead,
-//                               so that the last one kept answers for those after it)
+//   filter                      the elements it drops
 //   readers with files=[...],   the rest of a file's (outer element's) nested ordinal range
 //   interleave                  once it ended: a file of 3 records is delivered as
 //                               [p << 32, (p + 1) << 32), not [p << 32, (p << 32) | 3);
@@ -34,8 +33,10 @@
 //                               a file's last element carries its rest
 // Without that a split's delivered ordinals would keep holes for good, or differ from its
 // neighbours' by the sizes of its files, and the dispatcher's log could not fold a
-// finished split into its neighbours. What ends with no element after it (an empty file
-// at the end of a worker's pass) is credited to nothing. Skipped runs
+// finished split into its neighbours. What ends with no element after it (an empty file,
+// or elements a filter drops, at the end of a worker's pass) is credited to nothing; a
+// filter does not read ahead, as that could hold a kept element back for as long as no
+// other one comes (`filter | take(n)` on an endless input would never end). Skipped runs
 // are no rows of the element: total(), runs() and Slice() leave them out, so unbatch still hands
 // each row its own ordinal.
 //

@@ -69,7 +69,7 @@ OpDef FilterOpDef() {
       return absl::OkStatus();
     };
     return MakeMapIterator(std::move(input), std::move(keep), args.stage.filter().parallel(),
-                           absl::StrCat("filter(", name, ")"), /*may_drop=*/true);
+                           absl::StrCat("filter(", name, ")"));
   };
   return def;
 }

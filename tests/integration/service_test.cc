@@ -70,7 +70,7 @@ TEST(ServiceTest, StatusShowsWorkersDatasetsAndJobs) {
 
 // A filter leaves holes in each split's delivered ordinals unless the elements it drops are
 // credited to the ones it keeps (engine/provenance.h); with the holes, the dispatcher's
-// delivery log kept one entry per split read: 2000 here (splits of 100 elements), now 1.
+// delivery log kept one entry per split read: 2000 here (splits of 100 elements), now 4.
 // The dispatcher's delivery log entries for the one job `sluice status` shows.
 int64_t DeliveryLogEntries(const std::string& address) {
   absl::SleepFor(absl::Milliseconds(300));  // the last heartbeats carry the last deliveries
@@ -91,11 +91,11 @@ TEST(ServiceTest, AFilteredDynamicPassKeepsItsDeliveryLogSmall) {
   for (int64_t i = 0; i < 200000; i += 2) ASSERT_EQ(counts[i], 1) << i;
   const int64_t entries = DeliveryLogEntries(cluster.address());
   EXPECT_GE(entries, 1);  // deliveries were reported
-  // Each worker's last split ends in a dropped element, which the last element kept (the
-  // filter reads one ahead) answers for, and the reader reports the batches that landed
-  // after the dispatcher said the job finished: one entry (measured: 1 in 8 runs; 4 with
-  // neither, up to 8 possible).
-  EXPECT_LE(entries, 2);
+  // Each worker's last split ends in a dropped element that nothing kept answers for (a
+  // filter does not read ahead): two holed splits between runs of whole ones, 5 entries at
+  // most (measured: 4 in 6 of 6 runs). The reader reports the batches that landed after
+  // the dispatcher said the job finished, so no batch missing from the log adds more.
+  EXPECT_LE(entries, 5);
 }
 
 // Files of 0 to 12 lines, one split each: a file read to the end is delivered whole, so
