@@ -126,6 +126,7 @@ absl::Status BatchReader::HeartbeatOnce(absl::Duration timeout) {
         if (task.id == lost && !task.lost) {
           task.lost = true;
           task.ended = true;
+          HandOutHeld(task);
           if (task.connection != transport::kNoConnection) {
             given_up.emplace_back(task.connection, task.worker_text);
           }
@@ -359,6 +360,7 @@ void BatchReader::OnFetched(size_t task_index, transport::Slab slab, absl::Time 
                       : OnTaskFetched(task, std::move(slab), sent, result, request);
     if (task.end_seen && task.outstanding == 0 && !task.ended) {
       task.ended = true;
+      HandOutHeld(task);
       pump = true;
     }
     to_drop = std::exchange(connection_to_drop_, transport::kNoConnection);
@@ -417,9 +419,53 @@ bool BatchReader::OnTaskFetched(Task& task, transport::Slab slab, absl::Time sen
     connection_to_drop_ = task.connection;
   }
   unreported_.MergeFrom(response.provenance());
-  ready_.push_back(Ready{task.worker_text, response.batch_index(), std::move(slab),
-                         result->payload.size, now - sent});
+  HandOutInOrder(task,
+                 Ready{task.worker_text, response.batch_index(), std::move(slab),
+                       result->payload.size, now - sent},
+                 response);
   return true;
+}
+
+void BatchReader::HandOutInOrder(Task& task, Ready ready,
+                                 const proto::GetElementResponse& response) {
+  const int64_t sequence = response.client_sequence();
+  if (sequence <= 0) {  // not numbered (the client does not acknowledge)
+    ready_.push_back(std::move(ready));
+    return;
+  }
+  if (response.sequence_stream() != task.sequence_stream) {
+    // A new numbering (the first reply, or a worker that restarted or forgot this client)
+    // starts at 1; what waited under the old one goes first.
+    HandOutHeld(task);
+    task.sequence_stream = response.sequence_stream();
+    task.next_sequence = 1;
+  }
+  // Numbers below the floor that have not landed will not come (let go unacknowledged).
+  task.next_sequence = std::max(task.next_sequence, response.sequence_floor());
+  auto hand_out_due = [this, &task]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    while (!task.held.empty() && task.held.begin()->first <= task.next_sequence) {
+      auto first = task.held.begin();
+      task.next_sequence = std::max(task.next_sequence, first->first + 1);
+      ready_.push_back(std::move(first->second));
+      task.held.erase(first);
+    }
+  };
+  hand_out_due();
+  if (sequence > task.next_sequence) {  // one before it is still on the way
+    if (auto [at, inserted] = task.held.try_emplace(sequence, std::move(ready)); !inserted) {
+      ready_.push_back(std::move(ready));  // numbered twice: never happens, and never lost
+    }
+    return;
+  }
+  // Its turn; or, below next_sequence, one whose turn was given up and that came after all.
+  task.next_sequence = std::max(task.next_sequence, sequence + 1);
+  ready_.push_back(std::move(ready));
+  hand_out_due();
+}
+
+void BatchReader::HandOutHeld(Task& task) {
+  for (auto& [sequence, ready] : task.held) ready_.push_back(std::move(ready));
+  task.held.clear();
 }
 
 bool BatchReader::WaitsOnlyForTheDispatcher() const {

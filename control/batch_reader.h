@@ -6,11 +6,13 @@
 // Batch that views its slab; destroying the Batch returns the slab. Memory is bounded by
 // the options: (max_outstanding_requests + prefetch_batches) slabs.
 //
-// Batches are handed out in the order they land. Replies to requests in flight together
-// may land out of order, even from one worker (it answers from more than one thread), so
-// a task's batches come in the order its pipeline made them only with
-// max_outstanding_requests = 1, as in tf.data service (one request per task at a time).
-// Coordinated reads (num_consumers > 0) hand out rounds in order whatever the setting.
+// Order: each task's batches come in the order its pipeline made them (of those that went
+// to this client), however many requests are in flight; tasks interleave. Replies to
+// requests in flight together may land out of order, even from one worker (it answers from
+// more than one thread), so a batch that lands early waits for the ones before it. Only a
+// batch the worker let go unacknowledged and that was lost with a connection is skipped
+// (the worker says so); should it arrive after all, it is handed out late rather than lost.
+// Coordinated reads (num_consumers > 0) hand out rounds in order.
 //
 //   absl::StatusOr<std::unique_ptr<BatchReader>> reader = client.Read(dataset_id, options);
 //   while (true) {
@@ -112,6 +114,14 @@ class BatchReader {
   [[nodiscard]] int64_t job_id() const { return job_id_; }
 
  private:
+  struct Ready {
+    std::string worker;
+    int64_t index;
+    transport::Slab slab;
+    size_t size;
+    absl::Duration fetch_latency;
+    int64_t round = -1;
+  };
   struct Task {
     int64_t id;
     transport::Address worker;
@@ -142,14 +152,12 @@ class BatchReader {
     // for again by its number, so their epoch stays 1 (it only says "I acknowledge").
     std::vector<int64_t> unconfirmed;
     int64_t delivery_epoch = 1;
-  };
-  struct Ready {
-    std::string worker;
-    int64_t index;
-    transport::Slab slab;
-    size_t size;
-    absl::Duration fetch_latency;
-    int64_t round = -1;
+    // Its batches go to the caller in the order the worker numbered them for this client
+    // (GetElementResponse.client_sequence, under sequence_stream): one that lands while an
+    // earlier one is still on the way waits in `held`, by number.
+    uint64_t sequence_stream = 0;
+    int64_t next_sequence = 1;
+    std::map<int64_t, Ready> held;
   };
 
   // A worker that does not know a task yet is asked again after this long.
@@ -199,6 +207,12 @@ class BatchReader {
   FetchOutcome Examine(Task& task, const transport::Slab& slab,
                        const absl::StatusOr<transport::CallResult>& result, absl::string_view what,
                        proto::GetElementResponse* response) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Hands `ready`, a batch of `task` described by `response`, to the caller in the task's
+  // order: now, or once the batches numbered before it have landed or are given up.
+  void HandOutInOrder(Task& task, Ready ready, const proto::GetElementResponse& response)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Hands out every batch `task` holds back, in order (the task ended, or is renumbered).
+  void HandOutHeld(Task& task) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // OnFetched's bookkeeping for a task's next batch; returns whether to Pump.
   bool OnTaskFetched(Task& task, transport::Slab slab, absl::Time sent,
                      const absl::StatusOr<transport::CallResult>& result, const Sent& request)

@@ -4,6 +4,7 @@
 #include <functional>
 #include <limits>
 
+#include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "common/thread_name.h"
@@ -248,7 +249,13 @@ void TaskRunner::Fetch(std::shared_ptr<transport::ServerCall> call, uint64_t max
     absl::MutexLock lock(&mu_);
     // Created on the client's first request, so that its epoch is known from then on.
     {
-      ClientDeliveries& client = deliveries_[delivery.client_id];
+      auto [entry, created] = deliveries_.try_emplace(delivery.client_id);
+      ClientDeliveries& client = entry->second;
+      if (created) {
+        absl::BitGen bits;
+        client.stream = absl::Uniform<uint64_t>(absl::IntervalClosed, bits, 1,
+                                                std::numeric_limits<uint64_t>::max());
+      }
       for (int64_t index : delivery.acked) {
         client.unacked.erase(index);
         std::erase_if(client.lost, [index](const ReadyBatch& b) { return b.index == index; });
@@ -300,7 +307,12 @@ void TaskRunner::MatchRequests(std::vector<std::pair<Waiter, ReadyBatch>>& match
       ++it;
       continue;
     }
-    if (it->client_id >= 0 && it->epoch > 0) KeepUntilAcknowledged(*it, *batch);
+    if (client != deliveries_.end()) {
+      // A batch served again keeps the number it went out with the first time.
+      if (!again) batch->sequence = ++client->second.last_sequence;
+      KeepUntilAcknowledged(*it, *batch);
+      SetReplyOrder(client->second, *batch);
+    }
     stats_.batches_served += 1;
     stats_.batches_redelivered += again ? 1 : 0;
     stats_.bytes_served += static_cast<int64_t>(batch->size);
@@ -309,6 +321,19 @@ void TaskRunner::MatchRequests(std::vector<std::pair<Waiter, ReadyBatch>>& match
     matched.emplace_back(std::move(*it), std::move(*batch));
     it = waiters_.erase(it);
   }
+}
+
+void TaskRunner::SetReplyOrder(const ClientDeliveries& client, ReadyBatch& batch) const {
+  // The lowest number that may still reach the client: a batch on its way (kept until
+  // acknowledged), one to serve again, or the next one. A client's numbers rise with the
+  // batch index (new batches leave ready_ in index order, and a batch served again keeps
+  // its number), so the lowest index kept holds the lowest number kept.
+  int64_t floor = client.last_sequence + 1;
+  if (!client.unacked.empty())
+    floor = std::min(floor, client.unacked.begin()->second.first.sequence);
+  if (!client.lost.empty()) floor = std::min(floor, client.lost.front().sequence);
+  batch.sequence_floor = floor;
+  batch.sequence_stream = client.stream;
 }
 
 void TaskRunner::KeepUntilAcknowledged(const Waiter& waiter, const ReadyBatch& batch) {
@@ -387,6 +412,11 @@ void TaskRunner::Reply(const Waiter& waiter, ReadyBatch batch) {
   proto::GetElementResponse response;
   response.set_batch_bytes(batch.size);
   response.set_batch_index(batch.index);
+  if (batch.sequence > 0) {
+    response.set_client_sequence(batch.sequence);
+    response.set_sequence_floor(batch.sequence_floor);
+    response.set_sequence_stream(batch.sequence_stream);
+  }
   response.mutable_provenance()->Swap(&batch.provenance);
   transport::Payload payload{batch.slab->data() + batch.offset, batch.size};
   // The slab goes back to the pool once the transport no longer reads it.

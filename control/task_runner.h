@@ -130,6 +130,12 @@ class TaskRunner {
     int64_t index;
     // DYNAMIC: which split elements the batch holds (engine/provenance.h).
     google::protobuf::RepeatedPtrField<proto::ProvenanceRun> provenance;
+    // Its number in what went to the acknowledging client it was sent to (0: none); kept
+    // with the batch so that a batch served again keeps its place.
+    int64_t sequence = 0;
+    // Set for the reply only: GetElementResponse.sequence_floor and sequence_stream.
+    int64_t sequence_floor = 0;
+    uint64_t sequence_stream = 0;
   };
   struct Waiter {
     std::shared_ptr<transport::ServerCall> call;
@@ -142,6 +148,10 @@ class TaskRunner {
   // What one acknowledging client has not confirmed, and what it lost.
   struct ClientDeliveries {
     int64_t epoch = 0;
+    // The client's numbering of the batches sent to it (GetElementResponse.client_sequence):
+    // random per entry, so that a client tells a restarted worker's numbers from ours.
+    uint64_t stream = 0;
+    int64_t last_sequence = 0;
     // Sent, not acknowledged yet: batch index -> the batch and the epoch it went out under.
     std::map<int64_t, std::pair<ReadyBatch, int64_t>> unacked;
     std::deque<ReadyBatch> lost;  // to serve again, lowest index first
@@ -197,6 +207,10 @@ class TaskRunner {
   // behind go to `stale`, to be told to retry.
   void MatchRequests(std::vector<std::pair<Waiter, ReadyBatch>>& matched,
                      std::vector<Waiter>& stale) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Fills in the reply's sequence floor and stream for `batch`, numbered and kept for
+  // `client`.
+  void SetReplyOrder(const ClientDeliveries& client, ReadyBatch& batch) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Keeps a copy of `batch`, sent to an acknowledging client, until acknowledged.
   void KeepUntilAcknowledged(const Waiter& waiter, const ReadyBatch& batch)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -209,7 +223,8 @@ class TaskRunner {
   // slab; false when none is kept.
   bool ReleaseOldestKept() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   [[nodiscard]] static ReadyBatch CopyOf(const ReadyBatch& batch) {
-    return ReadyBatch{batch.slab, batch.offset, batch.size, batch.index, batch.provenance};
+    return ReadyBatch{batch.slab,  batch.offset,     batch.size,
+                      batch.index, batch.provenance, batch.sequence};
   }
   const proto::TaskDef task_;
   const absl::Duration round_wait_;  // coordinated reads (TaskDef.round_wait_ms)

@@ -82,6 +82,15 @@ class DeliveryTest : public ::testing::Test {
 
   // The batch index the worker answers `client` with, or kEnd, or kRetryLater.
   int64_t Get(int64_t client, int64_t epoch, std::vector<int64_t> acked) {
+    proto::GetElementResponse response = GetResponse(client, epoch, std::move(acked));
+    if (response.end_of_sequence()) return kEnd;
+    if (response.retry_later()) return kRetryLater;
+    EXPECT_GT(response.batch_bytes(), 0u);
+    return response.batch_index();
+  }
+
+  // The worker's whole answer to `client`.
+  proto::GetElementResponse GetResponse(int64_t client, int64_t epoch, std::vector<int64_t> acked) {
     proto::GetElementRequest request;
     request.set_task_id(kTaskId);
     request.set_client_id(client);
@@ -92,10 +101,7 @@ class DeliveryTest : public ::testing::Test {
     absl::Status status =
         client_->CallProto(address_, proto::GET_ELEMENT, request, &response, absl::Seconds(10));
     EXPECT_TRUE(status.ok()) << status;
-    if (response.end_of_sequence()) return kEnd;
-    if (response.retry_later()) return kRetryLater;
-    EXPECT_GT(response.batch_bytes(), 0u);
-    return response.batch_index();
+    return response;
   }
 
   // Coordinated: the batch index `consumer` gets for `round`, or kEnd, or the call's
@@ -140,6 +146,43 @@ TEST_F(DeliveryTest, ABatchLostWithItsConnectionIsServedAgainToItsClientOnly) {
   EXPECT_EQ(runner_->stats().batches_redelivered, 1);
   EXPECT_EQ(runner_->stats().batches_served, 6);
   EXPECT_TRUE(runner_->finished());
+}
+
+// The numbers a client orders its batches by (GetElementResponse.client_sequence): dense
+// per client, kept by a batch served again, and each client's own stream.
+TEST_F(DeliveryTest, EachClientsBatchesAreNumberedInTheOrderTheyWereMade) {
+  proto::GetElementResponse first = GetResponse(7, 1, {});
+  EXPECT_EQ(first.batch_index(), 0);
+  EXPECT_EQ(first.client_sequence(), 1);
+  EXPECT_EQ(first.sequence_floor(), 1);
+  EXPECT_NE(first.sequence_stream(), 0u);
+  proto::GetElementResponse other = GetResponse(8, 1, {});
+  EXPECT_EQ(other.batch_index(), 1);
+  EXPECT_EQ(other.client_sequence(), 1) << "client 8's own numbering";
+  EXPECT_NE(other.sequence_stream(), first.sequence_stream());
+  // Two in flight for client 7 (nothing acknowledged): the floor stays at the first.
+  proto::GetElementResponse second = GetResponse(7, 1, {});
+  EXPECT_EQ(second.batch_index(), 2);
+  EXPECT_EQ(second.client_sequence(), 2);
+  EXPECT_EQ(second.sequence_floor(), 1);
+  EXPECT_EQ(second.sequence_stream(), first.sequence_stream());
+  // 0 arrived, 2 was lost with the connection: served again under its number.
+  proto::GetElementResponse again = GetResponse(7, 2, {0});
+  EXPECT_EQ(again.batch_index(), 2);
+  EXPECT_EQ(again.client_sequence(), 2);
+  EXPECT_EQ(again.sequence_floor(), 2);
+  proto::GetElementResponse third = GetResponse(7, 2, {2});
+  EXPECT_EQ(third.batch_index(), 3);
+  EXPECT_EQ(third.client_sequence(), 3);
+  EXPECT_EQ(third.sequence_floor(), 3);
+}
+
+// Clients that do not acknowledge keep no state on the worker, and get no numbers.
+TEST_F(DeliveryTest, ClientsThatDoNotAcknowledgeGetNoNumbers) {
+  proto::GetElementResponse response = GetResponse(7, 0, {});
+  EXPECT_EQ(response.batch_index(), 0);
+  EXPECT_EQ(response.client_sequence(), 0);
+  EXPECT_EQ(response.sequence_stream(), 0u);
 }
 
 TEST_F(DeliveryTest, AnAcknowledgementThatArrivesWithTheNewEpochPreventsTheResend) {
@@ -322,6 +365,27 @@ TEST_F(DeliveryTest, ASilentClientCannotStarveThePipeline) {
   StartRunner(kSlabEach, /*num_consumers=*/0, 2);
   for (int64_t i = 0; i < 6; ++i) EXPECT_EQ(Get(7, 1, {}), i);
   EXPECT_GE(runner_->stats().kept_batches_released, 4);
+}
+
+// A batch let go before its client acknowledged it may never reach the client: the floor
+// moves past its number, so the client stops waiting for it.
+TEST_F(DeliveryTest, TheFloorPassesBatchesLetGoUnacknowledged) {
+  StartRunner(kSlabEach, /*num_consumers=*/0, 8);  // keeps at most 4 slabs
+  int64_t floor = 0;
+  for (int64_t i = 0; i < 6; ++i) {
+    proto::GetElementResponse response = GetResponse(7, 1, {});
+    EXPECT_EQ(response.client_sequence(), i + 1);
+    floor = response.sequence_floor();
+  }
+  EXPECT_EQ(runner_->stats().kept_batches_released, 2);
+  EXPECT_EQ(floor, 3) << "numbers 1 and 2 (batches 0 and 1) were let go";
+  // After a break the four kept come again under their numbers, from the floor on.
+  for (int64_t i = 2; i < 6; ++i) {
+    proto::GetElementResponse response = GetResponse(7, 2, {});
+    EXPECT_EQ(response.batch_index(), i);
+    EXPECT_EQ(response.client_sequence(), i + 1);
+    EXPECT_GE(response.sequence_floor(), 3);
+  }
 }
 
 }  // namespace

@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
+#include <sstream>
 #include <string>
 
 #include "nlohmann/json.hpp"
@@ -77,9 +79,30 @@ TEST(FaultToleranceTest, KilledWorkersSplitsAreReissuedWithoutLossOrDuplicates) 
   if (HasFailure()) ADD_FAILURE() << "the dispatcher said:\n" << cluster.dispatcher().stderr_text();
 }
 
+// Each worker's batches, in the order `read` printed them, came in the order the worker
+// made them: their indices rise (BatchReader keeps a task's order).
+void ExpectEachWorkersBatchesInOrder(Subprocess& read) {
+  std::map<std::string, int64_t> last_index;
+  std::istringstream lines(read.stdout_text());
+  for (std::string line; std::getline(lines, line);) {
+    nlohmann::json batch = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (batch.is_discarded()) continue;  // Values() reports it
+    const std::string worker = batch["worker"];
+    const int64_t index = batch["index"];
+    auto [last, first] = last_index.try_emplace(worker, index);
+    if (!first) {
+      ASSERT_GT(index, last->second) << "worker " << worker << "'s batch " << index
+                                     << " came after its batch " << last->second;
+    }
+    last->second = index;
+  }
+  EXPECT_FALSE(last_index.empty());
+}
+
 // The reader drops its connection to a worker every 97 batches (fault injection), with
 // replies in flight: lost replies are served again by the worker (acknowledged delivery,
-// control/task_runner.h) and nothing arrives twice.
+// control/task_runner.h) and nothing arrives twice. Each worker's batches still come in
+// the order it made them: a batch served again keeps its place.
 TEST(FaultToleranceTest, DroppedConnectionsLoseAndDuplicateNothing) {
   // Slabs for the buffer (4), the batches kept until acknowledged (4 requests in flight)
   // and sends, with room to spare: with the Cluster's 8 a producer short of a slab lets
@@ -89,6 +112,7 @@ TEST(FaultToleranceTest, DroppedConnectionsLoseAndDuplicateNothing) {
   auto read = StartRead(cluster.address(), kPipeline, "dynamic", "",
                         {"--max-outstanding", "4", "--test-disconnect-every", "97"});
   ExpectEachValueTimes(Values(*read), 100000, 1);
+  ExpectEachWorkersBatchesInOrder(*read);
   EXPECT_THAT(read->stderr_text(), Not(HasSubstr("error")));
 }
 
