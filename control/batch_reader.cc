@@ -235,7 +235,15 @@ void BatchReader::Pump() {
       if (i == n) return;
       task_index = (next_task_ + i) % n;
       std::optional<transport::Slab> free_slab = pool_->TryAcquire();
-      if (!free_slab) return;  // every slab is in flight or held by the caller
+      if (!free_slab) {
+        // Every slab is in flight or held. With none in flight and none ready, the held
+        // ones wait for batches that cannot come now (a fetch whose slab was quarantined):
+        // order is given up rather than wait for ever.
+        if (outstanding_ == 0 && ready_.empty()) {
+          for (Task& task : tasks_) HandOutHeld(task);
+        }
+        return;
+      }
       slab = std::make_shared<transport::Slab>(std::move(*free_slab));
       next_task_ = task_index + 1;
       ++outstanding_;
@@ -413,7 +421,12 @@ bool BatchReader::OnTaskFetched(Task& task, transport::Slab slab, absl::Time sen
     // Served again although it arrived: the acknowledgement and the worker's resend crossed.
     return true;  // the slab goes back to the pool
   }
+  // Acknowledged even when dropped as handed out already: that stops further resends.
   task.unconfirmed.push_back(index);
+  if (response.client_sequence() > 0 &&
+      task.order.HandedOut(response.sequence_stream(), response.client_sequence())) {
+    return true;  // a resend that crossed the acknowledgement; the slab goes back to the pool
+  }
   if (options_.disconnect_every_batches > 0 &&
       ++batches_accepted_ % options_.disconnect_every_batches == 0) {
     connection_to_drop_ = task.connection;
@@ -428,44 +441,19 @@ bool BatchReader::OnTaskFetched(Task& task, transport::Slab slab, absl::Time sen
 
 void BatchReader::HandOutInOrder(Task& task, Ready ready,
                                  const proto::GetElementResponse& response) {
-  const int64_t sequence = response.client_sequence();
-  if (sequence <= 0) {  // not numbered (the client does not acknowledge)
+  if (response.client_sequence() <= 0) {  // not numbered (the client does not acknowledge)
     ready_.push_back(std::move(ready));
     return;
   }
-  if (response.sequence_stream() != task.sequence_stream) {
-    // A new numbering (the first reply, or a worker that restarted or forgot this client)
-    // starts at 1; what waited under the old one goes first.
-    HandOutHeld(task);
-    task.sequence_stream = response.sequence_stream();
-    task.next_sequence = 1;
-  }
-  // Numbers below the floor that have not landed will not come (let go unacknowledged).
-  task.next_sequence = std::max(task.next_sequence, response.sequence_floor());
-  auto hand_out_due = [this, &task]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    while (!task.held.empty() && task.held.begin()->first <= task.next_sequence) {
-      auto first = task.held.begin();
-      task.next_sequence = std::max(task.next_sequence, first->first + 1);
-      ready_.push_back(std::move(first->second));
-      task.held.erase(first);
-    }
-  };
-  hand_out_due();
-  if (sequence > task.next_sequence) {  // one before it is still on the way
-    if (auto [at, inserted] = task.held.try_emplace(sequence, std::move(ready)); !inserted) {
-      ready_.push_back(std::move(ready));  // numbered twice: never happens, and never lost
-    }
-    return;
-  }
-  // Its turn; or, below next_sequence, one whose turn was given up and that came after all.
-  task.next_sequence = std::max(task.next_sequence, sequence + 1);
-  ready_.push_back(std::move(ready));
-  hand_out_due();
+  task.order.Add(response.sequence_stream(), response.client_sequence(), response.sequence_floor(),
+                 std::move(ready), [this](Ready due) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+                   ready_.push_back(std::move(due));
+                 });
 }
 
 void BatchReader::HandOutHeld(Task& task) {
-  for (auto& [sequence, ready] : task.held) ready_.push_back(std::move(ready));
-  task.held.clear();
+  task.order.Flush([this](Ready due)
+                       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { ready_.push_back(std::move(due)); });
 }
 
 bool BatchReader::WaitsOnlyForTheDispatcher() const {

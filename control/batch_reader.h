@@ -9,9 +9,10 @@
 // Order: each task's batches come in the order its pipeline made them (of those that went
 // to this client), however many requests are in flight; tasks interleave. Replies to
 // requests in flight together may land out of order, even from one worker (it answers from
-// more than one thread), so a batch that lands early waits for the ones before it. Only a
-// batch the worker let go unacknowledged and that was lost with a connection is skipped
-// (the worker says so); should it arrive after all, it is handed out late rather than lost.
+// more than one thread), so a batch that lands early waits for the ones before it
+// (SequenceOrder). Only a batch the worker let go unacknowledged is skipped, once this
+// reader has acknowledged past it or reported a failed request since; should it arrive after
+// all, it is handed out late rather than lost. A copy of a batch handed out is dropped.
 // Coordinated reads (num_consumers > 0) hand out rounds in order.
 //
 //   absl::StatusOr<std::unique_ptr<BatchReader>> reader = client.Read(dataset_id, options);
@@ -36,6 +37,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "control/heartbeat_pacer.h"
+#include "control/sequence_order.h"
 #include "control/service.pb.h"
 #include "engine/batch_layout.h"
 #include "transport/rpc.h"
@@ -153,11 +155,8 @@ class BatchReader {
     std::vector<int64_t> unconfirmed;
     int64_t delivery_epoch = 1;
     // Its batches go to the caller in the order the worker numbered them for this client
-    // (GetElementResponse.client_sequence, under sequence_stream): one that lands while an
-    // earlier one is still on the way waits in `held`, by number.
-    uint64_t sequence_stream = 0;
-    int64_t next_sequence = 1;
-    std::map<int64_t, Ready> held;
+    // (GetElementResponse.client_sequence, sequence_floor, sequence_stream).
+    SequenceOrder<Ready> order;
   };
 
   // A worker that does not know a task yet is asked again after this long.

@@ -258,6 +258,7 @@ void TaskRunner::Fetch(std::shared_ptr<transport::ServerCall> call, uint64_t max
       }
       for (int64_t index : delivery.acked) {
         client.unacked.erase(index);
+        client.released.erase(index);
         std::erase_if(client.lost, [index](const ReadyBatch& b) { return b.index == index; });
       }
       if (delivery.epoch > client.epoch) {
@@ -273,6 +274,10 @@ void TaskRunner::Fetch(std::shared_ptr<transport::ServerCall> call, uint64_t max
         }
         std::sort(client.lost.begin(), client.lost.end(),
                   [](const ReadyBatch& a, const ReadyBatch& b) { return a.index < b.index; });
+        // What was let go under an older epoch and not acknowledged now was lost for good.
+        std::erase_if(client.released, [&delivery](const auto& entry) {
+          return entry.second.second < delivery.epoch;
+        });
       }
       // The entry stays even when empty: it remembers the client's epoch (see MatchRequests).
     }
@@ -325,12 +330,14 @@ void TaskRunner::MatchRequests(std::vector<std::pair<Waiter, ReadyBatch>>& match
 
 void TaskRunner::SetReplyOrder(const ClientDeliveries& client, ReadyBatch& batch) const {
   // The lowest number that may still reach the client: a batch on its way (kept until
-  // acknowledged), one to serve again, or the next one. A client's numbers rise with the
-  // batch index (new batches leave ready_ in index order, and a batch served again keeps
-  // its number), so the lowest index kept holds the lowest number kept.
+  // acknowledged, or let go since), one to serve again, or the next one. A client's
+  // numbers rise with the batch index (new batches leave ready_ in index order, and a
+  // batch served again keeps its number), so each map's lowest index has its lowest number.
   int64_t floor = client.last_sequence + 1;
-  if (!client.unacked.empty())
+  if (!client.unacked.empty()) {
     floor = std::min(floor, client.unacked.begin()->second.first.sequence);
+  }
+  if (!client.released.empty()) floor = std::min(floor, client.released.begin()->second.first);
   if (!client.lost.empty()) floor = std::min(floor, client.lost.front().sequence);
   batch.sequence_floor = floor;
   batch.sequence_stream = client.stream;
@@ -340,7 +347,7 @@ void TaskRunner::KeepUntilAcknowledged(const Waiter& waiter, const ReadyBatch& b
   ClientDeliveries& client = deliveries_[waiter.client_id];
   client.epoch = std::max(client.epoch, waiter.epoch);
   if (client.unacked.size() >= kMaxUnackedPerClient) {
-    client.unacked.erase(client.unacked.begin());
+    LetGo(client, client.unacked.begin());
     ++stats_.kept_batches_released;
   }
   client.unacked.insert_or_assign(batch.index, std::pair{CopyOf(batch), waiter.epoch});
@@ -359,6 +366,15 @@ size_t TaskRunner::KeptSlabs() const {
   }
   std::sort(slabs.begin(), slabs.end());
   return static_cast<size_t>(std::unique(slabs.begin(), slabs.end()) - slabs.begin());
+}
+
+std::map<int64_t, std::pair<TaskRunner::ReadyBatch, int64_t>>::iterator TaskRunner::LetGo(
+    ClientDeliveries& client, std::map<int64_t, std::pair<ReadyBatch, int64_t>>::iterator kept) {
+  const auto& [batch, epoch] = kept->second;
+  client.released.insert_or_assign(batch.index, std::pair{batch.sequence, epoch});
+  if (client.released.size() > kMaxReleasedPerClient)
+    client.released.erase(client.released.begin());
+  return client.unacked.erase(kept);
 }
 
 bool TaskRunner::ReleaseKeptBatch() {
@@ -388,9 +404,14 @@ bool TaskRunner::ReleaseOldestKept() {
   // Its slab-mates go with it: letting one packed batch go alone would free no memory.
   int64_t released = 0;
   for (auto& [id, client] : deliveries_) {
-    released += static_cast<int64_t>(std::erase_if(client.unacked, [slab](const auto& entry) {
-      return entry.second.first.slab.get() == slab;
-    }));
+    for (auto it = client.unacked.begin(); it != client.unacked.end();) {
+      if (it->second.first.slab.get() != slab) {
+        ++it;
+        continue;
+      }
+      it = LetGo(client, it);
+      ++released;
+    }
   }
   for (auto& [consumer, rounds] : kept_rounds_) {
     released += static_cast<int64_t>(std::erase_if(

@@ -155,6 +155,10 @@ class TaskRunner {
     // Sent, not acknowledged yet: batch index -> the batch and the epoch it went out under.
     std::map<int64_t, std::pair<ReadyBatch, int64_t>> unacked;
     std::deque<ReadyBatch> lost;  // to serve again, lowest index first
+    // Let go before acknowledged: batch index -> its number and the epoch it went out under,
+    // until the client acknowledges it or reports a break since (a newer epoch). Until
+    // then it may still be on its way, so the sequence floor stays at or below it.
+    std::map<int64_t, std::pair<int64_t, int64_t>> released;
   };
   // A client that stops acknowledging (gone, or reading slowly) keeps no more of the worker's
   // batches than this; beyond it the oldest batch is let go (most likely it arrived). In
@@ -164,6 +168,9 @@ class TaskRunner {
   // producer that finds no free slab lets its oldest kept batch go: kept batches never
   // starve the pipeline.
   static constexpr size_t kMaxUnackedPerClient = 64;
+  // What a client that never acknowledges leaves in ClientDeliveries::released (a reader
+  // acknowledges each batch with its next request, so a few entries at most).
+  static constexpr size_t kMaxReleasedPerClient = 1024;
   // Coordinated reads: one round's batches, by consumer.
   // A round opens with its first request and takes its batches, consecutively from the
   // pipeline, once every consumer asked (or round_wait_ passed: a consumer that died or
@@ -210,6 +217,10 @@ class TaskRunner {
   // Fills in the reply's sequence floor and stream for `batch`, numbered and kept for
   // `client`.
   void SetReplyOrder(const ClientDeliveries& client, ReadyBatch& batch) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Lets `client`'s kept batch `kept` go unacknowledged; returns the next entry.
+  std::map<int64_t, std::pair<ReadyBatch, int64_t>>::iterator LetGo(
+      ClientDeliveries& client, std::map<int64_t, std::pair<ReadyBatch, int64_t>>::iterator kept)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Keeps a copy of `batch`, sent to an acknowledging client, until acknowledged.
   void KeepUntilAcknowledged(const Waiter& waiter, const ReadyBatch& batch)
