@@ -163,7 +163,8 @@ struct TransportOptions {
   // Lets a thread waiting for a reply drive progress itself (Transport::DriveUntil) instead
   // of sleeping until the progress thread wakes it: one thread hop less per round trip, at
   // the price of the caller polling while it waits (never longer than spin_before_sleep
-  // without an event). UCX only; the others ignore it.
+  // without an event; then it sleeps in epoll, up to 2 ms, before it hands over). UCX only;
+  // the others ignore it.
   bool caller_driven_progress = false;
   // After a driven call completes, how long the progress thread leaves the engine to the
   // next call before taking it back (see progress_baton.h); clamped to [10 µs, 10 ms].
@@ -206,9 +207,10 @@ class Transport {
   [[nodiscard]] virtual size_t max_header_size() const = 0;
   [[nodiscard]] virtual const TransportStats& stats() const = 0;
   // Runs `start` (when set; it typically sends a request), then drives progress on the
-  // calling thread until `done()` holds (true), or until nothing has happened for
-  // TransportOptions::spin_before_sleep, another thread drives, or the transport does not
-  // offer it (false: wait the usual way). `start` runs exactly once in every case. Callbacks,
+  // calling thread until `done()` holds (true), or until the reply is slow (UCX: nothing
+  // happened for TransportOptions::spin_before_sleep, then nothing woke its epoll sleep for
+  // 2 ms), another thread drives, or the transport does not offer it (false: wait the usual
+  // way). `start` runs exactly once in every case. Callbacks,
   // `done()` included, run on this thread meanwhile. Not for use inside a transport callback.
   [[nodiscard]] virtual bool DriveUntil(const std::function<void()>& start,
                                         const std::function<bool()>& done) {

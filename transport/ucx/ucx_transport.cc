@@ -23,6 +23,9 @@ namespace {
 
 constexpr int kSleepTimeoutMs = 5;
 constexpr auto kTickInterval = std::chrono::milliseconds(5);
+// How long a caller holding the baton may sleep in epoll for a slow reply before it hands
+// the engine back to the progress thread (ProgressBaton's shortest time away).
+constexpr auto kCallerSleep = std::chrono::milliseconds(2);
 
 // Polling loops read the clock once every this many turns: a turn without events costs
 // about as much as a clock read in a VM.
@@ -249,6 +252,7 @@ bool UcxTransport::DriveUntil(const std::function<void()>& start,
   if (!baton_.TryTake(wake, absl::Milliseconds(1))) return start_undriven();
   // Holding the worker, `start`'s sends go out directly instead of through the queue.
   if (start) start();
+  std::chrono::steady_clock::time_point give_back_at;  // set once a reply is slow
   IdleTimer idle(caller_spin_);
   while (true) {
     // One poll per turn, then the check: the reply is seen as soon as its callback ran
@@ -263,12 +267,35 @@ bool UcxTransport::DriveUntil(const std::function<void()>& start,
     }
     if (events > 0 || has_posts_.load(std::memory_order_acquire)) {
       idle.Active();
-    } else if (idle.Expired() || stopping_.load(std::memory_order_acquire)) {
-      // A slow reply: the progress thread waits for it in epoll, not this thread in a spin.
+      continue;
+    }
+    if (!idle.Expired()) continue;
+    // A slow reply. This thread sleeps for it in epoll, still holding the baton: handing the
+    // engine back would wake the progress thread to poll while this one waits to be woken
+    // by it, three runnable threads with the peer's on two cores, and each late reply then
+    // made the next ones late (measured in perf/RESULTS.md, session 20). Past
+    // kCallerSleep the progress thread takes over (ticks, sockets, long waits).
+    const auto now = std::chrono::steady_clock::now();
+    if (give_back_at == std::chrono::steady_clock::time_point()) give_back_at = now + kCallerSleep;
+    if (now >= give_back_at || stopping_.load(std::memory_order_acquire)) {
       baton_.Return();
       return false;
     }
+    SleepHoldingBaton(give_back_at - now);
+    idle.Restart();
   }
+}
+
+void UcxTransport::SleepHoldingBaton(std::chrono::steady_clock::duration at_most) {
+  if (ucp_worker_arm(worker_.get()) == UCS_ERR_BUSY) return;
+  const auto ms = std::chrono::ceil<std::chrono::milliseconds>(at_most);
+  epoll_event ready[16];
+  sleeping_.store(true, std::memory_order_seq_cst);
+  // Work posted before sleeping_ was set did not write the eventfd.
+  const bool raced = has_posts_.load(std::memory_order_seq_cst);
+  const int n = raced ? 0 : epoll_wait(epoll_fd_, ready, 16, static_cast<int>(ms.count()));
+  sleeping_.store(false, std::memory_order_release);
+  HandleReadyFds(ready, n);
 }
 
 void UcxTransport::ProgressLoop() {

@@ -1,0 +1,190 @@
+// A caller that drives a UCX transport while it waits for a reply (caller_driven_progress,
+// Transport::DriveUntil): a reply a little late is still taken by that caller, which sleeps
+// for it holding the engine rather than handing it to the progress thread; a reply much later
+// is left to the progress thread. Real UCX endpoints between two transports in this process.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <deque>
+#include <string>
+#include <thread>
+
+#include "absl/synchronization/mutex.h"
+#include "transport/ucx/ucx_transport.h"
+
+namespace sluice::transport::ucx {
+namespace {
+
+using std::chrono::steady_clock;
+
+// Echoes each message `delay` after it arrived, from a thread of its own (a transport callback
+// must not block), as a server whose handler takes a while does.
+class LateEcho final : public MessageHandler {
+ public:
+  explicit LateEcho(std::chrono::microseconds delay) : delay_(delay) {}
+  ~LateEcho() override { Stop(); }
+
+  void Serve(Transport* transport) {
+    transport_ = transport;
+    replier_ = std::thread([this] { Reply(); });
+  }
+  void Stop() {
+    {
+      absl::MutexLock lock(&mu_);
+      stopping_ = true;
+    }
+    if (replier_.joinable()) replier_.join();
+  }
+
+  PayloadDestination ChoosePayloadDestination(ConnectionId, absl::string_view, size_t) override {
+    return {};
+  }
+  void OnMessage(ConnectionId from, absl::string_view header, InboundPayload) override {
+    absl::MutexLock lock(&mu_);
+    pending_.push_back({from, std::string(header), steady_clock::now() + delay_});
+  }
+  void OnDisconnect(ConnectionId, absl::Status) override {}
+
+ private:
+  struct Pending {
+    ConnectionId from;
+    std::string header;
+    steady_clock::time_point due;
+  };
+
+  void Reply() {
+    while (true) {
+      Pending next;
+      {
+        absl::MutexLock lock(&mu_);
+        auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+          return stopping_ || !pending_.empty();
+        };
+        mu_.Await(absl::Condition(&ready));
+        if (stopping_) return;
+        next = std::move(pending_.front());
+        pending_.pop_front();
+      }
+      std::this_thread::sleep_until(next.due);
+      transport_->Send(next.from, next.header, {}, [](absl::Status) {});
+    }
+  }
+
+  const std::chrono::microseconds delay_;
+  Transport* transport_ = nullptr;
+  std::thread replier_;
+  absl::Mutex mu_;
+  std::deque<Pending> pending_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+// Notes which thread each reply was handled on.
+class ReplyWatcher final : public MessageHandler {
+ public:
+  PayloadDestination ChoosePayloadDestination(ConnectionId, absl::string_view, size_t) override {
+    return {};
+  }
+  void OnMessage(ConnectionId, absl::string_view, InboundPayload) override {
+    handled_on_ = std::this_thread::get_id();
+    replies_.fetch_add(1, std::memory_order_release);
+  }
+  void OnDisconnect(ConnectionId, absl::Status) override {}
+
+  [[nodiscard]] int replies() const { return replies_.load(std::memory_order_acquire); }
+  // Valid once replies() counted the reply.
+  [[nodiscard]] std::thread::id handled_on() const { return handled_on_; }
+
+ private:
+  std::atomic<int> replies_{0};
+  std::thread::id handled_on_;
+};
+
+class CallerProgressTest : public ::testing::Test {
+ protected:
+  void Connect(std::chrono::microseconds reply_delay) {
+    TransportOptions options;
+    options.ucx_tls = "posix,sysv,cma,self";
+    options.caller_driven_progress = true;
+    echo_ = std::make_unique<LateEcho>(reply_delay);
+    auto server = UcxTransport::Create(options, echo_.get());
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = std::move(*server);
+    echo_->Serve(server_.get());
+    auto bound = server_->Listen(Address{"ucx", "127.0.0.1", 0});
+    ASSERT_TRUE(bound.ok()) << bound.status();
+    auto client = UcxTransport::Create(options, &watcher_);
+    ASSERT_TRUE(client.ok()) << client.status();
+    client_ = std::move(*client);
+    auto connection = client_->Connect(*bound);
+    ASSERT_TRUE(connection.ok()) << connection.status();
+    connection_ = *connection;
+  }
+
+  void TearDown() override {
+    if (echo_) echo_->Stop();
+    client_.reset();
+    server_.reset();
+  }
+
+  // One round trip driven by this thread; whether it drove until the reply came.
+  bool DrivenRoundTrip() {
+    const int before = watcher_.replies();
+    return client_->DriveUntil(
+        [this] { client_->Send(connection_, "ping", {}, [](absl::Status) {}); },
+        [this, before] { return watcher_.replies() > before; });
+  }
+
+  // Waits (up to 10 s) for `n` replies in all.
+  bool AwaitReplies(int n) {
+    auto deadline = steady_clock::now() + std::chrono::seconds(10);
+    while (watcher_.replies() < n && steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+    return watcher_.replies() >= n;
+  }
+
+  ReplyWatcher watcher_;
+  std::unique_ptr<LateEcho> echo_;
+  std::unique_ptr<UcxTransport> server_;
+  std::unique_ptr<UcxTransport> client_;
+  ConnectionId connection_ = kNoConnection;
+};
+
+// 300 µs is six times the caller's spin (spin_before_sleep, 50 µs): before session 20 the
+// caller handed the engine back after the spin, and the progress thread took every one of
+// these replies. A busy machine may delay a reply past the caller's 2 ms sleep now and then,
+// hence "most".
+TEST_F(CallerProgressTest, AReplyALittleLateIsTakenByTheCallerThatWaitsForIt) {
+  Connect(std::chrono::microseconds(300));
+  (void)DrivenRoundTrip();  // connects
+  ASSERT_TRUE(AwaitReplies(1));
+  constexpr int kRoundTrips = 20;
+  int driven = 0;
+  for (int i = 0; i < kRoundTrips; ++i) {
+    const bool drove = DrivenRoundTrip();
+    ASSERT_TRUE(AwaitReplies(2 + i));
+    if (drove) {
+      ++driven;
+      EXPECT_EQ(watcher_.handled_on(), std::this_thread::get_id());
+    }
+  }
+  EXPECT_GE(driven, kRoundTrips / 2) << driven << " of " << kRoundTrips
+                                     << " late replies were taken by the caller";
+}
+
+// A reply 50 ms late: the caller gives the engine back within a few milliseconds (it is not
+// kept from the progress thread's other work for the whole wait), and the progress thread
+// takes the reply.
+TEST_F(CallerProgressTest, ACallerHandsTheEngineBackWhenTheReplyIsLongInComing) {
+  Connect(std::chrono::milliseconds(50));
+  const auto start = steady_clock::now();
+  EXPECT_FALSE(DrivenRoundTrip());
+  const auto waited = steady_clock::now() - start;
+  EXPECT_LT(waited, std::chrono::milliseconds(40));
+  ASSERT_TRUE(AwaitReplies(1));
+  EXPECT_NE(watcher_.handled_on(), std::this_thread::get_id());
+}
+
+}  // namespace
+}  // namespace sluice::transport::ucx
