@@ -26,7 +26,8 @@ int* FutexWord(std::atomic<uint32_t>* word) {
 
 ProgressBaton::ProgressBaton(absl::Duration linger)
     : linger_(std::clamp(linger, absl::Microseconds(10), absl::Milliseconds(10))),
-      max_away_(std::max(absl::Milliseconds(2), 10 * linger_)) {}
+      max_away_(std::max(absl::Milliseconds(10), 10 * linger_)),
+      max_look_every_(std::max(absl::Milliseconds(1), linger_)) {}
 
 void ProgressBaton::SleepUntilReturnedOr(uint32_t returns_seen, absl::Duration timeout) {
   timespec ts = absl::ToTimespec(timeout);
@@ -47,6 +48,12 @@ bool ProgressBaton::ParkIfAsked() {
   // after the last Lend. The first caller gets a whole linger to take it.
   uint32_t lends_seen = lends_.load(std::memory_order_acquire);
   int64_t lent_since = parked_at;
+  // Each look is a wake-up, a context switch on a core that a polling caller or its peer
+  // needs, so the looks thin out while calls keep coming: once a linger, then twice as long
+  // each time, up to max_look_every_. On a paravirtualised VM a look every 200 µs cost an
+  // 8-byte shm round trip about 20 % (perf/RESULTS.md, session 20).
+  const int64_t max_look_every_ns = absl::ToInt64Nanoseconds(max_look_every_);
+  int64_t look_every_ns = linger_ns;
   state_.store(kLent, std::memory_order_seq_cst);
   while (true) {
     // Read before the state: a Return() after this changes it, and the sleep does not start.
@@ -65,10 +72,13 @@ bool ProgressBaton::ParkIfAsked() {
         if (state_.compare_exchange_strong(state, kThread, std::memory_order_acq_rel)) return true;
         continue;
       }
-      SleepUntilReturnedOr(returns_seen, absl::Nanoseconds(linger_ns - idle_ns));
-      continue;
+      SleepUntilReturnedOr(returns_seen,
+                           absl::Nanoseconds(std::max(linger_ns - idle_ns, look_every_ns)));
+    } else {
+      SleepUntilReturnedOr(returns_seen, absl::Nanoseconds(look_every_ns));
     }
-    SleepUntilReturnedOr(returns_seen, linger_);
+    look_every_ns = std::min(2 * look_every_ns, max_look_every_ns);
+    parked_looks_.fetch_add(1, std::memory_order_relaxed);
   }
 }
 

@@ -10,14 +10,15 @@
 // The handover: the caller asks (and wakes the progress thread if it sleeps); the progress
 // thread, at the top of its loop, sees the request and parks. When the caller is done it
 // gives the baton back in one of two ways:
-//   - Lend(): its call completed. The parked thread takes the baton back between one and
-//     two `linger`s later unless another call takes it first, so a tight loop of calls
-//     hands over once, not once per call. Nothing progresses the engine while the baton is
-//     lent (at most 2 × `linger`).
-//   - Return(): it stopped waiting before its reply came (idle); the thread resumes now.
+//   - Lend(): its call completed. The parked thread takes the baton back once it saw no
+//     call for a `linger`, unless another call takes it first, so a tight loop of calls
+//     hands over once, not once per call. It looks every linger at first, then twice as
+//     long after each look that saw calls, up to max(1 ms, linger). Nothing progresses the
+//     engine while the baton is lent: at most three such looks once the calls stop.
+//   - Return(): it stopped waiting before its reply came; the thread resumes now.
 // However busy the callers, the thread takes the baton back at the first lend after
-// max(2 ms, 10 × linger) away, for one turn of its own (sockets, accepts) before the next
-// hand-over.
+// max(10 ms, 10 × linger) away, for one turn of its own (sockets, accepts, ticks) before the
+// next hand-over.
 //
 //   ProgressBaton baton(absl::Microseconds(200));
 //   // progress thread, every loop turn:   if (baton.ParkIfAsked()) continue;
@@ -59,6 +60,10 @@ class ProgressBaton {
   void Lend();
   // Holder: done without a reply; the progress thread resumes at once.
   void Return();
+  // How often the parked thread woke to look at the baton (for tests).
+  [[nodiscard]] uint64_t parked_looks() const {
+    return parked_looks_.load(std::memory_order_relaxed);
+  }
   // True on the thread that holds the baton.
   [[nodiscard]] bool HeldByThisThread() const {
     return holder_.load(std::memory_order_acquire) == std::this_thread::get_id();
@@ -76,12 +81,14 @@ class ProgressBaton {
 
   const absl::Duration linger_;
   const absl::Duration max_away_;
+  const absl::Duration max_look_every_;
   std::atomic<int32_t> state_{kThread};
   std::atomic<uint32_t> returns_{0};
   std::atomic<bool> asked_{false};
   std::atomic<bool> claimed_{false};  // one caller at a time
   std::atomic<std::thread::id> holder_{};
   std::atomic<uint32_t> lends_{0};  // counts Lend()s, read by the parked thread
+  std::atomic<uint64_t> parked_looks_{0};
 };
 
 }  // namespace sluice::transport
