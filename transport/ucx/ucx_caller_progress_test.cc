@@ -169,8 +169,8 @@ TEST_F(CallerProgressTest, AReplyALittleLateIsTakenByTheCallerThatWaitsForIt) {
       EXPECT_EQ(watcher_.handled_on(), std::this_thread::get_id());
     }
   }
-  EXPECT_GE(driven, kRoundTrips / 2) << driven << " of " << kRoundTrips
-                                     << " late replies were taken by the caller";
+  EXPECT_GE(driven, kRoundTrips / 2)
+      << driven << " of " << kRoundTrips << " late replies were taken by the caller";
 }
 
 // A reply 50 ms late: the caller gives the engine back within a few milliseconds (it is not
