@@ -44,37 +44,46 @@ bool ProgressBaton::ParkIfAsked() {
   const int64_t max_away_ns = absl::ToInt64Nanoseconds(max_away_);
   const int64_t linger_ns = absl::ToInt64Nanoseconds(linger_);
   // Lend() only counts (no clock read on the caller's path); the linger runs from when this
-  // thread first sees the count change, so the baton comes back between one and two lingers
-  // after the last Lend. The first caller gets a whole linger to take it.
+  // thread first sees the count change. The first caller gets a whole linger to take it.
   uint32_t lends_seen = lends_.load(std::memory_order_acquire);
   int64_t lent_since = parked_at;
   // Each look is a wake-up, a context switch on a core that a polling caller or its peer
-  // needs, so the looks thin out while calls keep coming: once a linger, then twice as long
-  // each time, up to max_look_every_. On a paravirtualised VM a look every 200 µs cost an
-  // 8-byte shm round trip about 20 % (perf/RESULTS.md, session 20).
+  // needs, so the looks thin out while the baton stays with callers: once a linger, then
+  // twice as long each time, up to max_look_every_. On a paravirtualised VM a look every
+  // 200 µs cost an 8-byte shm round trip about 20 % (perf/RESULTS.md, session 20).
   const int64_t max_look_every_ns = absl::ToInt64Nanoseconds(max_look_every_);
   int64_t look_every_ns = linger_ns;
   state_.store(kLent, std::memory_order_seq_cst);
+  auto back = [this] {
+    want_back_.store(false, std::memory_order_relaxed);
+    return true;
+  };
   while (true) {
     // Read before the state: a Return() after this changes it, and the sleep does not start.
     const uint32_t returns_seen = returns_.load(std::memory_order_acquire);
     int32_t state = state_.load(std::memory_order_acquire);
-    if (state == kThread) return true;  // Return()ed
+    if (state == kThread) return back();  // Return()ed
+    const int64_t now = NowNs();
+    const bool away_too_long = now - parked_at >= max_away_ns;
     if (state == kLent) {
-      const int64_t now = NowNs();
       if (const uint32_t lends = lends_.load(std::memory_order_acquire); lends != lends_seen) {
         lends_seen = lends;
         lent_since = now;
       }
       const int64_t idle_ns = now - lent_since;
-      if (idle_ns >= linger_ns || now - parked_at >= max_away_ns) {
+      if (idle_ns >= linger_ns || away_too_long) {
         // A caller that takes the baton at this moment wins the race or retries.
-        if (state_.compare_exchange_strong(state, kThread, std::memory_order_acq_rel)) return true;
+        if (state_.compare_exchange_strong(state, kThread, std::memory_order_acq_rel)) {
+          return back();
+        }
         continue;
       }
       SleepUntilReturnedOr(returns_seen,
                            absl::Nanoseconds(std::max(linger_ns - idle_ns, look_every_ns)));
     } else {
+      // Held. A caller that holds it through slow replies lends it only between two calls,
+      // for too short a moment for a look to see: past max_away, the next Lend() returns it.
+      if (away_too_long) want_back_.store(true, std::memory_order_seq_cst);
       SleepUntilReturnedOr(returns_seen, absl::Nanoseconds(look_every_ns));
     }
     look_every_ns = std::min(2 * look_every_ns, max_look_every_ns);
@@ -110,6 +119,10 @@ bool ProgressBaton::TryTake(const std::function<void()>& wake, absl::Duration wa
 }
 
 void ProgressBaton::Lend() {
+  if (want_back_.load(std::memory_order_relaxed)) {
+    Return();
+    return;
+  }
   holder_.store(std::thread::id(), std::memory_order_relaxed);
   lends_.fetch_add(1, std::memory_order_relaxed);
   state_.store(kLent, std::memory_order_release);

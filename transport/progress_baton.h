@@ -13,12 +13,13 @@
 //   - Lend(): its call completed. The parked thread takes the baton back once it saw no
 //     call for a `linger`, unless another call takes it first, so a tight loop of calls
 //     hands over once, not once per call. It looks every linger at first, then twice as
-//     long after each look that saw calls, up to max(1 ms, linger). Nothing progresses the
-//     engine while the baton is lent: at most three such looks once the calls stop.
+//     long after each look that found the baton with callers, up to max(1 ms, linger).
+//     Nothing progresses the engine while the baton is lent: up to two such looks once the
+//     calls stop.
 //   - Return(): it stopped waiting before its reply came; the thread resumes now.
 // However busy the callers, the thread takes the baton back at the first lend after
-// max(10 ms, 10 × linger) away, for one turn of its own (sockets, accepts, ticks) before the
-// next hand-over.
+// max(10 ms, 10 × linger) away (that Lend() acts as a Return() when the thread asked for it
+// meanwhile), for one turn of its own (sockets, accepts, ticks) before the next hand-over.
 //
 //   ProgressBaton baton(absl::Microseconds(200));
 //   // progress thread, every loop turn:   if (baton.ParkIfAsked()) continue;
@@ -47,7 +48,7 @@ class ProgressBaton {
   ProgressBaton& operator=(const ProgressBaton&) = delete;
 
   // Progress thread. Cheap when nobody asked. When a caller asked: hands the baton over and
-  // blocks until it is back (Return, or `linger` after Lend); returns true then.
+  // blocks until it is back (see the file comment); returns true then.
   bool ParkIfAsked();
   // Progress thread: a caller is waiting for the baton (do not go to sleep).
   [[nodiscard]] bool asked() const { return asked_.load(std::memory_order_seq_cst); }
@@ -60,6 +61,9 @@ class ProgressBaton {
   void Lend();
   // Holder: done without a reply; the progress thread resumes at once.
   void Return();
+  // Holder: the parked thread has been away for max_away and wants the baton back (the
+  // holder should not keep it for long waits; its Lend() returns it).
+  [[nodiscard]] bool wants_back() const { return want_back_.load(std::memory_order_relaxed); }
   // How often the parked thread woke to look at the baton (for tests).
   [[nodiscard]] uint64_t parked_looks() const {
     return parked_looks_.load(std::memory_order_relaxed);
@@ -89,6 +93,7 @@ class ProgressBaton {
   std::atomic<std::thread::id> holder_{};
   std::atomic<uint32_t> lends_{0};  // counts Lend()s, read by the parked thread
   std::atomic<uint64_t> parked_looks_{0};
+  std::atomic<bool> want_back_{false};  // see wants_back()
 };
 
 }  // namespace sluice::transport

@@ -163,14 +163,14 @@ struct TransportOptions {
   // Lets a thread waiting for a reply drive progress itself (Transport::DriveUntil) instead
   // of sleeping until the progress thread wakes it: one thread hop less per round trip, at
   // the price of the caller polling while it waits (never longer than spin_before_sleep
-  // without an event; then it sleeps in epoll, up to 2 ms, before it hands over). UCX only;
+  // without an event; then it sleeps in epoll, about 2 ms, before it hands over). UCX only;
   // the others ignore it.
   bool caller_driven_progress = false;
   // After a driven call completes, how long the progress thread leaves the engine to the
   // next call before taking it back (see progress_baton.h); clamped to [10 µs, 10 ms].
-  // Nothing progresses the engine meanwhile (work posted by other threads waits up to three
-  // times max(1 ms, this) after the last call), and callers never keep it from the progress
-  // thread for more than about 10 ms.
+  // Nothing progresses the engine meanwhile (work posted by other threads waits up to twice
+  // max(1 ms, this) after the last call), and callers never keep it from the progress thread
+  // for much more than 10 ms.
   absl::Duration caller_linger = absl::Microseconds(200);
   // Bound on establishing a connection (socket connect plus the address exchange).
   absl::Duration connect_timeout = absl::Seconds(10);

@@ -24,7 +24,7 @@ namespace {
 constexpr int kSleepTimeoutMs = 5;
 constexpr auto kTickInterval = std::chrono::milliseconds(5);
 // How long a caller holding the baton may sleep in epoll for a slow reply before it hands
-// the engine back to the progress thread (ProgressBaton's shortest time away).
+// the engine back to the progress thread (up to a millisecond more: epoll counts whole ones).
 constexpr auto kCallerSleep = std::chrono::milliseconds(2);
 
 // Polling loops read the clock once every this many turns: a turn without events costs
@@ -257,8 +257,8 @@ bool UcxTransport::DriveUntil(const std::function<void()>& start,
   while (true) {
     // One poll per turn, then the check: the reply is seen as soon as its callback ran
     // (ProgressOnce would poll once more first). Ticks (deadlines) are left to the progress
-    // thread: it gets the baton back at least every few milliseconds (ProgressBaton), and a
-    // caller keeps it only while replies come fast.
+    // thread: it gets the baton back at least every ~10 ms (ProgressBaton's max away), and a
+    // caller keeps it only while replies come within kCallerSleep.
     DrainQueue();
     const unsigned events = ProgressWorker();
     if (done()) {
@@ -274,28 +274,41 @@ bool UcxTransport::DriveUntil(const std::function<void()>& start,
     // engine back would wake the progress thread to poll while this one waits to be woken
     // by it, three runnable threads with the peer's on two cores, and each late reply then
     // made the next ones late (measured in perf/RESULTS.md, session 20). Past
-    // kCallerSleep the progress thread takes over (ticks, sockets, long waits).
+    // kCallerSleep, or when the progress thread wants its turn (ticks, a connection to
+    // accept), it takes over.
     const auto now = std::chrono::steady_clock::now();
     if (give_back_at == std::chrono::steady_clock::time_point()) give_back_at = now + kCallerSleep;
-    if (now >= give_back_at || stopping_.load(std::memory_order_acquire)) {
+    if (now >= give_back_at || stopping_.load(std::memory_order_acquire) || baton_.wants_back() ||
+        !SleepHoldingBaton(give_back_at - now)) {
       baton_.Return();
       return false;
     }
-    SleepHoldingBaton(give_back_at - now);
     idle.Restart();
   }
 }
 
-void UcxTransport::SleepHoldingBaton(std::chrono::steady_clock::duration at_most) {
-  if (ucp_worker_arm(worker_.get()) == UCS_ERR_BUSY) return;
+bool UcxTransport::SleepHoldingBaton(std::chrono::steady_clock::duration at_most) {
+  if (ucp_worker_arm(worker_.get()) == UCS_ERR_BUSY) return true;
   const auto ms = std::chrono::ceil<std::chrono::milliseconds>(at_most);
   epoll_event ready[16];
   sleeping_.store(true, std::memory_order_seq_cst);
   // Work posted before sleeping_ was set did not write the eventfd.
   const bool raced = has_posts_.load(std::memory_order_seq_cst);
-  const int n = raced ? 0 : epoll_wait(epoll_fd_, ready, 16, static_cast<int>(ms.count()));
+  int n = raced ? 0 : epoll_wait(epoll_fd_, ready, 16, static_cast<int>(ms.count()));
   sleeping_.store(false, std::memory_order_release);
-  HandleReadyFds(ready, n);
+  // Accepting waits for the peer's hello (up to seconds for a slow one): the progress thread
+  // does it, not a caller in the middle of its call. The listen socket stays readable.
+  bool connection_waiting = false;
+  int kept = 0;
+  for (int i = 0; i < n; ++i) {
+    if (ready[i].data.fd == listen_socket_.get()) {
+      connection_waiting = true;
+    } else {
+      ready[kept++] = ready[i];
+    }
+  }
+  HandleReadyFds(ready, kept);
+  return !connection_waiting;
 }
 
 void UcxTransport::ProgressLoop() {

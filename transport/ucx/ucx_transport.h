@@ -170,8 +170,9 @@ class UcxTransport final : public Transport {
   // ucp_am_send_nbx for a prepared operation (its endpoint exists and has not failed).
   void IssueSend(std::unique_ptr<SendOp> op);
   // DriveUntil's wait for a slow reply: epoll on the worker, posts and sockets, at most
-  // `at_most` (rounded up to milliseconds), by the caller that holds the baton.
-  void SleepHoldingBaton(std::chrono::steady_clock::duration at_most);
+  // `at_most` (rounded up to milliseconds), by the caller that holds the baton. False when
+  // the progress thread should take over (a connection waits to be accepted).
+  [[nodiscard]] bool SleepHoldingBaton(std::chrono::steady_clock::duration at_most);
   // One ucp_worker_progress, then what its callbacks asked for meanwhile (RunDeferred).
   unsigned ProgressWorker();
   // Endpoints created and sends made from inside ucp_worker_progress (from callbacks: an
