@@ -265,6 +265,11 @@ bool UcxTransport::DriveUntil(const std::function<void()>& start,
       baton_.Lend();
       return true;
     }
+    // However busy the worker, the progress thread gets its turn after ~10 ms away.
+    if (baton_.wants_back()) {
+      baton_.Return();
+      return false;
+    }
     if (events > 0 || has_posts_.load(std::memory_order_acquire)) {
       idle.Active();
       continue;
@@ -278,7 +283,7 @@ bool UcxTransport::DriveUntil(const std::function<void()>& start,
     // accept), it takes over.
     const auto now = std::chrono::steady_clock::now();
     if (give_back_at == std::chrono::steady_clock::time_point()) give_back_at = now + kCallerSleep;
-    if (now >= give_back_at || stopping_.load(std::memory_order_acquire) || baton_.wants_back() ||
+    if (now >= give_back_at || stopping_.load(std::memory_order_acquire) ||
         !SleepHoldingBaton(give_back_at - now)) {
       baton_.Return();
       return false;
@@ -321,6 +326,8 @@ void UcxTransport::ProgressLoop() {
   while (true) {
     if (baton_.ParkIfAsked()) {
       idle.Restart();
+      // Its one turn between hand-overs reads the clock, so that ticks (deadlines) run.
+      turns_ = kClockEvery - 1;
       // Back from callers: what only this loop does (accepting, noticing dead peers by their
       // sockets) gets its turn before the next hand-over.
       epoll_event ready[16];
