@@ -33,6 +33,7 @@ struct ServiceFlags {
   int max_outstanding = 8;
   int buffer_batches = 8;
   std::string sluice_binary;  // default: `sluice` beside this binary
+  int device = -1;            // >= 0: clients land batches in this CUDA device's memory
   bool json = false;
 };
 
@@ -44,6 +45,7 @@ struct ServiceClientFlags {
   double seconds = 10;
   std::string slab_bytes = "16MiB";
   int max_outstanding = 8;
+  int device = -1;
 };
 
 struct SweepFlags {

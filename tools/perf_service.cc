@@ -5,16 +5,24 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/private_stdout.h"
+#include "common/status_macros.h"
 #include "common/subprocess.h"
 #include "control/client.h"
 #include "engine/pipeline_text.h"
+#include "gpu/control_batch_source.h"
+#include "gpu/cuda_probe.h"
+#include "gpu/device_batch_reader.h"
 #include "nlohmann/json.hpp"
 #include "tools/byte_size.h"
 #include "tools/perf_commands.h"
@@ -42,6 +50,84 @@ double Percentile(std::vector<double>& values, double p) {
   return values[k];
 }
 
+// What one client saw between the end of its warm-up and the end of its time.
+struct Measured {
+  int64_t batches = 0;
+  int64_t bytes = 0;
+  double seconds = 0;
+  std::vector<double> latencies_us;
+};
+
+// Warm-up batches are not counted: connections, registration caches, first splits. `next`
+// returns a batch's size and latency in µs, nullopt at the end; `counted_from_here` runs
+// when the measured part starts.
+template <typename NextFn>
+absl::StatusOr<Measured> Measure(NextFn next, absl::Duration duration,
+                                 const std::function<void()>& counted_from_here) {
+  for (int i = 0; i < 5; ++i) {
+    SLUICE_ASSIGN_OR_RETURN(auto batch, next());
+    if (!batch.has_value()) break;
+  }
+  counted_from_here();
+  Measured m;
+  const absl::Time start = absl::Now();
+  const absl::Time end = start + duration;
+  while (absl::Now() < end) {
+    SLUICE_ASSIGN_OR_RETURN(auto batch, next());
+    if (!batch.has_value()) break;
+    ++m.batches;
+    m.bytes += static_cast<int64_t>(batch->first);
+    m.latencies_us.push_back(batch->second);
+  }
+  m.seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  return m;
+}
+
+using SizeAndLatency = std::optional<std::pair<size_t, double>>;
+
+// Host landing: the latency is each batch's fetch, from request to landed payload.
+absl::StatusOr<Measured> ReadOnHost(control::BatchReader& reader, absl::Duration duration,
+                                    const std::function<void()>& counted_from_here) {
+  auto next = [&]() -> absl::StatusOr<SizeAndLatency> {
+    SLUICE_ASSIGN_OR_RETURN(std::optional<control::Batch> batch, reader.Next());
+    if (!batch) return SizeAndLatency();
+    return SizeAndLatency(
+        {batch->view().bytes().size(), absl::ToDoubleMicroseconds(batch->fetch_latency())});
+  };
+  return Measure(next, duration, counted_from_here);
+}
+
+// Device landing, as a trainer linking Sluice gets it (gpu::DeviceBatchReader): the latency
+// is how long Next() waited for a batch in device memory. Each batch is dropped at once, as
+// if the training step had consumed it.
+absl::StatusOr<Measured> ReadIntoDevice(std::unique_ptr<control::BatchReader> reader,
+                                        const control::ReadOptions& read_options, int device,
+                                        absl::Duration duration,
+                                        const std::function<void()>& counted_from_here,
+                                        uint64_t* bytes_to_device) {
+  gpu::DeviceBatchReaderOptions options;
+  options.device = device;
+  options.buffer_bytes = read_options.slab_bytes;
+  SLUICE_ASSIGN_OR_RETURN(
+      std::unique_ptr<gpu::DeviceBatchReader> device_reader,
+      gpu::DeviceBatchReader::Create(
+          std::make_unique<gpu::ControlBatchSource>(std::move(reader), read_options), options));
+  uint64_t copied_before = 0;
+  auto next = [&]() -> absl::StatusOr<SizeAndLatency> {
+    const absl::Time asked = absl::Now();
+    SLUICE_ASSIGN_OR_RETURN(std::optional<gpu::DeviceBatch> batch, device_reader->Next());
+    if (!batch) return SizeAndLatency();
+    return SizeAndLatency({batch->size(), absl::ToDoubleMicroseconds(absl::Now() - asked)});
+  };
+  auto start_counting = [&] {
+    copied_before = device_reader->stats().copies.bytes_copied_to_device;
+    counted_from_here();
+  };
+  SLUICE_ASSIGN_OR_RETURN(Measured m, Measure(next, duration, start_counting));
+  *bytes_to_device = device_reader->stats().copies.bytes_copied_to_device - copied_before;
+  return m;
+}
+
 }  // namespace
 
 void AddServiceFlags(CLI::App* app, ServiceFlags& flags) {
@@ -61,6 +147,11 @@ void AddServiceFlags(CLI::App* app, ServiceFlags& flags) {
       ->capture_default_str();
   app->add_option("--sluice-binary", flags.sluice_binary,
                   "The `sluice` binary (default: beside this one)");
+  app->add_option("--device", flags.device,
+                  "Clients land batches in the memory of this CUDA device, staged through "
+                  "pinned host memory as `sluice read --device` does; p50/p99 then time the "
+                  "wait for each batch in device memory")
+      ->capture_default_str();
   app->add_flag("--json", flags.json, "Print one JSON object");
 }
 
@@ -72,6 +163,7 @@ void AddServiceClientFlags(CLI::App* app, ServiceClientFlags& flags) {
   app->add_option("--seconds", flags.seconds);
   app->add_option("--slab-bytes", flags.slab_bytes);
   app->add_option("--max-outstanding", flags.max_outstanding);
+  app->add_option("--device", flags.device);
 }
 
 int RunServiceClientCommand(const ServiceClientFlags& flags) {
@@ -98,37 +190,29 @@ int RunServiceClientCommand(const ServiceClientFlags& flags) {
   auto reader = (*client)->Read(*dataset, read);
   if (!reader.ok()) return Fail("service-client", reader.status().message());
 
-  // Warm-up batches are not counted: connections, registration caches, first splits.
-  for (int i = 0; i < 5; ++i) {
-    auto batch = (*reader)->Next();
-    if (!batch.ok()) return Fail("service-client", batch.status().message());
-    if (!batch->has_value()) break;
-  }
-  uint64_t received_before = (*client)->transport_stats().payload_bytes_received;
-  uint64_t copied_before = (*client)->transport_stats().payload_bytes_copied;
-  std::vector<double> latencies_us;
-  int64_t batches = 0;
-  int64_t bytes = 0;
-  absl::Time start = absl::Now();
-  absl::Time end = start + absl::Seconds(flags.seconds);
-  while (absl::Now() < end) {
-    auto batch = (*reader)->Next();
-    if (!batch.ok()) return Fail("service-client", batch.status().message());
-    if (!batch->has_value()) break;
-    ++batches;
-    bytes += static_cast<int64_t>((**batch).view().bytes().size());
-    latencies_us.push_back(absl::ToDoubleMicroseconds((**batch).fetch_latency()));
-  }
-  double seconds = absl::ToDoubleSeconds(absl::Now() - start);
-  nlohmann::json out = {{"batches", batches},
-                        {"bytes", bytes},
-                        {"seconds", seconds},
-                        {"p50_us", Percentile(latencies_us, 0.5)},
-                        {"p99_us", Percentile(latencies_us, 0.99)},
-                        {"transport_bytes_received",
-                         (*client)->transport_stats().payload_bytes_received - received_before},
-                        {"transport_bytes_copied",
-                         (*client)->transport_stats().payload_bytes_copied - copied_before}};
+  uint64_t received_before = 0;
+  uint64_t copied_before = 0;
+  auto counted_from_here = [&] {
+    received_before = (*client)->transport_stats().payload_bytes_received;
+    copied_before = (*client)->transport_stats().payload_bytes_copied;
+  };
+  uint64_t bytes_to_device = 0;
+  absl::StatusOr<Measured> measured =
+      flags.device < 0
+          ? ReadOnHost(**reader, absl::Seconds(flags.seconds), counted_from_here)
+          : ReadIntoDevice(*std::move(reader), read, flags.device, absl::Seconds(flags.seconds),
+                           counted_from_here, &bytes_to_device);
+  if (!measured.ok()) return Fail("service-client", measured.status().message());
+  nlohmann::json out = {
+      {"batches", measured->batches},
+      {"bytes", measured->bytes},
+      {"seconds", measured->seconds},
+      {"p50_us", Percentile(measured->latencies_us, 0.5)},
+      {"p99_us", Percentile(measured->latencies_us, 0.99)},
+      {"transport_bytes_received",
+       (*client)->transport_stats().payload_bytes_received - received_before},
+      {"transport_bytes_copied", (*client)->transport_stats().payload_bytes_copied - copied_before},
+      {"bytes_copied_to_device", bytes_to_device}};
   (*data)->stream() << out.dump() << std::endl;
   return 0;
 }
@@ -141,6 +225,11 @@ int RunServiceCommand(const ServiceFlags& flags) {
   }
   if (flags.mode != "off" && flags.mode != "dynamic") {
     return Fail("service", "--mode must be off or dynamic");
+  }
+  if (flags.device >= 0) {
+    // Said before a cluster starts: without a usable GPU the run would measure nothing.
+    absl::Status cuda = gpu::RequireCudaDevice(flags.device, "--device");
+    if (!cuda.ok()) return Fail("service", cuda.message());
   }
   const std::string sluice =
       flags.sluice_binary.empty() ? SiblingBinary("sluice") : flags.sluice_binary;
@@ -193,10 +282,11 @@ int RunServiceCommand(const ServiceFlags& flags) {
     clients.push_back(std::make_unique<Subprocess>(std::vector<std::string>{
         SiblingBinary("sluice-perf"), "service-client", "--dispatcher", address, "--pipeline",
         pipeline, "--mode", flags.mode, "--seconds", absl::StrCat(flags.seconds), "--slab-bytes",
-        std::to_string(slab_bytes), "--max-outstanding", std::to_string(flags.max_outstanding)}));
+        std::to_string(slab_bytes), "--max-outstanding", std::to_string(flags.max_outstanding),
+        "--device", std::to_string(flags.device)}));
   }
   absl::Time start = absl::Now();
-  int64_t batches = 0, bytes = 0, client_copied = 0;
+  int64_t batches = 0, bytes = 0, client_copied = 0, to_device = 0;
   double seconds = 0, p50 = 0, p99 = 0;
   for (auto& client : clients) {
     int code = client->Wait(absl::Seconds(flags.seconds + 60));
@@ -208,6 +298,7 @@ int RunServiceCommand(const ServiceFlags& flags) {
     batches += r["batches"].get<int64_t>();
     bytes += r["bytes"].get<int64_t>();
     client_copied += r["transport_bytes_copied"].get<int64_t>();
+    to_device += r["bytes_copied_to_device"].get<int64_t>();
     seconds = std::max(seconds, r["seconds"].get<double>());
     p50 = std::max(p50, r["p50_us"].get<double>());  // the slowest client's percentiles
     p99 = std::max(p99, r["p99_us"].get<double>());
@@ -240,6 +331,8 @@ int RunServiceCommand(const ServiceFlags& flags) {
                            {"clients", flags.clients},
                            {"batch_bytes", *batch_bytes},
                            {"mode", flags.mode},
+                           // -1: batches landed in host memory.
+                           {"device", flags.device},
                            {"seconds", seconds},
                            {"batches_per_s", batches / seconds},
                            {"bandwidth_mb_s", bytes / seconds / 1e6},
@@ -250,14 +343,22 @@ int RunServiceCommand(const ServiceFlags& flags) {
                            // Batches workers let go unacknowledged: above 0, a broken
                            // connection could have lost one (raise the workers' --slabs).
                            {"kept_batches_released", kept_released}};
+  if (flags.device >= 0) {
+    // The staging copy from the pinned landing slab to the device, by the GPU's copy engine
+    // (not the CPU, so not in copied_bytes_per_delivered_byte).
+    result["bytes_copied_to_device_per_delivered_byte"] =
+        bytes > 0 ? static_cast<double>(to_device) / static_cast<double>(bytes) : 0;
+  }
   if (flags.json) {
     std::cout << result.dump() << std::endl;
   } else {
     std::cout << absl::StrFormat(
-        "%d worker(s) -> %d client(s), %s batches, %s: %.1f batches/s, %.1f MB/s, fetch p50 "
+        "%d worker(s) -> %d client(s)%s, %s batches, %s: %.1f batches/s, %.1f MB/s, %s p50 "
         "%.0f us p99 %.0f us, %.2f bytes copied per byte delivered, %d kept batches let go\n",
-        flags.workers, flags.clients, FormatByteSize(*batch_bytes), flags.mode, batches / seconds,
-        bytes / seconds / 1e6, p50, p99, copied_per_byte, kept_released);
+        flags.workers, flags.clients,
+        flags.device >= 0 ? absl::StrCat(" (CUDA device ", flags.device, ")") : "",
+        FormatByteSize(*batch_bytes), flags.mode, batches / seconds, bytes / seconds / 1e6,
+        flags.device >= 0 ? "wait" : "fetch", p50, p99, copied_per_byte, kept_released);
   }
   return 0;
 }

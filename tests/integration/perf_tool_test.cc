@@ -50,6 +50,8 @@ TEST(PerfToolTest, ServiceReportsTheContractFields) {
   EXPECT_GT(r["bandwidth_mb_s"].get<double>(), 0);
   EXPECT_GE(r["p99_us"].get<double>(), r["p50_us"].get<double>());
   ASSERT_EQ(r["per_worker_batches"].size(), 2u);
+  EXPECT_EQ(r["device"], -1);  // host landing, so no staging copy to a device is reported
+  EXPECT_FALSE(r.contains("bytes_copied_to_device_per_delivered_byte")) << r.dump();
   ASSERT_TRUE(r["kept_batches_released"].is_number_integer()) << r.dump();
   EXPECT_GE(r["kept_batches_released"].get<int64_t>(), 0);
   // One copy per byte (assembly into the slab), plus batches still buffered on workers.
@@ -65,6 +67,26 @@ TEST(PerfToolTest, ServiceRunsItsDefaultPipelineInBothModes) {
                                 "--mode", mode, "--json"});
     EXPECT_GT(r["batches_per_s"].get<double>(), 0) << mode;
     ASSERT_EQ(r["per_worker_batches"].size(), 1u) << mode;
+  }
+}
+
+// `--device 0` lands each client's batches in GPU memory. With a GPU every byte delivered was
+// copied to the device once; without one the run fails before any process starts, with the
+// reason, and never measures the host path instead.
+TEST(PerfToolTest, ServiceIntoDeviceMemoryCountsTheStagingCopyOrSaysWhyNot) {
+  Subprocess run({PerfBinary(), "service", "--batch-bytes", "256KiB", "--seconds", "1", "--device",
+                  "0", "--json"});
+  const int code = run.Wait(absl::Seconds(120));
+  if (code == 0) {
+    nlohmann::json r = nlohmann::json::parse(run.stdout_text());
+    EXPECT_EQ(r["device"], 0);
+    EXPECT_GT(r["batches_per_s"].get<double>(), 0);
+    EXPECT_DOUBLE_EQ(r["bytes_copied_to_device_per_delivered_byte"].get<double>(), 1.0);
+    EXPECT_LE(r["copied_bytes_per_delivered_byte"].get<double>(), 1.1);
+  } else {
+    EXPECT_EQ(code, 1) << run.stderr_text();
+    EXPECT_THAT(run.stderr_text(), ::testing::HasSubstr("--device needs a CUDA device: "));
+    EXPECT_EQ(run.stdout_text(), "");
   }
 }
 
