@@ -88,8 +88,12 @@ void BM_PlainCudaMemcpy(benchmark::State& state) {
 }
 
 // Batch sizes 256 KiB .. 16 MiB; the engine with 1, 2 and 4 streams.
-BENCHMARK(BM_PlainCudaMemcpy)->ArgsProduct({{256 << 10, 1 << 20, 4 << 20, 16 << 20}, {1}});
-BENCHMARK(BM_StagedCopyEngine)->ArgsProduct({{256 << 10, 1 << 20, 4 << 20, 16 << 20}, {1, 2, 4}});
+BENCHMARK(BM_PlainCudaMemcpy)
+    ->ArgsProduct({{256 << 10, 1 << 20, 4 << 20, 16 << 20}, {1}})
+    ->UseRealTime();
+BENCHMARK(BM_StagedCopyEngine)
+    ->ArgsProduct({{256 << 10, 1 << 20, 4 << 20, 16 << 20}, {1, 2, 4}})
+    ->UseRealTime();
 
 }  // namespace
 }  // namespace sluice::gpu

@@ -81,7 +81,8 @@ TEST(PerfToolTest, ServiceIntoDeviceMemoryCountsTheStagingCopyOrSaysWhyNot) {
     nlohmann::json r = nlohmann::json::parse(run.stdout_text());
     EXPECT_EQ(r["device"], 0);
     EXPECT_GT(r["batches_per_s"].get<double>(), 0);
-    EXPECT_DOUBLE_EQ(r["bytes_copied_to_device_per_delivered_byte"].get<double>(), 1.0);
+    // Counted over the same seconds, give or take the few batches copied ahead of the reader.
+    EXPECT_NEAR(r["bytes_copied_to_device_per_delivered_byte"].get<double>(), 1.0, 0.02);
     EXPECT_LE(r["copied_bytes_per_delivered_byte"].get<double>(), 1.1);
   } else {
     EXPECT_EQ(code, 1) << run.stderr_text();

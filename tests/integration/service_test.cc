@@ -282,10 +282,14 @@ TEST(ServiceTest, ReadIntoDeviceMemoryMatchesAHostReadOrSaysWhyNot) {
       StartRead(cluster.address(), "range(5000) | batch(50)", "dynamic", "", {"--device", "0"});
   const int code = read->Wait(absl::Seconds(120));
   if (code == 0) {
+    SCOPED_TRACE("stderr: " + read->stderr_text() +
+                 "\nstdout begins: " + read->stdout_text().substr(0, 400));
     std::map<int64_t, int> counts;
     std::istringstream lines(read->stdout_text());
     for (std::string line; std::getline(lines, line);) {
-      for (int64_t v : nlohmann::json::parse(line)["tensors"][0]["values"]) ++counts[v];
+      // Named: a range-for over a member of the temporary parse() result would outlive it.
+      const nlohmann::json batch = nlohmann::json::parse(line);
+      for (int64_t v : batch["tensors"][0]["values"]) ++counts[v];
     }
     ExpectEachValueTimes(counts, 5000, 1);
   } else {
