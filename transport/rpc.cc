@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <vector>
 
 #include "absl/strings/cord.h"
@@ -101,9 +102,15 @@ void ServerCall::Reply(const absl::Status& status, std::string response, Payload
 }
 
 absl::StatusOr<std::unique_ptr<RpcEndpoint>> RpcEndpoint::Create(const RpcOptions& options) {
+  return CreateOver(options, [&options](MessageHandler* handler) {
+    return CreateTransport(options.scheme, options.transport, handler);
+  });
+}
+
+absl::StatusOr<std::unique_ptr<RpcEndpoint>> RpcEndpoint::CreateOver(const RpcOptions& options,
+                                                                     const TransportMaker& make) {
   std::unique_ptr<RpcEndpoint> endpoint(new RpcEndpoint(options));
-  SLUICE_ASSIGN_OR_RETURN(endpoint->transport_,
-                          CreateTransport(options.scheme, options.transport, endpoint.get()));
+  SLUICE_ASSIGN_OR_RETURN(endpoint->transport_, make(endpoint.get()));
   return endpoint;
 }
 
@@ -200,12 +207,12 @@ void RpcEndpoint::CallAsync(ConnectionId to, uint32_t method, std::string reques
   {
     absl::MutexLock lock(&mu_);
     id = next_request_id_++;
-    pending_[id] = PendingCall{.connection = to,
-                               .method = method,
-                               .deadline_ns = DeadlineAfter(options.timeout),
-                               .landing = options.landing,
-                               .group = options.group,
-                               .done = std::move(done)};
+    pending_.try_emplace(id, PendingCall{.connection = to,
+                                         .method = method,
+                                         .deadline_ns = DeadlineAfter(options.timeout),
+                                         .landing = options.landing,
+                                         .group = options.group,
+                                         .done = std::move(done)});
   }
   SendFrame(to, kRequest, method, id, absl::OkStatus(), std::move(request), {},
             [this, id](absl::Status s) {
@@ -216,11 +223,14 @@ void RpcEndpoint::CallAsync(ConnectionId to, uint32_t method, std::string reques
 absl::StatusOr<CallResult> RpcEndpoint::Call(ConnectionId to, uint32_t method, std::string request,
                                              const CallOptions& options) {
   // A caller that drives sees its reply by polling `state`; only a caller that sleeps is
-  // woken through the Notification (whose mutex would cost a driving caller on every call).
+  // woken, through a Notification it makes before it says so. Debian's Abseil is built
+  // without NDEBUG, so making and destroying a Mutex (the Notification's) updates the
+  // deadlock detector's lock graph under a global lock: a driving caller must not pay that
+  // on every call (perf/rpc_benchmark.cc).
   struct Waiter {
     enum : int { kWaiting, kSleeping, kDone };
     std::atomic<int> state{kWaiting};
-    absl::Notification wake;
+    std::optional<absl::Notification> wake;  // made only by a caller that sleeps
     absl::StatusOr<CallResult> result;
   } waiter;
   struct Start {
@@ -242,19 +252,20 @@ absl::StatusOr<CallResult> RpcEndpoint::Call(ConnectionId to, uint32_t method, s
             [waiter](absl::StatusOr<CallResult> r) {
               waiter->result = std::move(r);
               // Past this exchange a caller that did not sleep may return
-              // and destroy the waiter.
+              // and destroy the waiter; one that sleeps made `wake` before it said so.
               if (waiter->state.exchange(Waiter::kDone, std::memory_order_acq_rel) ==
                   Waiter::kSleeping) {
-                waiter->wake.Notify();
+                waiter->wake->Notify();
               }
             });
       },
       [&waiter] { return waiter.state.load(std::memory_order_acquire) == Waiter::kDone; });
   if (!drove) {
+    waiter.wake.emplace();
     int expected = Waiter::kWaiting;
     if (waiter.state.compare_exchange_strong(expected, Waiter::kSleeping,
                                              std::memory_order_acq_rel)) {
-      waiter.wake.WaitForNotification();
+      waiter.wake->WaitForNotification();
     }
   }
   return std::move(waiter.result);

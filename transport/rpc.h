@@ -98,10 +98,18 @@ enum class HandlerThread {
   kInline,
 };
 
+// Makes the transport an endpoint runs over, given the endpoint (its handler).
+using TransportMaker =
+    std::function<absl::StatusOr<std::unique_ptr<Transport>>(MessageHandler* handler)>;
+
 class RpcEndpoint final : public MessageHandler {
  public:
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<RpcEndpoint>> Create(
       const RpcOptions& options);
+  // As Create, over the transport `make` returns instead of options.scheme's (e.g. the
+  // in-process loopback that perf/rpc_benchmark.cc times the RPC layer's own work over).
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<RpcEndpoint>> CreateOver(
+      const RpcOptions& options, const TransportMaker& make);
   ~RpcEndpoint() override;
 
   // Registers a handler; call before Listen.
