@@ -354,12 +354,15 @@ void RpcEndpoint::OnMessage(ConnectionId from, absl::string_view header, Inbound
       return;
     }
     const Handler& handler = it->second;
+    // Handed over, not copied: each copy of a shared_ptr is two locked instructions.
     switch (handler.thread) {
       case HandlerThread::kInline:
-        handler.handle(call);
+        handler.handle(std::move(call));
         break;
       case HandlerThread::kPool:
-        handlers_pool_->Schedule([handle = &handler.handle, call] { (*handle)(call); });
+        handlers_pool_->Schedule([handle = &handler.handle, call = std::move(call)]() mutable {
+          (*handle)(std::move(call));
+        });
         break;
     }
     return;
