@@ -4,6 +4,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <optional>
@@ -292,15 +293,29 @@ bool UcxTransport::DriveUntil(const std::function<void()>& start,
   }
 }
 
+UcxTransport::Slept UcxTransport::SleepOnEvents(int timeout_ms, bool baton_requests_wake,
+                                                epoll_event (&ready)[16], int& n) {
+  n = 0;
+  if (ucp_worker_arm(worker_.get()) == UCS_ERR_BUSY) return Slept::kNot;
+  sleeping_.store(true, std::memory_order_seq_cst);
+  const bool raced =
+      has_posts_.load(std::memory_order_seq_cst) || (baton_requests_wake && baton_.asked());
+  if (!raced) n = std::max(0, epoll_wait(epoll_fd_, ready, 16, timeout_ms));
+  sleeping_.store(false, std::memory_order_release);
+  return raced ? Slept::kRaced : Slept::kWoke;
+}
+
 bool UcxTransport::SleepHoldingBaton(std::chrono::steady_clock::duration at_most) {
-  if (ucp_worker_arm(worker_.get()) == UCS_ERR_BUSY) return true;
   const auto ms = std::chrono::ceil<std::chrono::milliseconds>(at_most);
   epoll_event ready[16];
-  sleeping_.store(true, std::memory_order_seq_cst);
-  // Work posted before sleeping_ was set did not write the eventfd.
-  const bool raced = has_posts_.load(std::memory_order_seq_cst);
-  int n = raced ? 0 : epoll_wait(epoll_fd_, ready, 16, static_cast<int>(ms.count()));
-  sleeping_.store(false, std::memory_order_release);
+  int n = 0;
+  switch (SleepOnEvents(static_cast<int>(ms.count()), /*baton_requests_wake=*/false, ready, n)) {
+    case Slept::kNot:
+    case Slept::kRaced:
+      return true;  // back to polling
+    case Slept::kWoke:
+      break;
+  }
   // Accepting waits for the peer's hello (up to seconds for a slow one): the progress thread
   // does it, not a caller in the middle of its call. The listen socket stays readable.
   bool connection_waiting = false;
@@ -345,17 +360,21 @@ void UcxTransport::ProgressLoop() {
       continue;
     }
     if (!idle.Expired() || baton_.asked()) continue;
-    if (ucp_worker_arm(worker_.get()) == UCS_ERR_BUSY) continue;
     epoll_event ready[16];
-    sleeping_.store(true, std::memory_order_seq_cst);
-    // A post or a baton request that raced with going to sleep did not write the eventfd: do
-    // not sleep on it.
-    const bool raced = has_posts_.load(std::memory_order_seq_cst) || baton_.asked();
+    int n = 0;
     const auto slept_from = std::chrono::steady_clock::now();
-    int n = raced ? 0 : epoll_wait(epoll_fd_, ready, 16, kSleepTimeoutMs);
-    sleeping_.store(false, std::memory_order_release);
+    const Slept slept = SleepOnEvents(kSleepTimeoutMs, /*baton_requests_wake=*/true, ready, n);
+    switch (slept) {
+      case Slept::kNot:
+        continue;
+      case Slept::kRaced:
+      case Slept::kWoke:
+        break;
+    }
     idle.Restart();
-    spin.Slept(absl::FromChrono(std::chrono::steady_clock::now() - slept_from), raced || n > 0);
+    // Woken early (work came) or not: how long the spin before the next sleep should be.
+    spin.Slept(absl::FromChrono(std::chrono::steady_clock::now() - slept_from),
+               slept == Slept::kRaced || n > 0);
     idle.set_spin(spin.current());
     HandleReadyFds(ready, n);
   }

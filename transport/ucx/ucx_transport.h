@@ -169,6 +169,18 @@ class UcxTransport final : public Transport {
   void DoSend(ConnectionId to, absl::string_view header, Payload payload, SendCallback done);
   // ucp_am_send_nbx for a prepared operation (its endpoint exists and has not failed).
   void IssueSend(std::unique_ptr<SendOp> op);
+  enum class Slept {
+    kNot,    // UCX had events pending (ucp_worker_arm said busy): progress it instead
+    kRaced,  // work was posted, or the baton asked for, before sleeping_ was set
+    kWoke,   // epoll returned: descriptors ready, or the timeout
+  };
+  // Sleeps in epoll (the worker's fd, the eventfd for posts, the sockets) for up to
+  // `timeout_ms`, shared by the progress thread and a caller holding the baton. Posts made
+  // before sleeping_ was set wrote no eventfd, nor did a baton request (counted only when
+  // `baton_requests_wake` holds), so either makes it return kRaced without sleeping. `n` is
+  // the number of `ready` descriptors, 0 unless kWoke.
+  [[nodiscard]] Slept SleepOnEvents(int timeout_ms, bool baton_requests_wake,
+                                    epoll_event (&ready)[16], int& n);
   // DriveUntil's wait for a slow reply: epoll on the worker, posts and sockets, at most
   // `at_most` (rounded up to milliseconds), by the caller that holds the baton. False when
   // the progress thread should take over (a connection waits to be accepted).
