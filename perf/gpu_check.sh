@@ -31,10 +31,10 @@ run_gtest() {
   local passed skipped
   passed=$(grep -c '^\[       OK \]' "$out/last.log")
   # The tests of what happens without a GPU skip here, by design; any other skip is a failure.
-  skipped=$(grep -E '^\[  SKIPPED \] [A-Za-z_]+\.[A-Za-z_]+ \(' "$out/last.log" |
+  skipped=$(grep -E '^\[  SKIPPED \] [A-Za-z0-9_/]+\.[A-Za-z0-9_/]+ \(' "$out/last.log" |
     grep -vc 'WithoutGpu')
   echo "$name: rc=$rc passed=$passed skipped=$skipped"
-  grep -E '^\[  FAILED  \] [A-Za-z_]+\.|Failure' "$out/last.log" | sort -u | head -8 |
+  grep -E '^\[  FAILED  \] [A-Za-z0-9_/]+\.|Failure' "$out/last.log" | sort -u | head -8 |
     sed 's/^/    /'
   if [ "$rc" -ne 0 ] || [ "$skipped" -ne 0 ] || [ "$passed" -eq 0 ]; then
     failures=$((failures + 1))
@@ -54,8 +54,14 @@ rm -f "$out/last.log"
 
 echo "## staged host-to-device copies (DeviceCopyEngine against one cudaMemcpy at a time)"
 timeout 300 "$build/gpu/gpu_copy_engine_benchmark" --benchmark_min_time=0.3 \
-  --benchmark_out="$out/copy_engine.json" --benchmark_out_format=json 2>&1 |
-  grep -vE '^ *(L[123]|CPU Caches|Load Average)' | head -40
+  --benchmark_out="$out/copy_engine.json" --benchmark_out_format=json >"$out/last.log" 2>&1
+rc=$?
+grep -vE '^ *(L[123]|CPU Caches|Load Average)' "$out/last.log" | head -40
+if [ "$rc" -ne 0 ] || grep -q 'ERROR OCCURRED\|skipped, no usable GPU' "$out/last.log"; then
+  echo "gpu_copy_engine_benchmark: exit status $rc, or a case reported an error or skipped"
+  failures=$((failures + 1))
+fi
+rm -f "$out/last.log"
 
 echo "## sluice-perf service over shared memory, 1 worker -> 1 client, host against device landing"
 export UCX_TLS=${UCX_TLS:-posix,sysv,cma,self}

@@ -58,17 +58,24 @@ struct Measured {
   std::vector<double> latencies_us;
 };
 
-// Warm-up batches are not counted: connections, registration caches, first splits. `next`
-// returns a batch's size and latency in µs, nullopt at the end; `counted_from_here` runs
-// when the measured part starts.
+// Where the measured part starts and ends: callers read their counters there, while the
+// reader (and, with --device, its prefetched copies) is still alive.
+struct Window {
+  std::function<void()> opens;
+  std::function<void()> closes;
+};
+
+// Warm-up batches are not counted: connections, first splits, and the first use of each
+// landing slab (page faults; with --device, its cudaHostRegister). `next` returns a batch's
+// size and latency in µs, nullopt at the end.
 template <typename NextFn>
-absl::StatusOr<Measured> Measure(NextFn next, absl::Duration duration,
-                                 const std::function<void()>& counted_from_here) {
-  for (int i = 0; i < 5; ++i) {
+absl::StatusOr<Measured> Measure(NextFn next, int warm_up, absl::Duration duration,
+                                 const Window& window) {
+  for (int i = 0; i < warm_up; ++i) {
     SLUICE_ASSIGN_OR_RETURN(auto batch, next());
     if (!batch.has_value()) break;
   }
-  counted_from_here();
+  window.opens();
   Measured m;
   const absl::Time start = absl::Now();
   const absl::Time end = start + duration;
@@ -80,21 +87,22 @@ absl::StatusOr<Measured> Measure(NextFn next, absl::Duration duration,
     m.latencies_us.push_back(batch->second);
   }
   m.seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  window.closes();
   return m;
 }
 
 using SizeAndLatency = std::optional<std::pair<size_t, double>>;
 
 // Host landing: the latency is each batch's fetch, from request to landed payload.
-absl::StatusOr<Measured> ReadOnHost(control::BatchReader& reader, absl::Duration duration,
-                                    const std::function<void()>& counted_from_here) {
+absl::StatusOr<Measured> ReadOnHost(control::BatchReader& reader, int warm_up,
+                                    absl::Duration duration, const Window& window) {
   auto next = [&]() -> absl::StatusOr<SizeAndLatency> {
     SLUICE_ASSIGN_OR_RETURN(std::optional<control::Batch> batch, reader.Next());
     if (!batch) return SizeAndLatency();
     return SizeAndLatency(
         {batch->view().bytes().size(), absl::ToDoubleMicroseconds(batch->fetch_latency())});
   };
-  return Measure(next, duration, counted_from_here);
+  return Measure(next, warm_up, duration, window);
 }
 
 // Device landing, as a trainer linking Sluice gets it (gpu::DeviceBatchReader): the latency
@@ -102,8 +110,7 @@ absl::StatusOr<Measured> ReadOnHost(control::BatchReader& reader, absl::Duration
 // if the training step had consumed it.
 absl::StatusOr<Measured> ReadIntoDevice(std::unique_ptr<control::BatchReader> reader,
                                         const control::ReadOptions& read_options, int device,
-                                        absl::Duration duration,
-                                        const std::function<void()>& counted_from_here,
+                                        int warm_up, absl::Duration duration, const Window& window,
                                         uint64_t* bytes_to_device) {
   gpu::DeviceBatchReaderOptions options;
   options.device = device;
@@ -119,13 +126,18 @@ absl::StatusOr<Measured> ReadIntoDevice(std::unique_ptr<control::BatchReader> re
     if (!batch) return SizeAndLatency();
     return SizeAndLatency({batch->size(), absl::ToDoubleMicroseconds(absl::Now() - asked)});
   };
-  auto start_counting = [&] {
-    copied_before = device_reader->stats().copies.bytes_copied_to_device;
-    counted_from_here();
-  };
-  SLUICE_ASSIGN_OR_RETURN(Measured m, Measure(next, duration, start_counting));
-  *bytes_to_device = device_reader->stats().copies.bytes_copied_to_device - copied_before;
-  return m;
+  const Window device_window{
+      .opens =
+          [&] {
+            copied_before = device_reader->stats().copies.bytes_copied_to_device;
+            window.opens();
+          },
+      .closes =
+          [&] {
+            *bytes_to_device = device_reader->stats().copies.bytes_copied_to_device - copied_before;
+            window.closes();
+          }};
+  return Measure(next, warm_up, duration, device_window);
 }
 
 }  // namespace
@@ -190,29 +202,37 @@ int RunServiceClientCommand(const ServiceClientFlags& flags) {
   auto reader = (*client)->Read(*dataset, read);
   if (!reader.ok()) return Fail("service-client", reader.status().message());
 
-  uint64_t received_before = 0;
-  uint64_t copied_before = 0;
-  auto counted_from_here = [&] {
-    received_before = (*client)->transport_stats().payload_bytes_received;
-    copied_before = (*client)->transport_stats().payload_bytes_copied;
-  };
+  // Counters over the measured window only.
+  uint64_t received = 0;
+  uint64_t copied = 0;
+  const Window window{.opens =
+                          [&] {
+                            received = (*client)->transport_stats().payload_bytes_received;
+                            copied = (*client)->transport_stats().payload_bytes_copied;
+                          },
+                      .closes =
+                          [&] {
+                            received =
+                                (*client)->transport_stats().payload_bytes_received - received;
+                            copied = (*client)->transport_stats().payload_bytes_copied - copied;
+                          }};
+  // Every landing slab (max_outstanding + prefetch of them) and the device reader's
+  // prefetched buffers used once before the window opens.
+  const int warm_up = read.max_outstanding_requests + read.prefetch_batches + 4;
   uint64_t bytes_to_device = 0;
   absl::StatusOr<Measured> measured =
-      flags.device < 0
-          ? ReadOnHost(**reader, absl::Seconds(flags.seconds), counted_from_here)
-          : ReadIntoDevice(*std::move(reader), read, flags.device, absl::Seconds(flags.seconds),
-                           counted_from_here, &bytes_to_device);
+      flags.device < 0 ? ReadOnHost(**reader, warm_up, absl::Seconds(flags.seconds), window)
+                       : ReadIntoDevice(*std::move(reader), read, flags.device, warm_up,
+                                        absl::Seconds(flags.seconds), window, &bytes_to_device);
   if (!measured.ok()) return Fail("service-client", measured.status().message());
-  nlohmann::json out = {
-      {"batches", measured->batches},
-      {"bytes", measured->bytes},
-      {"seconds", measured->seconds},
-      {"p50_us", Percentile(measured->latencies_us, 0.5)},
-      {"p99_us", Percentile(measured->latencies_us, 0.99)},
-      {"transport_bytes_received",
-       (*client)->transport_stats().payload_bytes_received - received_before},
-      {"transport_bytes_copied", (*client)->transport_stats().payload_bytes_copied - copied_before},
-      {"bytes_copied_to_device", bytes_to_device}};
+  nlohmann::json out = {{"batches", measured->batches},
+                        {"bytes", measured->bytes},
+                        {"seconds", measured->seconds},
+                        {"p50_us", Percentile(measured->latencies_us, 0.5)},
+                        {"p99_us", Percentile(measured->latencies_us, 0.99)},
+                        {"transport_bytes_received", received},
+                        {"transport_bytes_copied", copied},
+                        {"bytes_copied_to_device", bytes_to_device}};
   (*data)->stream() << out.dump() << std::endl;
   return 0;
 }
@@ -333,6 +353,10 @@ int RunServiceCommand(const ServiceFlags& flags) {
                            {"mode", flags.mode},
                            // -1: batches landed in host memory.
                            {"device", flags.device},
+                           // What p50_us and p99_us time: each fetch, from request to landed
+                           // payload; with --device, the reader's wait for a batch in device
+                           // memory.
+                           {"latency_kind", flags.device >= 0 ? "device_wait" : "fetch"},
                            {"seconds", seconds},
                            {"batches_per_s", batches / seconds},
                            {"bandwidth_mb_s", bytes / seconds / 1e6},

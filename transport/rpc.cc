@@ -111,6 +111,9 @@ absl::StatusOr<std::unique_ptr<RpcEndpoint>> RpcEndpoint::CreateOver(const RpcOp
                                                                      const TransportMaker& make) {
   std::unique_ptr<RpcEndpoint> endpoint(new RpcEndpoint(options));
   SLUICE_ASSIGN_OR_RETURN(endpoint->transport_, make(endpoint.get()));
+  if (endpoint->transport_ == nullptr) {
+    return absl::InvalidArgumentError("RpcEndpoint::CreateOver: the maker returned no transport");
+  }
   return endpoint;
 }
 

@@ -51,6 +51,7 @@ TEST(PerfToolTest, ServiceReportsTheContractFields) {
   EXPECT_GE(r["p99_us"].get<double>(), r["p50_us"].get<double>());
   ASSERT_EQ(r["per_worker_batches"].size(), 2u);
   EXPECT_EQ(r["device"], -1);  // host landing, so no staging copy to a device is reported
+  EXPECT_EQ(r["latency_kind"], "fetch");
   EXPECT_FALSE(r.contains("bytes_copied_to_device_per_delivered_byte")) << r.dump();
   ASSERT_TRUE(r["kept_batches_released"].is_number_integer()) << r.dump();
   EXPECT_GE(r["kept_batches_released"].get<int64_t>(), 0);
@@ -80,6 +81,7 @@ TEST(PerfToolTest, ServiceIntoDeviceMemoryCountsTheStagingCopyOrSaysWhyNot) {
   if (code == 0) {
     nlohmann::json r = nlohmann::json::parse(run.stdout_text());
     EXPECT_EQ(r["device"], 0);
+    EXPECT_EQ(r["latency_kind"], "device_wait");
     EXPECT_GT(r["batches_per_s"].get<double>(), 0);
     // Counted over the same seconds, give or take the few batches copied ahead of the reader.
     EXPECT_NEAR(r["bytes_copied_to_device_per_delivered_byte"].get<double>(), 1.0, 0.02);

@@ -294,14 +294,18 @@ bool UcxTransport::DriveUntil(const std::function<void()>& start,
 }
 
 UcxTransport::Slept UcxTransport::SleepOnEvents(int timeout_ms, bool baton_requests_wake,
-                                                epoll_event (&ready)[16], int& n) {
+                                                epoll_event (&ready)[16], int& n,
+                                                std::chrono::steady_clock::duration* slept_for) {
   n = 0;
   if (ucp_worker_arm(worker_.get()) == UCS_ERR_BUSY) return Slept::kNot;
   sleeping_.store(true, std::memory_order_seq_cst);
   const bool raced =
       has_posts_.load(std::memory_order_seq_cst) || (baton_requests_wake && baton_.asked());
+  const auto from = slept_for != nullptr ? std::chrono::steady_clock::now()
+                                         : std::chrono::steady_clock::time_point();
   if (!raced) n = std::max(0, epoll_wait(epoll_fd_, ready, 16, timeout_ms));
   sleeping_.store(false, std::memory_order_release);
+  if (slept_for != nullptr) *slept_for = std::chrono::steady_clock::now() - from;
   return raced ? Slept::kRaced : Slept::kWoke;
 }
 
@@ -362,8 +366,9 @@ void UcxTransport::ProgressLoop() {
     if (!idle.Expired() || baton_.asked()) continue;
     epoll_event ready[16];
     int n = 0;
-    const auto slept_from = std::chrono::steady_clock::now();
-    const Slept slept = SleepOnEvents(kSleepTimeoutMs, /*baton_requests_wake=*/true, ready, n);
+    std::chrono::steady_clock::duration slept_for{};
+    const Slept slept =
+        SleepOnEvents(kSleepTimeoutMs, /*baton_requests_wake=*/true, ready, n, &slept_for);
     switch (slept) {
       case Slept::kNot:
         continue;
@@ -373,8 +378,7 @@ void UcxTransport::ProgressLoop() {
     }
     idle.Restart();
     // Woken early (work came) or not: how long the spin before the next sleep should be.
-    spin.Slept(absl::FromChrono(std::chrono::steady_clock::now() - slept_from),
-               slept == Slept::kRaced || n > 0);
+    spin.Slept(absl::FromChrono(slept_for), slept == Slept::kRaced || n > 0);
     idle.set_spin(spin.current());
     HandleReadyFds(ready, n);
   }

@@ -178,9 +178,11 @@ class UcxTransport final : public Transport {
   // `timeout_ms`, shared by the progress thread and a caller holding the baton. Posts made
   // before sleeping_ was set wrote no eventfd, nor did a baton request (counted only when
   // `baton_requests_wake` holds), so either makes it return kRaced without sleeping. `n` is
-  // the number of `ready` descriptors, 0 unless kWoke.
+  // the number of `ready` descriptors, 0 unless kWoke; `slept_for`, when set, how long it
+  // waited from the raced check on (the adaptive spin's measure; not read when kNot).
   [[nodiscard]] Slept SleepOnEvents(int timeout_ms, bool baton_requests_wake,
-                                    epoll_event (&ready)[16], int& n);
+                                    epoll_event (&ready)[16], int& n,
+                                    std::chrono::steady_clock::duration* slept_for = nullptr);
   // DriveUntil's wait for a slow reply: epoll on the worker, posts and sockets, at most
   // `at_most` (rounded up to milliseconds), by the caller that holds the baton. False when
   // the progress thread should take over (a connection waits to be accepted).
