@@ -434,7 +434,7 @@ bool BatchReader::OnTaskFetched(Task& task, transport::Slab slab, absl::Time sen
   unreported_.MergeFrom(response.provenance());
   HandOutInOrder(task,
                  Ready{task.worker_text, response.batch_index(), std::move(slab),
-                       result->payload.size, now - sent},
+                       result->payload.size, now - sent, /*round=*/-1, task.id},
                  response);
   return true;
 }
@@ -511,7 +511,8 @@ absl::StatusOr<std::optional<Batch>> BatchReader::Next() {
                                               " is malformed: ", view.status().message()));
     }
     return std::optional<Batch>(Batch(std::move(ready->slab), *view, std::move(ready->worker),
-                                      ready->index, ready->fetch_latency, ready->round));
+                                      ready->index, ready->fetch_latency, ready->round,
+                                      ready->task));
   }
 }
 

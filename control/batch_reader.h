@@ -72,13 +72,14 @@ struct ReadOptions {
 class Batch {
  public:
   Batch(transport::Slab slab, engine::BatchView view, std::string worker, int64_t index,
-        absl::Duration fetch_latency, int64_t round = -1)
+        absl::Duration fetch_latency, int64_t round = -1, int64_t task = -1)
       : slab_(std::move(slab)),
         view_(view),
         worker_(std::move(worker)),
         index_(index),
         fetch_latency_(fetch_latency),
-        round_(round) {}
+        round_(round),
+        task_(task) {}
   Batch(Batch&&) = default;
   Batch& operator=(Batch&&) = default;
 
@@ -87,6 +88,9 @@ class Batch {
   [[nodiscard]] const std::string& worker() const { return worker_; }
   // Position of the batch in its task's output.
   [[nodiscard]] int64_t index() const { return index_; }
+  // The dispatcher's id of that task (-1 if unknown): a worker serves a second task of a job
+  // when it takes over a lost task's splits, and that task's indices start at 0 again.
+  [[nodiscard]] int64_t task() const { return task_; }
   [[nodiscard]] const std::byte* data() const { return slab_.data(); }
   // From sending the request to the batch having landed.
   [[nodiscard]] absl::Duration fetch_latency() const { return fetch_latency_; }
@@ -100,6 +104,7 @@ class Batch {
   int64_t index_;
   absl::Duration fetch_latency_;
   int64_t round_;
+  int64_t task_;
 };
 
 class BatchReader {
@@ -123,6 +128,7 @@ class BatchReader {
     size_t size;
     absl::Duration fetch_latency;
     int64_t round = -1;
+    int64_t task = -1;
   };
   struct Task {
     int64_t id;

@@ -54,11 +54,11 @@ absl::StatusOr<OutputFormat> ParseOutputFormat(const std::string& text) {
 }
 
 nlohmann::json BatchToJson(const control::Batch& batch) {
-  return BatchViewToJson(batch.view(), batch.worker(), batch.index(), batch.round());
+  return BatchViewToJson(batch.view(), batch.worker(), batch.index(), batch.round(), batch.task());
 }
 
 nlohmann::json BatchViewToJson(const engine::BatchView& view, const std::string& worker,
-                               int64_t index, int64_t round) {
+                               int64_t index, int64_t round, int64_t task) {
   nlohmann::json tensors = nlohmann::json::array();
   for (size_t i = 0; i < view.num_tensors(); ++i) {
     engine::TensorView t = view.tensor(i);
@@ -68,6 +68,7 @@ nlohmann::json BatchViewToJson(const engine::BatchView& view, const std::string&
   }
   nlohmann::json json = {{"tensors", tensors}, {"worker", worker}, {"index", index}};
   if (round >= 0) json["round"] = round;  // coordinated reads
+  if (task >= 0) json["task"] = task;
   return json;
 }
 
@@ -75,11 +76,11 @@ BatchSink::BatchSink(OutputFormat format, std::ostream& out, bool show_progress)
     : format_(format), out_(out), show_progress_(show_progress) {}
 
 void BatchSink::Add(const control::Batch& batch) {
-  Add(batch.view(), batch.worker(), batch.index(), batch.round());
+  Add(batch.view(), batch.worker(), batch.index(), batch.round(), batch.task());
 }
 
 void BatchSink::Add(const engine::BatchView& view, const std::string& worker, int64_t index,
-                    int64_t round) {
+                    int64_t round, int64_t task) {
   ++batches_;
   if (view.num_tensors() > 0) {
     engine::TensorView first = view.tensor(0);
@@ -91,7 +92,7 @@ void BatchSink::Add(const engine::BatchView& view, const std::string& worker, in
     // A line per batch as it arrives, so that whoever reads the stream (a pipe, a test
     // watching for stalls) sees the read's progress, not 4 KiB blocks of it. One write per
     // batch is small next to formatting the batch as JSON.
-    out_ << BatchViewToJson(view, worker, index, round).dump() << '\n';
+    out_ << BatchViewToJson(view, worker, index, round, task).dump() << '\n';
     out_.flush();
   }
   if (show_progress_ && absl::Now() - last_progress_ > absl::Seconds(2)) {

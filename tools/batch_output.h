@@ -21,20 +21,21 @@ enum class OutputFormat { kJsonLines, kSummary };
 
 [[nodiscard]] absl::StatusOr<OutputFormat> ParseOutputFormat(const std::string& text);
 
-// {"tensors":[{"dtype":"int64","shape":[32],"values":[...]}],"worker":"...","index":N}
-// plus "round":R for coordinated reads.
+// {"tensors":[{"dtype":"int64","shape":[32],"values":[...]}],"worker":"...","task":T,
+// "index":N} plus "round":R for coordinated reads. `index` counts within task T.
 [[nodiscard]] nlohmann::json BatchToJson(const control::Batch& batch);
 // The same for a batch known only by its view (e.g. copied back from device memory);
-// `round` < 0 leaves it out.
+// `round` or `task` < 0 leaves it out.
 [[nodiscard]] nlohmann::json BatchViewToJson(const engine::BatchView& view,
                                              const std::string& worker, int64_t index,
-                                             int64_t round);
+                                             int64_t round, int64_t task = -1);
 
 class BatchSink {
  public:
   BatchSink(OutputFormat format, std::ostream& out, bool show_progress);
   void Add(const control::Batch& batch);
-  void Add(const engine::BatchView& view, const std::string& worker, int64_t index, int64_t round);
+  void Add(const engine::BatchView& view, const std::string& worker, int64_t index, int64_t round,
+           int64_t task = -1);
   // Prints the summary (kSummary); returns it as JSON either way.
   nlohmann::json Finish();
 
