@@ -29,6 +29,16 @@ absl::StatusOr<std::optional<HostBatch>> ControlBatchSource::Next() {
   return host;
 }
 
+absl::StatusOr<std::unique_ptr<DeviceBatchReader>> ReadIntoDevice(
+    std::unique_ptr<control::BatchReader> reader, const control::ReadOptions& read_options,
+    int device) {
+  DeviceBatchReaderOptions options;
+  options.device = device;
+  options.buffer_bytes = read_options.slab_bytes;
+  return DeviceBatchReader::Create(
+      std::make_unique<ControlBatchSource>(std::move(reader), read_options), options);
+}
+
 absl::Status ControlBatchSource::PinSlab(const std::byte* slab) {
   if (!pin_ || std::find(seen_.begin(), seen_.end(), slab) != seen_.end()) {
     return absl::OkStatus();

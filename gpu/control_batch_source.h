@@ -10,9 +10,8 @@
 //   ReadOptions read;
 //   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<control::BatchReader> reader,
 //                           client->Read(dataset_id, read));
-//   auto source = std::make_unique<ControlBatchSource>(std::move(reader), read);
 //   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<DeviceBatchReader> gpu_reader,
-//                           DeviceBatchReader::Create(std::move(source), {}));
+//                           ReadIntoDevice(std::move(reader), read, /*device=*/0));
 #ifndef SLUICE_GPU_CONTROL_BATCH_SOURCE_H_
 #define SLUICE_GPU_CONTROL_BATCH_SOURCE_H_
 
@@ -21,6 +20,7 @@
 #include <vector>
 
 #include "control/batch_reader.h"
+#include "gpu/device_batch_reader.h"
 #include "gpu/device_buffer.h"
 #include "gpu/host_batch_source.h"
 
@@ -48,6 +48,13 @@ class ControlBatchSource final : public HostBatchSource {
   // After reader_: unregistered before the reader (and its slab pool) goes away.
   std::vector<HostRegistration> pinned_;
 };
+
+// A DeviceBatchReader over `reader` (started with `read_options`) landing in `device`, its
+// device buffers as large as the landing slabs: what `sluice read --device` and
+// `sluice-perf service --device` read through.
+[[nodiscard]] absl::StatusOr<std::unique_ptr<DeviceBatchReader>> ReadIntoDevice(
+    std::unique_ptr<control::BatchReader> reader, const control::ReadOptions& read_options,
+    int device);
 
 }  // namespace sluice::gpu
 

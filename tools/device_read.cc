@@ -13,12 +13,8 @@ namespace sluice::tools {
 absl::Status ReadThroughDevice(std::unique_ptr<control::BatchReader> reader,
                                const control::ReadOptions& read_options, int device, int64_t take,
                                BatchSink& sink) {
-  auto source = std::make_unique<gpu::ControlBatchSource>(std::move(reader), read_options);
-  gpu::DeviceBatchReaderOptions options;
-  options.device = device;
-  options.buffer_bytes = read_options.slab_bytes;
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<gpu::DeviceBatchReader> device_reader,
-                          gpu::DeviceBatchReader::Create(std::move(source), options));
+                          gpu::ReadIntoDevice(std::move(reader), read_options, device));
   std::vector<std::byte> host;
   // Coordinated consumers count rounds, as the host path does (sluice_main.cc).
   const bool coordinated = read_options.num_consumers > 0;

@@ -112,13 +112,8 @@ absl::StatusOr<Measured> ReadIntoDevice(std::unique_ptr<control::BatchReader> re
                                         const control::ReadOptions& read_options, int device,
                                         int warm_up, absl::Duration duration, const Window& window,
                                         uint64_t* bytes_to_device) {
-  gpu::DeviceBatchReaderOptions options;
-  options.device = device;
-  options.buffer_bytes = read_options.slab_bytes;
-  SLUICE_ASSIGN_OR_RETURN(
-      std::unique_ptr<gpu::DeviceBatchReader> device_reader,
-      gpu::DeviceBatchReader::Create(
-          std::make_unique<gpu::ControlBatchSource>(std::move(reader), read_options), options));
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<gpu::DeviceBatchReader> device_reader,
+                          gpu::ReadIntoDevice(std::move(reader), read_options, device));
   uint64_t copied_before = 0;
   auto next = [&]() -> absl::StatusOr<SizeAndLatency> {
     const absl::Time asked = absl::Now();
