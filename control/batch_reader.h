@@ -25,6 +25,7 @@
 #ifndef SLUICE_CONTROL_BATCH_READER_H_
 #define SLUICE_CONTROL_BATCH_READER_H_
 
+#include <atomic>
 #include <deque>
 #include <map>
 #include <memory>
@@ -119,6 +120,12 @@ class BatchReader {
   [[nodiscard]] absl::StatusOr<std::optional<Batch>> Next();
 
   [[nodiscard]] int64_t job_id() const { return job_id_; }
+  // Waits in Next() that ended with this thread having received a batch itself, driving the
+  // transport (TransportOptions::caller_driven_progress) instead of being woken by its
+  // progress thread. 0 without caller-driven progress.
+  [[nodiscard]] int64_t driven_waits() const {
+    return driven_waits_.load(std::memory_order_relaxed);
+  }
 
  private:
   struct Ready {
@@ -227,6 +234,11 @@ class BatchReader {
                       const absl::StatusOr<transport::CallResult>& result, int64_t round,
                       const Sent& request) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool Done() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Next() with nothing to hand out and fetches in flight: with caller-driven progress, this
+  // thread drives the transport until one of them completes (true), so the batch lands on
+  // the thread that wants it, with no hand-off from the progress thread; false when it could
+  // not drive or the reply was slow (Transport::DriveUntil), and Next() waits as usual.
+  bool DriveUntilAFetchCompletes() ABSL_LOCKS_EXCLUDED(mu_);
   // Every task has ended and every batch was handed out: only the dispatcher's word that
   // the job finished is missing (it may yet add a task, e.g. for a lost worker's splits).
   bool WaitsOnlyForTheDispatcher() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -267,6 +279,10 @@ class BatchReader {
   // Provenance of batches received and not yet reported to the dispatcher.
   google::protobuf::RepeatedPtrField<proto::ProvenanceRun> unreported_ ABSL_GUARDED_BY(mu_);
   absl::Status error_ ABSL_GUARDED_BY(mu_);
+  // Bumped, under mu_, by every fetch callback once its bookkeeping is done: what a Next()
+  // that drives the transport polls, without the lock.
+  std::atomic<uint64_t> fetches_completed_{0};
+  std::atomic<int64_t> driven_waits_{0};
   absl::Notification stop_;
   HeartbeatPacer heartbeat_pacer_{options_.heartbeat_interval, kMinHeartbeatGap};
   std::thread heartbeat_thread_;

@@ -30,10 +30,12 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> StartCluster(const char* ucx_tls) 
 
 // A client of `cluster`'s dispatcher over `ucx_tls`.
 absl::StatusOr<std::unique_ptr<Client>> ConnectClient(const LocalCluster& cluster,
-                                                      const char* ucx_tls) {
+                                                      const char* ucx_tls,
+                                                      bool caller_driven_progress = false) {
   ClientOptions options;
   options.dispatcher = cluster.dispatcher_address();
   options.transport.ucx_tls = ucx_tls;
+  options.transport.caller_driven_progress = caller_driven_progress;
   return Client::Connect(options);
 }
 
@@ -146,6 +148,32 @@ TEST_P(DataPathTest, ATasksBatchesComeInTheOrderItMadeThem) {
       for (int64_t v : (**batch).view().tensor(0).values<int64_t>()) ASSERT_EQ(v, next_value++);
     }
     EXPECT_EQ(next_value, kValues);
+    EXPECT_EQ((*reader)->driven_waits(), 0) << "its progress thread receives every batch";
+  }
+}
+
+// With caller-driven progress a reader waiting in Next() receives the batch on its own
+// thread: the order, and every value, are kept as when the progress thread receives them.
+TEST_P(DataPathTest, AReaderThatDrivesProgressReceivesItsBatchesItselfInOrder) {
+  auto cluster = StartCluster(GetParam());
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  auto client = ConnectClient(**cluster, GetParam(), /*caller_driven_progress=*/true);
+  ASSERT_TRUE(client.ok()) << client.status();
+  constexpr int64_t kValues = 640000;  // 10,000 batches of 64
+  for (int in_flight : {1, 8}) {
+    SCOPED_TRACE(absl::StrCat(in_flight, " requests in flight"));
+    auto reader = ReadOff(**client, absl::StrCat("range(", kValues, ") | batch(64)"), in_flight);
+    ASSERT_TRUE(reader.ok()) << reader.status();
+    int64_t next_value = 0;
+    while (true) {
+      auto batch = (*reader)->Next();
+      ASSERT_TRUE(batch.ok()) << batch.status();
+      if (!batch->has_value()) break;
+      for (int64_t v : (**batch).view().tensor(0).values<int64_t>()) ASSERT_EQ(v, next_value++);
+    }
+    EXPECT_EQ(next_value, kValues);
+    // Each such wait ended with a fetch completed while this thread drove the transport.
+    EXPECT_GT((*reader)->driven_waits(), 0);
   }
 }
 

@@ -32,8 +32,9 @@ struct ServiceFlags {
   std::string pipeline;      // default: a synthetic batch of --batch-bytes (see --pipeline)
   int max_outstanding = 8;
   int buffer_batches = 8;
-  std::string sluice_binary;  // default: `sluice` beside this binary
-  int device = -1;            // >= 0: clients land batches in this CUDA device's memory
+  std::string sluice_binary;        // default: `sluice` beside this binary
+  int device = -1;                  // >= 0: clients land batches in this CUDA device's memory
+  std::string progress = "thread";  // how a client's reader waits (TransportOptions)
   bool json = false;
 };
 
@@ -46,6 +47,7 @@ struct ServiceClientFlags {
   std::string slab_bytes = "16MiB";
   int max_outstanding = 8;
   int device = -1;
+  std::string progress = "thread";
 };
 
 struct SweepFlags {

@@ -159,6 +159,11 @@ void AddServiceFlags(CLI::App* app, ServiceFlags& flags) {
                   "pinned host memory as `sluice read --device` does; p50/p99 then time the "
                   "wait for each batch in device memory")
       ->capture_default_str();
+  app->add_option("--progress", flags.progress,
+                  "How each client's reader waits for a batch: 'thread' (the client's progress "
+                  "thread receives it and wakes the reader) or 'caller' (the reader drives the "
+                  "transport and receives it itself)")
+      ->capture_default_str();
   app->add_flag("--json", flags.json, "Print one JSON object");
 }
 
@@ -171,6 +176,7 @@ void AddServiceClientFlags(CLI::App* app, ServiceClientFlags& flags) {
   app->add_option("--slab-bytes", flags.slab_bytes);
   app->add_option("--max-outstanding", flags.max_outstanding);
   app->add_option("--device", flags.device);
+  app->add_option("--progress", flags.progress);
 }
 
 int RunServiceClientCommand(const ServiceClientFlags& flags) {
@@ -185,6 +191,7 @@ int RunServiceClientCommand(const ServiceClientFlags& flags) {
   if (!data.ok()) return Fail("service-client", data.status().message());
   control::ClientOptions options;
   options.dispatcher = *address;
+  options.transport.caller_driven_progress = flags.progress == "caller";
   auto client = control::Client::Connect(options);
   if (!client.ok()) return Fail("service-client", client.status().message());
   auto dataset = (*client)->RegisterDataset(*pipeline);
@@ -197,19 +204,24 @@ int RunServiceClientCommand(const ServiceClientFlags& flags) {
   auto reader = (*client)->Read(*dataset, read);
   if (!reader.ok()) return Fail("service-client", reader.status().message());
 
-  // Counters over the measured window only.
+  // Counters over the measured window only. The window closes while the reader lives (with
+  // --device, inside the device reader that owns it).
   uint64_t received = 0;
   uint64_t copied = 0;
+  int64_t driven_waits = 0;
+  const control::BatchReader* raw_reader = reader->get();
   const Window window{.opens =
                           [&] {
                             received = (*client)->transport_stats().payload_bytes_received;
                             copied = (*client)->transport_stats().payload_bytes_copied;
+                            driven_waits = raw_reader->driven_waits();
                           },
                       .closes =
                           [&] {
                             received =
                                 (*client)->transport_stats().payload_bytes_received - received;
                             copied = (*client)->transport_stats().payload_bytes_copied - copied;
+                            driven_waits = raw_reader->driven_waits() - driven_waits;
                           }};
   // Every landing slab (max_outstanding + prefetch of them) and the device reader's
   // prefetched buffers used once before the window opens.
@@ -227,7 +239,8 @@ int RunServiceClientCommand(const ServiceClientFlags& flags) {
                         {"p99_us", Percentile(measured->latencies_us, 0.99)},
                         {"transport_bytes_received", received},
                         {"transport_bytes_copied", copied},
-                        {"bytes_copied_to_device", bytes_to_device}};
+                        {"bytes_copied_to_device", bytes_to_device},
+                        {"driven_waits", driven_waits}};
   (*data)->stream() << out.dump() << std::endl;
   return 0;
 }
@@ -240,6 +253,9 @@ int RunServiceCommand(const ServiceFlags& flags) {
   }
   if (flags.mode != "off" && flags.mode != "dynamic") {
     return Fail("service", "--mode must be off or dynamic");
+  }
+  if (flags.progress != "thread" && flags.progress != "caller") {
+    return Fail("service", "--progress must be thread or caller, got '" + flags.progress + "'");
   }
   if (flags.device >= 0) {
     // Said before a cluster starts: without a usable GPU the run would measure nothing.
@@ -298,10 +314,10 @@ int RunServiceCommand(const ServiceFlags& flags) {
         SiblingBinary("sluice-perf"), "service-client", "--dispatcher", address, "--pipeline",
         pipeline, "--mode", flags.mode, "--seconds", absl::StrCat(flags.seconds), "--slab-bytes",
         std::to_string(slab_bytes), "--max-outstanding", std::to_string(flags.max_outstanding),
-        "--device", std::to_string(flags.device)}));
+        "--device", std::to_string(flags.device), "--progress", flags.progress}));
   }
   absl::Time start = absl::Now();
-  int64_t batches = 0, bytes = 0, client_copied = 0, to_device = 0;
+  int64_t batches = 0, bytes = 0, client_copied = 0, to_device = 0, driven_waits = 0;
   double seconds = 0, p50 = 0, p99 = 0;
   for (auto& client : clients) {
     int code = client->Wait(absl::Seconds(flags.seconds + 60));
@@ -314,6 +330,7 @@ int RunServiceCommand(const ServiceFlags& flags) {
     bytes += r["bytes"].get<int64_t>();
     client_copied += r["transport_bytes_copied"].get<int64_t>();
     to_device += r["bytes_copied_to_device"].get<int64_t>();
+    driven_waits += r["driven_waits"].get<int64_t>();
     seconds = std::max(seconds, r["seconds"].get<double>());
     p50 = std::max(p50, r["p50_us"].get<double>());  // the slowest client's percentiles
     p99 = std::max(p99, r["p99_us"].get<double>());
@@ -342,26 +359,32 @@ int RunServiceCommand(const ServiceFlags& flags) {
                                ? static_cast<double>(assembled + worker_copied + client_copied) /
                                      static_cast<double>(served_total)
                                : 0;
-  nlohmann::json result = {{"workers", flags.workers},
-                           {"clients", flags.clients},
-                           {"batch_bytes", *batch_bytes},
-                           {"mode", flags.mode},
-                           // -1: batches landed in host memory.
-                           {"device", flags.device},
-                           // What p50_us and p99_us time: each fetch, from request to landed
-                           // payload; with --device, the reader's wait for a batch in device
-                           // memory.
-                           {"latency_kind", flags.device >= 0 ? "device_wait" : "fetch"},
-                           {"seconds", seconds},
-                           {"batches_per_s", batches / seconds},
-                           {"bandwidth_mb_s", bytes / seconds / 1e6},
-                           {"p50_us", p50},
-                           {"p99_us", p99},
-                           {"copied_bytes_per_delivered_byte", copied_per_byte},
-                           {"per_worker_batches", per_worker},
-                           // Batches workers let go unacknowledged: above 0, a broken
-                           // connection could have lost one (raise the workers' --slabs).
-                           {"kept_batches_released", kept_released}};
+  nlohmann::json result = {
+      {"workers", flags.workers},
+      {"clients", flags.clients},
+      {"batch_bytes", *batch_bytes},
+      {"mode", flags.mode},
+      // -1: batches landed in host memory.
+      {"device", flags.device},
+      // What p50_us and p99_us time: each fetch, from request to landed
+      // payload; with --device, the reader's wait for a batch in device
+      // memory.
+      {"latency_kind", flags.device >= 0 ? "device_wait" : "fetch"},
+      // How readers waited (--progress), and the share of batches a
+      // reader received on its own thread, driving the transport.
+      {"progress", flags.progress},
+      {"driven_waits_per_batch",
+       batches > 0 ? static_cast<double>(driven_waits) / static_cast<double>(batches) : 0},
+      {"seconds", seconds},
+      {"batches_per_s", batches / seconds},
+      {"bandwidth_mb_s", bytes / seconds / 1e6},
+      {"p50_us", p50},
+      {"p99_us", p99},
+      {"copied_bytes_per_delivered_byte", copied_per_byte},
+      {"per_worker_batches", per_worker},
+      // Batches workers let go unacknowledged: above 0, a broken
+      // connection could have lost one (raise the workers' --slabs).
+      {"kept_batches_released", kept_released}};
   if (flags.device >= 0) {
     // The staging copy from the pinned landing slab to the device, by the GPU's copy engine
     // (not the CPU, so not in copied_bytes_per_delivered_byte).

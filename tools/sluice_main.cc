@@ -51,6 +51,9 @@ struct ReadFlags {
   int prefetch = 4;
   size_t slab_bytes = 16 << 20;
   int device = -1;  // >= 0: land batches in this CUDA device's memory
+  // How the reading thread waits for a batch (TransportOptions::caller_driven_progress). A
+  // reader process's thread has nothing else to do, so it receives the batches itself.
+  std::string progress = "caller";
 };
 
 int Fail(const absl::Status& status, absl::string_view context) {
@@ -118,6 +121,11 @@ void AddReadFlags(CLI::App* app, ReadFlags& flags) {
   app->add_option("--device", flags.device,
                   "Land batches in the memory of this CUDA device (staged through pinned host "
                   "memory); they are copied back only to be printed");
+  app->add_option("--progress", flags.progress,
+                  "How the reader waits for a batch: 'caller' (it drives the transport and "
+                  "receives the batch itself) or 'thread' (the client's progress thread receives "
+                  "it and wakes the reader)")
+      ->capture_default_str();
 }
 
 // Reads a whole job and prints it on `data`. Shared by `read` and `local`.
@@ -130,9 +138,15 @@ int ReadAll(const transport::Address& dispatcher, const ReadFlags& flags, absl::
   absl::StatusOr<proto::PipelineDef> pipeline = ParseAndValidate(flags.pipeline, *mode);
   if (!pipeline.ok()) return Fail(pipeline.status(), "read");
 
+  if (flags.progress != "caller" && flags.progress != "thread") {
+    return Fail(absl::InvalidArgumentError(absl::StrCat(
+                    "--progress must be caller or thread, got '", flags.progress, "'")),
+                "read");
+  }
   control::ClientOptions client_options;
   client_options.dispatcher = dispatcher;
   client_options.timeout = timeout;
+  client_options.transport.caller_driven_progress = flags.progress == "caller";
   auto client = control::Client::Connect(client_options);
   if (!client.ok()) return Fail(client.status(), "read");
   absl::StatusOr<std::string> dataset = (*client)->RegisterDataset(*pipeline, flags.dataset_id);

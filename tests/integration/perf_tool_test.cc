@@ -52,6 +52,8 @@ TEST(PerfToolTest, ServiceReportsTheContractFields) {
   ASSERT_EQ(r["per_worker_batches"].size(), 2u);
   EXPECT_EQ(r["device"], -1);  // host landing, so no staging copy to a device is reported
   EXPECT_EQ(r["latency_kind"], "fetch");
+  EXPECT_EQ(r["progress"], "thread");
+  EXPECT_EQ(r["driven_waits_per_batch"].get<double>(), 0.0) << "no reader drove the transport";
   EXPECT_FALSE(r.contains("bytes_copied_to_device_per_delivered_byte")) << r.dump();
   ASSERT_TRUE(r["kept_batches_released"].is_number_integer()) << r.dump();
   EXPECT_GE(r["kept_batches_released"].get<int64_t>(), 0);
@@ -61,13 +63,20 @@ TEST(PerfToolTest, ServiceReportsTheContractFields) {
 }
 
 // Without --pipeline, both modes serve a synthetic pipeline their sharding accepts (DYNAMIC
-// refuses cache(), which the OFF default uses).
+// refuses cache(), which the OFF default uses). The DYNAMIC run's reader drives the
+// transport itself (--progress caller) and says how many of its batches it received so.
 TEST(PerfToolTest, ServiceRunsItsDefaultPipelineInBothModes) {
   for (const char* mode : {"off", "dynamic"}) {
+    const std::string progress = std::string(mode) == "off" ? "thread" : "caller";
     nlohmann::json r = RunJson({PerfBinary(), "service", "--batch-bytes", "64KiB", "--seconds", "1",
-                                "--mode", mode, "--json"});
+                                "--mode", mode, "--progress", progress, "--json"});
     EXPECT_GT(r["batches_per_s"].get<double>(), 0) << mode;
     ASSERT_EQ(r["per_worker_batches"].size(), 1u) << mode;
+    EXPECT_EQ(r["progress"], progress);
+    if (progress == "caller") {
+      EXPECT_GT(r["driven_waits_per_batch"].get<double>(), 0.0) << r.dump();
+      EXPECT_LE(r["driven_waits_per_batch"].get<double>(), 1.0) << r.dump();
+    }
   }
 }
 
@@ -129,6 +138,9 @@ TEST(PerfToolTest, BadArgumentsAreClearErrors) {
   Subprocess bad({PerfBinary(), "transport", "--size", "12 parsecs"});
   EXPECT_EQ(bad.Wait(absl::Seconds(30)), 1);
   EXPECT_THAT(bad.stderr_text(), ::testing::HasSubstr("unknown unit"));
+  Subprocess sideways({PerfBinary(), "service", "--progress", "sideways"});
+  EXPECT_EQ(sideways.Wait(absl::Seconds(30)), 1);
+  EXPECT_THAT(sideways.stderr_text(), ::testing::HasSubstr("--progress must be thread or caller"));
   Subprocess help({PerfBinary(), "service", "--help"});
   EXPECT_EQ(help.Wait(absl::Seconds(30)), 0);
   EXPECT_THAT(help.stdout_text(), ::testing::HasSubstr("--batch-bytes"));
