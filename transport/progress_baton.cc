@@ -118,6 +118,20 @@ bool ProgressBaton::TryTake(const std::function<void()>& wake, absl::Duration wa
   return true;
 }
 
+bool ProgressBaton::TryTakeLent() {
+  // A plain load first: the usual answer, with the progress thread running, is no.
+  if (state_.load(std::memory_order_relaxed) != kLent) return false;
+  if (claimed_.exchange(true, std::memory_order_acquire)) return false;
+  int32_t lent = kLent;
+  // The parked thread may take it back at this moment: one of the two exchanges wins.
+  if (!state_.compare_exchange_strong(lent, kHeld, std::memory_order_acq_rel)) {
+    claimed_.store(false, std::memory_order_release);
+    return false;
+  }
+  holder_.store(std::this_thread::get_id(), std::memory_order_release);
+  return true;
+}
+
 void ProgressBaton::Lend() {
   if (want_back_.load(std::memory_order_relaxed)) {
     Return();

@@ -57,6 +57,10 @@ class ProgressBaton {
   // see the request. False when another caller holds it, or the progress thread did not
   // hand over within `wait` (it is busy in a long callback).
   [[nodiscard]] bool TryTake(const std::function<void()>& wake, absl::Duration wait);
+  // Caller. Takes the baton only if it is lent right now: never wakes or waits for the
+  // progress thread. For a short piece of work (a send) that should not wait for the next
+  // call or the parked thread's next look; give it back with Lend().
+  [[nodiscard]] bool TryTakeLent();
   // Holder: done, the call completed. See the file comment.
   void Lend();
   // Holder: done without a reply; the progress thread resumes at once.

@@ -97,6 +97,35 @@ TEST(ProgressBatonTest, SecondCallerIsRefusedWhileHeld) {
   baton.Return();
 }
 
+// TryTakeLent takes only a baton lent at that moment: never one the progress thread runs
+// with (it would have to be woken and wait), nor one another caller holds.
+TEST(ProgressBatonTest, OnlyALentBatonIsTakenWithoutAsking) {
+  constexpr absl::Duration kLinger = absl::Milliseconds(10);
+  ProgressBaton baton(kLinger);
+  FakeProgressThread progress(&baton);
+  EXPECT_FALSE(baton.TryTakeLent()) << "taken from the running progress thread";
+  ASSERT_TRUE(baton.TryTake([] {}, absl::Seconds(5)));
+  bool second = true;
+  std::thread([&] { second = baton.TryTakeLent(); }).join();
+  EXPECT_FALSE(second) << "taken from a holding caller";
+  baton.Lend();
+  const absl::Time lent = absl::Now();
+  bool taken = false;
+  std::thread([&] {
+    taken = baton.TryTakeLent();
+    if (taken) {
+      EXPECT_TRUE(baton.HeldByThisThread());
+      progress.Enter();
+      progress.Leave();
+      baton.Lend();
+    }
+  }).join();
+  if (absl::Now() - lent < kLinger - absl::Milliseconds(1)) {  // not when the host stalled us
+    EXPECT_TRUE(taken) << "a lent baton was refused";
+  }
+  EXPECT_EQ(progress.max_inside(), 1);
+}
+
 TEST(ProgressBatonTest, LentBatonKeepsTheThreadParkedForTheLinger) {
   constexpr absl::Duration kLinger = absl::Milliseconds(10);  // the largest allowed
   ProgressBaton baton(kLinger);

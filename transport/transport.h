@@ -168,8 +168,9 @@ struct TransportOptions {
   bool caller_driven_progress = false;
   // After a driven call completes, how long the progress thread leaves the engine to the
   // next call before taking it back (see progress_baton.h); clamped to [10 µs, 10 ms].
-  // Nothing progresses the engine meanwhile (work posted by other threads waits up to twice
-  // max(1 ms, this) after the last call), and callers never keep it from the progress thread
+  // Nothing progresses the engine meanwhile: a send from another thread takes the lent
+  // engine and goes out at once, but other posted work, and replies, wait up to twice
+  // max(1 ms, this) after the last call. Callers never keep it from the progress thread
   // for much more than 10 ms.
   absl::Duration caller_linger = absl::Microseconds(200);
   // Bound on establishing a connection (socket connect plus the address exchange).

@@ -102,10 +102,12 @@ class ReplyWatcher final : public MessageHandler {
 
 class CallerProgressTest : public ::testing::Test {
  protected:
-  void Connect(std::chrono::microseconds reply_delay) {
+  void Connect(std::chrono::microseconds reply_delay,
+               absl::Duration caller_linger = TransportOptions().caller_linger) {
     TransportOptions options;
     options.ucx_tls = "posix,sysv,cma,self";
     options.caller_driven_progress = true;
+    options.caller_linger = caller_linger;
     echo_ = std::make_unique<LateEcho>(reply_delay);
     auto server = UcxTransport::Create(options, echo_.get());
     ASSERT_TRUE(server.ok()) << server.status();
@@ -181,6 +183,30 @@ TEST_F(CallerProgressTest, ACallerHandsTheEngineBackWhenTheReplyIsLongInComing) 
   EXPECT_EQ(watcher_.replies(), 0) << "the caller waited for the reply";
   ASSERT_TRUE(AwaitReplies(1));
   EXPECT_NE(watcher_.handled_on(), std::this_thread::get_id());
+}
+
+// Between two driven calls the engine is lent and nobody polls it. A send from a thread
+// that does not drive (a reader's next fetch, made while it consumes a batch it has) takes
+// the lent engine and goes out before Send returns, instead of waiting in the queue for the
+// next call or for the parked progress thread to take the engine back (a 10 ms linger here).
+TEST_F(CallerProgressTest, ASendWhileTheEngineIsLentGoesOutAtOnce) {
+  Connect(std::chrono::microseconds(0), absl::Milliseconds(10));
+  (void)DrivenRoundTrip();  // connects
+  ASSERT_TRUE(AwaitReplies(1));
+  constexpr int kTries = 20;
+  int at_once = 0;
+  for (int i = 0; i < kTries; ++i) {
+    const int replies = watcher_.replies();
+    if (!DrivenRoundTrip()) continue;  // a slow reply: the engine was handed back, not lent
+    ASSERT_EQ(watcher_.replies(), replies + 1);
+    const uint64_t sent = client_->stats().messages_sent.load();
+    client_->Send(connection_, "ping", {}, [](absl::Status) {});
+    if (client_->stats().messages_sent.load() == sent + 1) ++at_once;
+    ASSERT_TRUE(AwaitReplies(replies + 2)) << "the send, and its echo, went through";
+  }
+  // A lent engine is taken back by the parked thread after the linger (10 ms); a machine
+  // that preempts this thread that long between the call and the send may see it so.
+  EXPECT_GE(at_once, kTries / 2) << at_once << " of " << kTries << " sends went out at once";
 }
 
 }  // namespace

@@ -29,6 +29,17 @@ void UcxTransport::Send(ConnectionId to, absl::string_view header, Payload paylo
     DoSend(to, header, payload, std::move(done));
     return;
   }
+  // With caller-driven progress the worker is lent between two driven calls, and nothing
+  // polls it until the next one or the parked thread's next look (up to ~1 ms): a request
+  // posted then, say a reader's next fetch while it consumes a prefetched batch, would sit
+  // in the queue. Taking a lent worker sends it now, behind what was queued before it (a
+  // connection's messages keep their order).
+  if (options_.caller_driven_progress && baton_.TryTakeLent()) {
+    DrainQueue();
+    DoSend(to, header, payload, std::move(done));
+    baton_.Lend();
+    return;
+  }
   Post([this, to, header = std::string(header), payload, done = std::move(done)]() mutable {
     DoSend(to, header, payload, std::move(done));
   });

@@ -79,7 +79,8 @@ absl::StatusOr<std::unique_ptr<UcxTransport>> UcxTransport::Create(const Transpo
 UcxTransport::UcxTransport(const TransportOptions& options, MessageHandler* handler)
     : options_(options),
       handler_(handler),
-      caller_spin_(absl::ToInt64Nanoseconds(options.spin_before_sleep)),
+      caller_spin_(options.spin_before_sleep, options.max_spin_before_sleep),
+      caller_spin_now_(absl::ToInt64Nanoseconds(options.spin_before_sleep)),
       baton_(options.caller_linger) {}
 
 absl::Status UcxTransport::Start() {
@@ -213,7 +214,13 @@ void UcxTransport::DrainQueue() {
 unsigned UcxTransport::ProgressOnce() {
   DrainQueue();
   unsigned events = 0;
-  while (unsigned n = ProgressWorker()) events += n;
+  // Streaming keeps ucp_worker_progress finding work, so this loop could run for as long as
+  // the stream lasts: a caller asking for the baton meanwhile would wait for all of it
+  // (yielding; 140 sched_yield calls per 1 MiB batch were counted before this check).
+  while (unsigned n = ProgressWorker()) {
+    events += n;
+    if (baton_.asked()) break;
+  }
   if (++turns_ % kClockEvery == 0) {
     if (auto now = std::chrono::steady_clock::now(); now >= next_tick_) {
       handler_->OnTick();
@@ -254,7 +261,7 @@ bool UcxTransport::DriveUntil(const std::function<void()>& start,
   // Holding the worker, `start`'s sends go out directly instead of through the queue.
   if (start) start();
   std::chrono::steady_clock::time_point give_back_at;  // set once a reply is slow
-  IdleTimer idle(caller_spin_);
+  IdleTimer idle(caller_spin_now_);
   while (true) {
     // One poll per turn, then the check: the reply is seen as soon as its callback ran
     // (ProgressOnce would poll once more first). Ticks (deadlines) are left to the progress
@@ -289,6 +296,7 @@ bool UcxTransport::DriveUntil(const std::function<void()>& start,
       baton_.Return();
       return false;
     }
+    idle.set_spin(caller_spin_.current());
     idle.Restart();
   }
 }
@@ -313,13 +321,19 @@ bool UcxTransport::SleepHoldingBaton(std::chrono::steady_clock::duration at_most
   const auto ms = std::chrono::ceil<std::chrono::milliseconds>(at_most);
   epoll_event ready[16];
   int n = 0;
-  switch (SleepOnEvents(static_cast<int>(ms.count()), /*baton_requests_wake=*/false, ready, n)) {
+  std::chrono::steady_clock::duration slept_for{};
+  const Slept slept = SleepOnEvents(static_cast<int>(ms.count()), /*baton_requests_wake=*/false,
+                                    ready, n, &slept_for);
+  switch (slept) {
     case Slept::kNot:
-    case Slept::kRaced:
       return true;  // back to polling
+    case Slept::kRaced:
     case Slept::kWoke:
       break;
   }
+  caller_spin_.Slept(absl::FromChrono(slept_for), slept == Slept::kRaced || n > 0);
+  caller_spin_now_ = IdleTimer::ToChrono(caller_spin_.current());
+  if (slept == Slept::kRaced) return true;
   // Accepting waits for the peer's hello (up to seconds for a slow one): the progress thread
   // does it, not a caller in the middle of its call. The listen socket stays readable.
   bool connection_waiting = false;

@@ -35,6 +35,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
+#include "transport/adaptive_spin.h"
 #include "transport/bootstrap.h"
 #include "transport/progress_baton.h"
 #include "transport/transport.h"
@@ -185,7 +186,8 @@ class UcxTransport final : public Transport {
                                     std::chrono::steady_clock::duration* slept_for = nullptr);
   // DriveUntil's wait for a slow reply: epoll on the worker, posts and sockets, at most
   // `at_most` (rounded up to milliseconds), by the caller that holds the baton. False when
-  // the progress thread should take over (a connection waits to be accepted).
+  // the progress thread should take over (a connection waits to be accepted). Adapts the
+  // callers' spin (caller_spin_) to how soon an event ended the sleep.
   [[nodiscard]] bool SleepHoldingBaton(std::chrono::steady_clock::duration at_most);
   // One ucp_worker_progress, then what its callbacks asked for meanwhile (RunDeferred).
   unsigned ProgressWorker();
@@ -214,7 +216,12 @@ class UcxTransport final : public Transport {
 
   const TransportOptions options_;
   MessageHandler* const handler_;
-  const std::chrono::nanoseconds caller_spin_;  // options_.spin_before_sleep, converted once
+  // How long a driving caller polls without an event before it sleeps: adapted as the
+  // progress loop's is (a reader streaming 1 MiB batches over shm sees events ~100-200 µs
+  // apart, and a fixed 50 µs spin slept before nearly every one). Used and changed only by
+  // the baton's holder; caller_spin_now_ is its current value, converted once per change.
+  AdaptiveSpin caller_spin_;
+  std::chrono::nanoseconds caller_spin_now_;
   std::shared_ptr<UcxContext> context_;
   UcxWorkerPtr worker_;
   // Written by the progress thread when the worker is replaced; read by connecting callers.
