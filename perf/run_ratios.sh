@@ -93,14 +93,17 @@ for tls in "posix,sysv,cma,self" "tcp,self"; do
   report "latency tls=$tls bare message, progress=caller vs ucp_am_lat" us "${messages[*]}" "${refs[*]}"
   report "latency tls=$tls progress=caller vs ucp_am_lat average" us "${callers[*]}" "${averages[*]}"
   report "latency tls=$tls bare message, progress=caller vs ucp_am_lat average" us "${messages[*]}" "${averages[*]}"
-  services=(); transports=(); copied=()
+  services=(); driven=(); transports=(); copied=()
   for run in $(seq "$runs"); do
     svc=$("$perf" service --workers 1 --clients 1 --batch-bytes 1MiB --seconds 5 --mode off --json)
     services+=("$(echo "$svc" | field bandwidth_mb_s)")
+    # The reader receiving its own batches (what `sluice read` does by default).
+    driven+=("$("$perf" service --workers 1 --clients 1 --batch-bytes 1MiB --seconds 5 --mode off --progress caller --json | field bandwidth_mb_s)")
     copied+=("$(echo "$svc" | python3 -c "import json,sys; print('%.2g' % json.load(sys.stdin)['copied_bytes_per_delivered_byte'])")")
     transports+=("$("$perf" transport --size 1MiB --iterations $mib_iters --latency-iterations 0 --json | field bandwidth_mb_s)")
   done
   report "service tls=$tls 1 worker -> 1 client, 1 MiB vs transport 1 MiB" MB/s "${services[*]}" "${transports[*]}"
+  report "service tls=$tls 1 worker -> 1 client, 1 MiB, --progress caller vs transport 1 MiB" MB/s "${driven[*]}" "${transports[*]}"
   echo "service tls=$tls copied_bytes_per_delivered_byte runs: ${copied[*]}"
 done
 
