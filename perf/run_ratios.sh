@@ -95,7 +95,7 @@ for tls in "posix,sysv,cma,self" "tcp,self"; do
   report "latency tls=$tls bare message, progress=caller vs ucp_am_lat average" us "${messages[*]}" "${averages[*]}"
   services=(); driven=(); transports=(); copied=()
   for run in $(seq "$runs"); do
-    svc=$("$perf" service --workers 1 --clients 1 --batch-bytes 1MiB --seconds 5 --mode off --json)
+    svc=$("$perf" service --workers 1 --clients 1 --batch-bytes 1MiB --seconds 5 --mode off --progress thread --json)
     services+=("$(echo "$svc" | field bandwidth_mb_s)")
     # The reader receiving its own batches (what `sluice read` does by default).
     driven+=("$("$perf" service --workers 1 --clients 1 --batch-bytes 1MiB --seconds 5 --mode off --progress caller --json | field bandwidth_mb_s)")

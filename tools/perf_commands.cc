@@ -6,11 +6,13 @@
 #include <iostream>
 #include <memory>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/private_stdout.h"
 #include "common/subprocess.h"
 #include "perf/transport_perf.h"
 #include "tools/byte_size.h"
+#include "transport/progress_mode.h"
 
 namespace sluice::tools {
 namespace {
@@ -48,8 +50,9 @@ void AddTransportFlags(CLI::App* app, TransportFlags& flags) {
                   "8-byte round trips in the latency runs, by RPC and by bare message (0: skip)")
       ->capture_default_str();
   app->add_option("--progress", flags.progress,
-                  "How the client waits for a reply: 'thread' (its progress thread wakes it) or "
-                  "'caller' (it drives the transport itself while it waits)")
+                  "How the client waits for a reply: 'thread' (its progress thread wakes it), "
+                  "'caller' (it drives the transport itself while it waits), or 'auto' (caller "
+                  "on at most 2 usable CPUs); the JSON's 'progress' says which ran")
       ->capture_default_str();
   app->add_option("--ucx-peer-failure", flags.ucx_peer_failure,
                   "Who notices a dead UCX peer (both processes): auto, ucx "
@@ -65,8 +68,9 @@ int RunTransportCommand(const TransportFlags& flags) {
   if (flags.transport != "ucx" && flags.transport != "ofi") {
     return Fail("transport", "--transport must be ucx or ofi, got '" + flags.transport + "'");
   }
-  if (flags.progress != "thread" && flags.progress != "caller") {
-    return Fail("transport", "--progress must be thread or caller, got '" + flags.progress + "'");
+  absl::StatusOr<transport::ProgressMode> progress = transport::ParseProgressMode(flags.progress);
+  if (!progress.ok()) {
+    return Fail("transport", absl::StrCat("--progress ", progress.status().message()));
   }
   if (!flags.ucx_peer_failure.empty()) {
     if (flags.ucx_peer_failure != "auto" && flags.ucx_peer_failure != "ucx" &&
@@ -95,7 +99,8 @@ int RunTransportCommand(const TransportFlags& flags) {
   options.iterations = flags.iterations;
   options.window = flags.window;
   options.latency_iterations = flags.latency_iterations;
-  options.transport.caller_driven_progress = flags.progress == "caller";
+  options.transport.caller_driven_progress =
+      transport::UsesCallerDrivenProgress(*progress, transport::UsableCpus());
   options.progress = ProgressLine("transport");
   absl::StatusOr<perf::TransportPerfResult> result =
       perf::RunTransportPerfClient(*address, options);

@@ -32,9 +32,9 @@ struct ServiceFlags {
   std::string pipeline;      // default: a synthetic batch of --batch-bytes (see --pipeline)
   int max_outstanding = 8;
   int buffer_batches = 8;
-  std::string sluice_binary;        // default: `sluice` beside this binary
-  int device = -1;                  // >= 0: clients land batches in this CUDA device's memory
-  std::string progress = "thread";  // how a client's reader waits (TransportOptions)
+  std::string sluice_binary;      // default: `sluice` beside this binary
+  int device = -1;                // >= 0: clients land batches in this CUDA device's memory
+  std::string progress = "auto";  // how a client's reader waits, as `sluice read` does
   bool json = false;
 };
 

@@ -26,6 +26,7 @@
 #include "nlohmann/json.hpp"
 #include "tools/byte_size.h"
 #include "tools/perf_commands.h"
+#include "transport/progress_mode.h"
 
 namespace sluice::tools {
 namespace {
@@ -160,9 +161,11 @@ void AddServiceFlags(CLI::App* app, ServiceFlags& flags) {
                   "wait for each batch in device memory")
       ->capture_default_str();
   app->add_option("--progress", flags.progress,
-                  "How each client's reader waits for a batch: 'thread' (the client's progress "
-                  "thread receives it and wakes the reader) or 'caller' (the reader drives the "
-                  "transport and receives it itself)")
+                  "How each client's reader waits for a batch, as `sluice read --progress`: "
+                  "'thread' (the client's progress thread receives it and wakes the reader), "
+                  "'caller' (the reader drives the transport and receives it itself), or 'auto' "
+                  "(caller on at most 2 usable CPUs, else thread); the JSON's 'progress' says "
+                  "which ran")
       ->capture_default_str();
   app->add_flag("--json", flags.json, "Print one JSON object");
 }
@@ -191,7 +194,12 @@ int RunServiceClientCommand(const ServiceClientFlags& flags) {
   if (!data.ok()) return Fail("service-client", data.status().message());
   control::ClientOptions options;
   options.dispatcher = *address;
-  options.transport.caller_driven_progress = flags.progress == "caller";
+  absl::StatusOr<transport::ProgressMode> progress = transport::ParseProgressMode(flags.progress);
+  if (!progress.ok()) {
+    return Fail("service-client", absl::StrCat("--progress ", progress.status().message()));
+  }
+  options.transport.caller_driven_progress =
+      transport::UsesCallerDrivenProgress(*progress, transport::UsableCpus());
   auto client = control::Client::Connect(options);
   if (!client.ok()) return Fail("service-client", client.status().message());
   auto dataset = (*client)->RegisterDataset(*pipeline);
@@ -254,9 +262,15 @@ int RunServiceCommand(const ServiceFlags& flags) {
   if (flags.mode != "off" && flags.mode != "dynamic") {
     return Fail("service", "--mode must be off or dynamic");
   }
-  if (flags.progress != "thread" && flags.progress != "caller") {
-    return Fail("service", "--progress must be thread or caller, got '" + flags.progress + "'");
+  absl::StatusOr<transport::ProgressMode> progress = transport::ParseProgressMode(flags.progress);
+  if (!progress.ok()) {
+    return Fail("service", absl::StrCat("--progress ", progress.status().message()));
   }
+  // Resolved here, so that the clients run, and the JSON reports, one choice.
+  const std::string progress_used(transport::ProgressModeName(
+      transport::UsesCallerDrivenProgress(*progress, transport::UsableCpus())
+          ? transport::ProgressMode::kCaller
+          : transport::ProgressMode::kThread));
   if (flags.device >= 0) {
     // Said before a cluster starts: without a usable GPU the run would measure nothing.
     absl::Status cuda = gpu::RequireCudaDevice(flags.device, "--device");
@@ -314,7 +328,7 @@ int RunServiceCommand(const ServiceFlags& flags) {
         SiblingBinary("sluice-perf"), "service-client", "--dispatcher", address, "--pipeline",
         pipeline, "--mode", flags.mode, "--seconds", absl::StrCat(flags.seconds), "--slab-bytes",
         std::to_string(slab_bytes), "--max-outstanding", std::to_string(flags.max_outstanding),
-        "--device", std::to_string(flags.device), "--progress", flags.progress}));
+        "--device", std::to_string(flags.device), "--progress", progress_used}));
   }
   absl::Time start = absl::Now();
   int64_t batches = 0, bytes = 0, client_copied = 0, to_device = 0, driven_waits = 0;
@@ -370,9 +384,11 @@ int RunServiceCommand(const ServiceFlags& flags) {
       // payload; with --device, the reader's wait for a batch in device
       // memory.
       {"latency_kind", flags.device >= 0 ? "device_wait" : "fetch"},
-      // How readers waited (--progress), and the share of batches a
-      // reader received on its own thread, driving the transport.
-      {"progress", flags.progress},
+      // How readers waited (--progress, with auto resolved), and the
+      // share of batches a reader received on its own thread, driving
+      // the transport.
+      {"progress", progress_used},
+      {"progress_requested", flags.progress},
       {"driven_waits_per_batch",
        batches > 0 ? static_cast<double>(driven_waits) / static_cast<double>(batches) : 0},
       {"seconds", seconds},

@@ -30,6 +30,7 @@
 #include "tools/batch_output.h"
 #include "tools/device_read.h"
 #include "tools/status_output.h"
+#include "transport/progress_mode.h"
 
 namespace sluice::tools {
 namespace {
@@ -51,9 +52,10 @@ struct ReadFlags {
   int prefetch = 4;
   size_t slab_bytes = 16 << 20;
   int device = -1;  // >= 0: land batches in this CUDA device's memory
-  // How the reading thread waits for a batch (TransportOptions::caller_driven_progress). A
-  // reader process's thread has nothing else to do, so it receives the batches itself.
-  std::string progress = "caller";
+  // How the reading thread waits for a batch (TransportOptions::caller_driven_progress):
+  // auto lets it receive the batches itself only where CPUs are scarce
+  // (transport/progress_mode.h).
+  std::string progress = "auto";
 };
 
 int Fail(const absl::Status& status, absl::string_view context) {
@@ -123,8 +125,9 @@ void AddReadFlags(CLI::App* app, ReadFlags& flags) {
                   "memory); they are copied back only to be printed");
   app->add_option("--progress", flags.progress,
                   "How the reader waits for a batch: 'caller' (it drives the transport and "
-                  "receives the batch itself) or 'thread' (the client's progress thread receives "
-                  "it and wakes the reader)")
+                  "receives the batch itself), 'thread' (the client's progress thread receives "
+                  "it and wakes the reader), or 'auto' (caller on at most 2 usable CPUs, where "
+                  "the hand-off costs most; thread on more, where receiving overlaps reading)")
       ->capture_default_str();
 }
 
@@ -138,15 +141,17 @@ int ReadAll(const transport::Address& dispatcher, const ReadFlags& flags, absl::
   absl::StatusOr<proto::PipelineDef> pipeline = ParseAndValidate(flags.pipeline, *mode);
   if (!pipeline.ok()) return Fail(pipeline.status(), "read");
 
-  if (flags.progress != "caller" && flags.progress != "thread") {
-    return Fail(absl::InvalidArgumentError(absl::StrCat(
-                    "--progress must be caller or thread, got '", flags.progress, "'")),
-                "read");
+  absl::StatusOr<transport::ProgressMode> progress = transport::ParseProgressMode(flags.progress);
+  if (!progress.ok()) {
+    return Fail(
+        absl::InvalidArgumentError(absl::StrCat("--progress ", progress.status().message())),
+        "read");
   }
   control::ClientOptions client_options;
   client_options.dispatcher = dispatcher;
   client_options.timeout = timeout;
-  client_options.transport.caller_driven_progress = flags.progress == "caller";
+  client_options.transport.caller_driven_progress =
+      transport::UsesCallerDrivenProgress(*progress, transport::UsableCpus());
   auto client = control::Client::Connect(client_options);
   if (!client.ok()) return Fail(client.status(), "read");
   absl::StatusOr<std::string> dataset = (*client)->RegisterDataset(*pipeline, flags.dataset_id);

@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <sched.h>
+
 #include <csignal>
 #include <cstdlib>
 #include <fstream>
@@ -10,6 +12,7 @@
 
 #include "common/subprocess.h"
 #include "nlohmann/json.hpp"
+#include "transport/progress_mode.h"
 
 namespace sluice::testing {
 namespace {
@@ -43,9 +46,10 @@ TEST(PerfToolTest, TransportReportsTheContractFields) {
 }
 
 TEST(PerfToolTest, ServiceReportsTheContractFields) {
-  nlohmann::json r = RunJson({PerfBinary(), "service", "--workers", "2", "--clients", "1",
-                              "--batch-bytes", "64KiB", "--seconds", "1", "--mode", "off",
-                              "--pipeline", "range(8192) | batch(8192) | repeat()", "--json"});
+  nlohmann::json r =
+      RunJson({PerfBinary(), "service", "--workers", "2", "--clients", "1", "--batch-bytes",
+               "64KiB", "--seconds", "1", "--mode", "off", "--pipeline",
+               "range(8192) | batch(8192) | repeat()", "--progress", "thread", "--json"});
   EXPECT_GT(r["batches_per_s"].get<double>(), 0);
   EXPECT_GT(r["bandwidth_mb_s"].get<double>(), 0);
   EXPECT_GE(r["p99_us"].get<double>(), r["p50_us"].get<double>());
@@ -53,6 +57,7 @@ TEST(PerfToolTest, ServiceReportsTheContractFields) {
   EXPECT_EQ(r["device"], -1);  // host landing, so no staging copy to a device is reported
   EXPECT_EQ(r["latency_kind"], "fetch");
   EXPECT_EQ(r["progress"], "thread");
+  EXPECT_EQ(r["progress_requested"], "thread");
   EXPECT_EQ(r["driven_waits_per_batch"].get<double>(), 0.0) << "no reader drove the transport";
   EXPECT_FALSE(r.contains("bytes_copied_to_device_per_delivered_byte")) << r.dump();
   ASSERT_TRUE(r["kept_batches_released"].is_number_integer()) << r.dump();
@@ -77,6 +82,38 @@ TEST(PerfToolTest, ServiceRunsItsDefaultPipelineInBothModes) {
       EXPECT_GT(r["driven_waits_per_batch"].get<double>(), 0.0) << r.dump();
       EXPECT_LE(r["driven_waits_per_batch"].get<double>(), 1.0) << r.dump();
     }
+  }
+}
+
+// By default (--progress auto) readers drive the transport only where CPUs are scarce. The
+// processes inherit this thread's affinity, so pinned to one CPU the run must be
+// caller-driven; unpinned it follows the rule for the CPUs this machine gives the test.
+TEST(PerfToolTest, AutoProgressFollowsTheCpusTheReadersMayUse) {
+  cpu_set_t all;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(all), &all), 0);
+  const std::vector<std::string> argv = {PerfBinary(), "service", "--batch-bytes", "64KiB",
+                                         "--seconds",  "1",       "--json"};
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &all)) {
+      CPU_SET(cpu, &one);
+      break;
+    }
+  }
+  ASSERT_EQ(sched_setaffinity(0, sizeof(one), &one), 0);
+  nlohmann::json pinned = RunJson(argv);
+  ASSERT_EQ(sched_setaffinity(0, sizeof(all), &all), 0);
+  EXPECT_EQ(pinned["progress_requested"], "auto");
+  EXPECT_EQ(pinned["progress"], "caller") << pinned.dump();
+  EXPECT_GT(pinned["driven_waits_per_batch"].get<double>(), 0.0) << pinned.dump();
+
+  nlohmann::json free = RunJson(argv);
+  const bool caller =
+      transport::UsesCallerDrivenProgress(transport::ProgressMode::kAuto, CPU_COUNT(&all));
+  EXPECT_EQ(free["progress"], caller ? "caller" : "thread") << CPU_COUNT(&all) << " CPUs";
+  if (!caller) {
+    EXPECT_EQ(free["driven_waits_per_batch"].get<double>(), 0.0) << free.dump();
   }
 }
 
@@ -140,7 +177,8 @@ TEST(PerfToolTest, BadArgumentsAreClearErrors) {
   EXPECT_THAT(bad.stderr_text(), ::testing::HasSubstr("unknown unit"));
   Subprocess sideways({PerfBinary(), "service", "--progress", "sideways"});
   EXPECT_EQ(sideways.Wait(absl::Seconds(30)), 1);
-  EXPECT_THAT(sideways.stderr_text(), ::testing::HasSubstr("--progress must be thread or caller"));
+  EXPECT_THAT(sideways.stderr_text(),
+              ::testing::HasSubstr("--progress must be auto, caller or thread, got 'sideways'"));
   Subprocess help({PerfBinary(), "service", "--help"});
   EXPECT_EQ(help.Wait(absl::Seconds(30)), 0);
   EXPECT_THAT(help.stdout_text(), ::testing::HasSubstr("--batch-bytes"));

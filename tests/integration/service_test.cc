@@ -231,11 +231,12 @@ TEST(ServiceTest, DatasetIdsChosenByUsersKeepTheirPipeline) {
   EXPECT_THAT(clash->stderr_text(), HasSubstr("dataset id 'hundred' is already registered"));
 }
 
-// `sluice read` receives batches on its reading thread by default (--progress caller); the
-// client's progress thread can do it instead. Either way every value comes exactly once.
-TEST(ServiceTest, BothWaysOfWaitingForABatchReadEveryValueOnce) {
+// `sluice read` receives batches on its reading thread (--progress caller) or on the
+// client's progress thread (thread); auto, the default, picks one by the CPUs it may use.
+// Every way, every value comes exactly once.
+TEST(ServiceTest, EachWayOfWaitingForABatchReadsEveryValueOnce) {
   Cluster cluster(2);
-  for (const char* progress : {"caller", "thread"}) {
+  for (const char* progress : {"caller", "thread", "auto"}) {
     SCOPED_TRACE(progress);
     auto read = StartRead(cluster.address(), "range(50000) | batch(100)", "dynamic", "",
                           {"--progress", progress});
@@ -243,7 +244,8 @@ TEST(ServiceTest, BothWaysOfWaitingForABatchReadEveryValueOnce) {
   }
   auto sideways = StartRead(cluster.address(), "range(10)", "dynamic", "", {"--progress", "up"});
   EXPECT_EQ(sideways->Wait(absl::Seconds(30)), 2) << sideways->stderr_text();
-  EXPECT_THAT(sideways->stderr_text(), HasSubstr("--progress must be caller or thread, got 'up'"));
+  EXPECT_THAT(sideways->stderr_text(),
+              HasSubstr("--progress must be auto, caller or thread, got 'up'"));
 }
 
 struct BadInput {

@@ -1,0 +1,44 @@
+// Which thread receives a reply: the transport's progress thread, or the thread that waits
+// for it (TransportOptions::caller_driven_progress), and the rule that chooses for `auto`.
+//
+// A reader that drives the transport itself saves the hand-off from the progress thread
+// (a futex wake and a context switch per batch). That pays when CPUs are scarce: on two,
+// the hand-off's threads compete with the peer's for the same cores. With more CPUs the
+// progress thread receives the next batch on its own core while the reader consumes this
+// one, and driving from the reader serialises the two (perf/RESULTS.md, session 23: 64 KiB
+// batches 1.38x faster caller-driven on 2 CPUs of a 16-CPU machine, 0.89x on 4 and 1.01x
+// on all 16, with a p99 fetch time 2-10x longer).
+//
+//   absl::StatusOr<ProgressMode> mode = ParseProgressMode(flag);  // "auto", "caller", "thread"
+//   options.transport.caller_driven_progress = UsesCallerDrivenProgress(*mode, UsableCpus());
+#ifndef SLUICE_TRANSPORT_PROGRESS_MODE_H_
+#define SLUICE_TRANSPORT_PROGRESS_MODE_H_
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace sluice::transport {
+
+enum class ProgressMode {
+  kAuto,    // kCaller on at most kMaxCpusForCallerProgress usable CPUs, else kThread
+  kThread,  // the progress thread receives and wakes the waiting thread
+  kCaller,  // the waiting thread drives the transport and receives itself
+};
+
+// The most CPUs on which kAuto lets the waiting thread drive.
+inline constexpr int kMaxCpusForCallerProgress = 2;
+
+// "auto", "thread" or "caller"; anything else is InvalidArgument, naming the choices.
+[[nodiscard]] absl::StatusOr<ProgressMode> ParseProgressMode(absl::string_view text);
+[[nodiscard]] absl::string_view ProgressModeName(ProgressMode mode);
+
+// Whether a thread waiting under `mode` drives the transport, on `usable_cpus` CPUs.
+[[nodiscard]] bool UsesCallerDrivenProgress(ProgressMode mode, int usable_cpus);
+
+// The CPUs the calling thread may run on (its affinity mask, so `taskset` and cgroup
+// cpusets count); at least 1.
+[[nodiscard]] int UsableCpus();
+
+}  // namespace sluice::transport
+
+#endif  // SLUICE_TRANSPORT_PROGRESS_MODE_H_
