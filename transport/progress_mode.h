@@ -7,7 +7,7 @@
 // progress thread receives the next batch on its own core while the reader consumes this
 // one, and driving from the reader serialises the two (perf/RESULTS.md, session 23: 64 KiB
 // batches 1.38x faster caller-driven on 2 CPUs of a 16-CPU machine, 0.89x on 4 and 1.01x
-// on all 16, with a p99 fetch time 2-10x longer).
+// on all 16, with a p99 fetch time up to 10x longer).
 //
 //   absl::StatusOr<ProgressMode> mode = ParseProgressMode(flag);  // "auto", "caller", "thread"
 //   options.transport.caller_driven_progress = UsesCallerDrivenProgress(*mode, UsableCpus());

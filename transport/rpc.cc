@@ -124,12 +124,12 @@ RpcEndpoint::~RpcEndpoint() {
   // Handlers still queued may reply through the transport: drain them first.
   handlers_pool_.reset();
   transport_.reset();
-  absl::flat_hash_map<uint64_t, PendingCall> pending;
+  std::vector<PendingCall> pending;
   {
     absl::MutexLock lock(&mu_);
-    pending.swap(pending_);
+    pending = pending_.TakeIf([](uint64_t, PendingCall&) { return true; });
   }
-  for (auto& [id, call] : pending) call.done(absl::CancelledError("RPC endpoint shut down"));
+  for (PendingCall& call : pending) call.done(absl::CancelledError("RPC endpoint shut down"));
 }
 
 void RpcEndpoint::Handle(uint32_t method, MethodHandler handler, HandlerThread thread) {
@@ -206,16 +206,22 @@ void RpcEndpoint::SendFrame(ConnectionId to, uint8_t kind, uint32_t method, uint
 
 void RpcEndpoint::CallAsync(ConnectionId to, uint32_t method, std::string request,
                             const CallOptions& options, CallCallback done) {
-  uint64_t id;
+  uint64_t id = 0;
   {
+    const int64_t deadline_ns = DeadlineAfter(options.timeout);
     absl::MutexLock lock(&mu_);
-    id = next_request_id_++;
-    pending_.try_emplace(id, PendingCall{.connection = to,
-                                         .method = method,
-                                         .deadline_ns = DeadlineAfter(options.timeout),
-                                         .landing = options.landing,
-                                         .group = options.group,
-                                         .done = std::move(done)});
+    if (!pending_.full()) {
+      id = pending_.Insert(PendingCall{.connection = to,
+                                       .method = method,
+                                       .deadline_ns = deadline_ns,
+                                       .landing = options.landing,
+                                       .group = options.group,
+                                       .done = std::move(done)});
+    }
+  }
+  if (id == 0) {
+    done(absl::ResourceExhaustedError("too many calls pending on this RPC endpoint"));
+    return;
   }
   SendFrame(to, kRequest, method, id, absl::OkStatus(), std::move(request), {},
             [this, id](absl::Status s) {
@@ -292,31 +298,23 @@ absl::Status RpcEndpoint::CallProto(const Address& peer, uint32_t method,
 
 void RpcEndpoint::CancelGroup(const void* group, const absl::Status& why) {
   if (group == nullptr) return;
-  std::vector<CallCallback> cancelled;
+  std::vector<PendingCall> cancelled;
   {
     absl::MutexLock lock(&mu_);
-    for (auto it = pending_.begin(); it != pending_.end();) {
-      if (it->second.group == group && !it->second.receiving) {
-        cancelled.push_back(std::move(it->second.done));
-        pending_.erase(it++);
-      } else {
-        ++it;
-      }
-    }
+    cancelled = pending_.TakeIf([group](uint64_t, const PendingCall& call) {
+      return call.group == group && !call.receiving;
+    });
   }
-  for (CallCallback& done : cancelled) done(why);
+  for (PendingCall& call : cancelled) call.done(why);
 }
 
 void RpcEndpoint::FailCall(uint64_t request_id, const absl::Status& status) {
-  CallCallback done;
+  std::optional<PendingCall> call;
   {
     absl::MutexLock lock(&mu_);
-    auto it = pending_.find(request_id);
-    if (it == pending_.end()) return;
-    done = std::move(it->second.done);
-    pending_.erase(it);
+    call = pending_.Take(request_id);
   }
-  done(status);
+  if (call) call->done(status);
 }
 
 PayloadDestination RpcEndpoint::ChoosePayloadDestination(ConnectionId from,
@@ -326,14 +324,14 @@ PayloadDestination RpcEndpoint::ChoosePayloadDestination(ConnectionId from,
   if (!frame.ok()) return {.discard = true};  // OnMessage would drop it anyway
   if (frame->kind != kResponse) return {};    // a request's body, on the heap
   absl::MutexLock lock(&mu_);
-  auto it = pending_.find(frame->request_id);
+  PendingCall* call = pending_.Find(frame->request_id);
   // A reply to a call that timed out or was cancelled (a stopping reader's) goes nowhere:
   // its payload, a whole batch perhaps, need not cross, and a receive left in flight into a
   // heap buffer would be one more thing the transport's teardown must wait for.
-  if (it == pending_.end() || it->second.connection != from) return {.discard = true};
+  if (call == nullptr || call->connection != from) return {.discard = true};
   if (frame->flags & kBodyInPayload) return {};
-  if (it->second.landing.data != nullptr) it->second.receiving = true;
-  return it->second.landing;
+  if (call->landing.data != nullptr) call->receiving = true;
+  return call->landing;
 }
 
 void RpcEndpoint::OnMessage(ConnectionId from, absl::string_view header, InboundPayload payload) {
@@ -374,10 +372,9 @@ void RpcEndpoint::OnMessage(ConnectionId from, absl::string_view header, Inbound
   CallCallback done;
   {
     absl::MutexLock lock(&mu_);
-    auto it = pending_.find(frame->request_id);
-    if (it == pending_.end() || it->second.connection != from) return;  // late or forged
-    done = std::move(it->second.done);
-    pending_.erase(it);
+    PendingCall* call = pending_.Find(frame->request_id);
+    if (call == nullptr || call->connection != from) return;  // late or forged
+    done = std::move(pending_.Take(frame->request_id)->done);
   }
   auto code = static_cast<absl::StatusCode>(frame->code);
   if (code != absl::StatusCode::kOk) {
@@ -391,7 +388,7 @@ void RpcEndpoint::OnMessage(ConnectionId from, absl::string_view header, Inbound
 
 void RpcEndpoint::OnDisconnect(ConnectionId connection, absl::Status why) {
   const bool receives_outstanding = why.GetPayload(kReceivesOutstandingPayload).has_value();
-  std::vector<CallCallback> failed;
+  std::vector<PendingCall> failed;
   {
     absl::MutexLock lock(&mu_);
     if (auto it = peer_of_.find(connection); it != peer_of_.end()) {
@@ -402,20 +399,19 @@ void RpcEndpoint::OnDisconnect(ConnectionId connection, absl::Status why) {
       }
       peer_of_.erase(it);
     }
-    for (auto it = pending_.begin(); it != pending_.end();) {
-      // A call whose payload is landing is left to the transport when it says the receive
-      // may still write (it completes the call when the receive ends): a dead peer's
-      // receives write nothing more, but a libfabric read cannot be cancelled.
-      if (it->second.connection == connection && !(it->second.receiving && receives_outstanding)) {
-        failed.push_back(std::move(it->second.done));
-        pending_.erase(it++);
-      } else {
-        if (it->second.connection == connection) it->second.orphaned = true;
-        ++it;
+    // A call whose payload is landing is left to the transport when it says the receive may
+    // still write (it completes the call when the receive ends): a dead peer's receives
+    // write nothing more, but a libfabric read cannot be cancelled.
+    failed = pending_.TakeIf([&](uint64_t, PendingCall& call) {
+      if (call.connection != connection) return false;
+      if (call.receiving && receives_outstanding) {
+        call.orphaned = true;
+        return false;
       }
-    }
+      return true;
+    });
   }
-  for (auto& done : failed) done(why);
+  for (PendingCall& call : failed) call.done(why);
 }
 
 void RpcEndpoint::OnTick() {
@@ -423,20 +419,19 @@ void RpcEndpoint::OnTick() {
   const int64_t now_ns = CoarseMonotonicNs();
   {
     absl::MutexLock lock(&mu_);
-    for (auto it = pending_.begin(); it != pending_.end();) {
-      // A call whose payload is landing is left to finish: its buffer is in use.
-      if (it->second.deadline_ns <= now_ns && (!it->second.receiving || it->second.orphaned)) {
-        std::string peer = peer_of_.contains(it->second.connection)
-                               ? peer_of_[it->second.connection]
-                               : absl::StrCat("connection ", it->second.connection);
-        absl::Status status = absl::DeadlineExceededError(absl::StrCat(
-            "no reply to method ", it->second.method, " from ", peer, " before the deadline"));
-        if (it->second.orphaned) status.SetPayload(kLandingInUse, absl::Cord("1"));
-        expired.emplace_back(std::move(it->second.done), std::move(status));
-        pending_.erase(it++);
-      } else {
-        ++it;
-      }
+    if (pending_.empty()) return;
+    // A call whose payload is landing is left to finish: its buffer is in use.
+    std::vector<PendingCall> late = pending_.TakeIf([now_ns](uint64_t, const PendingCall& call) {
+      return call.deadline_ns <= now_ns && (!call.receiving || call.orphaned);
+    });
+    for (PendingCall& call : late) {
+      auto peer = peer_of_.find(call.connection);
+      absl::Status status = absl::DeadlineExceededError(absl::StrCat(
+          "no reply to method ", call.method, " from ",
+          peer != peer_of_.end() ? peer->second : absl::StrCat("connection ", call.connection),
+          " before the deadline"));
+      if (call.orphaned) status.SetPayload(kLandingInUse, absl::Cord("1"));
+      expired.emplace_back(std::move(call.done), std::move(status));
     }
   }
   for (auto& [done, status] : expired) done(status);

@@ -23,6 +23,7 @@
 #include "absl/time/time.h"
 #include "common/thread_pool.h"
 #include "google/protobuf/message_lite.h"
+#include "transport/id_slot_table.h"
 #include "transport/transport.h"
 
 namespace sluice::transport {
@@ -177,8 +178,7 @@ class RpcEndpoint final : public MessageHandler {
   absl::flat_hash_map<uint32_t, Handler> handlers_;  // written before Listen only
 
   absl::Mutex mu_;
-  uint64_t next_request_id_ ABSL_GUARDED_BY(mu_) = 1;
-  absl::flat_hash_map<uint64_t, PendingCall> pending_ ABSL_GUARDED_BY(mu_);
+  IdSlotTable<PendingCall> pending_ ABSL_GUARDED_BY(mu_);  // by request id
   absl::flat_hash_map<std::string, ConnectionId> connections_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<ConnectionId, std::string> peer_of_ ABSL_GUARDED_BY(mu_);
 };

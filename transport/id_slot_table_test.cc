@@ -1,0 +1,87 @@
+#include "transport/id_slot_table.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <set>
+#include <string>
+
+namespace sluice::transport {
+namespace {
+
+using ::testing::ElementsAre;
+
+TEST(IdSlotTableTest, EachEntryIsFoundByItsOwnIdUntilTaken) {
+  IdSlotTable<std::string> table;
+  const uint64_t a = table.Insert("a");
+  const uint64_t b = table.Insert("b");
+  EXPECT_NE(a, 0u);
+  EXPECT_NE(b, 0u);
+  EXPECT_NE(a, b);
+  EXPECT_EQ(table.size(), 2u);
+  ASSERT_NE(table.Find(a), nullptr);
+  EXPECT_EQ(*table.Find(a), "a");
+  EXPECT_EQ(*table.Find(b), "b");
+
+  std::optional<std::string> taken = table.Take(a);
+  ASSERT_TRUE(taken.has_value());
+  EXPECT_EQ(*taken, "a");
+  EXPECT_EQ(table.Find(a), nullptr);
+  EXPECT_FALSE(table.Take(a).has_value()) << "taken twice";
+  EXPECT_EQ(table.size(), 1u);
+  EXPECT_EQ(*table.Find(b), "b");
+}
+
+// A late reply carries the id of a call that is gone; its slot may hold a newer call.
+TEST(IdSlotTableTest, AnIdIsNeverHandedOutAgainWhenItsSlotIs) {
+  IdSlotTable<int> table;
+  std::set<uint64_t> seen;
+  uint64_t first = table.Insert(0);
+  seen.insert(first);
+  for (int i = 1; i <= 1000; ++i) {
+    ASSERT_TRUE(table.Take(first).has_value());
+    const uint64_t next = table.Insert(i);
+    EXPECT_TRUE(seen.insert(next).second) << "id " << next << " handed out twice";
+    EXPECT_EQ(table.Find(first), nullptr) << "the old id finds the slot's new entry";
+    EXPECT_EQ(*table.Find(next), i);
+    first = next;
+  }
+  EXPECT_EQ(table.size(), 1u);
+}
+
+TEST(IdSlotTableTest, IdsThatWereNeverGivenFindNothing) {
+  IdSlotTable<int> table;
+  EXPECT_EQ(table.Find(0), nullptr);
+  EXPECT_EQ(table.Find(12345), nullptr);
+  const uint64_t id = table.Insert(7);
+  ASSERT_TRUE(table.Take(id).has_value());
+  EXPECT_EQ(table.Find(0), nullptr) << "a free slot's id must not match 0";
+  EXPECT_EQ(table.Find(id + (uint64_t{1} << IdSlotTable<int>::kIndexBits)), nullptr);
+}
+
+TEST(IdSlotTableTest, TakeIfTakesTheMatchingEntriesAndMayChangeTheRest) {
+  IdSlotTable<std::unique_ptr<int>> table;  // move-only values
+  std::vector<uint64_t> ids;
+  for (int i = 0; i < 6; ++i) ids.push_back(table.Insert(std::make_unique<int>(i)));
+  std::vector<std::unique_ptr<int>> odd = table.TakeIf([](uint64_t, std::unique_ptr<int>& value) {
+    if (*value % 2 == 1) return true;
+    *value += 100;  // the kept ones are marked, as OnDisconnect marks orphaned calls
+    return false;
+  });
+  std::vector<int> taken;
+  for (auto& value : odd) taken.push_back(*value);
+  EXPECT_THAT(taken, ElementsAre(1, 3, 5));
+  EXPECT_EQ(table.size(), 3u);
+  EXPECT_EQ(**table.Find(ids[0]), 100);
+  EXPECT_EQ(**table.Find(ids[2]), 102);
+  EXPECT_EQ(table.Find(ids[1]), nullptr);
+  // Freed slots are reused: the table does not grow while calls come and go.
+  for (int i = 0; i < 3; ++i) EXPECT_NE(table.Insert(std::make_unique<int>(i)), 0u);
+  EXPECT_EQ(table.size(), 6u);
+  EXPECT_EQ(table.slot_count(), 6u);
+  EXPECT_FALSE(table.full());
+}
+
+}  // namespace
+}  // namespace sluice::transport
