@@ -224,7 +224,7 @@ void BatchReader::Pump() {
     {
       absl::MutexLock lock(&mu_);
       if (!error_.ok() || stop_.HasBeenNotified()) return;
-      if (outstanding_ >= options_.max_outstanding_requests || tasks_.empty()) return;
+      if (tasks_.empty() || outstanding_ >= FetchLimit()) return;
       size_t n = tasks_.size();
       size_t i = 0;
       const absl::Time now = absl::Now();
@@ -248,9 +248,34 @@ void BatchReader::Pump() {
       next_task_ = task_index + 1;
       ++outstanding_;
       ++tasks_[task_index].outstanding;
+      if (largest_batch_bytes_ > 0) {
+        peak_fetches_after_first_batch_ = std::max(peak_fetches_after_first_batch_, outstanding_);
+      }
     }
     Fetch(task_index, std::move(slab), -1);
   }
+}
+
+int BatchReader::FetchLimit() const {
+  const int limit = options_.max_outstanding_requests;
+  if (options_.max_bytes_in_flight == 0 || largest_batch_bytes_ == 0) return limit;
+  const size_t by_bytes = std::max<size_t>(1, options_.max_bytes_in_flight / largest_batch_bytes_);
+  // One fetch per worker still serving, so that each worker's stream keeps going.
+  const auto serving = std::count_if(tasks_.begin(), tasks_.end(), [](const Task& task) {
+    return !task.ended && !task.end_seen && !task.lost;
+  });
+  const size_t floor = std::min<size_t>(static_cast<size_t>(serving), limit);
+  return static_cast<int>(std::max(floor, std::min<size_t>(by_bytes, limit)));
+}
+
+int BatchReader::fetch_limit() const {
+  absl::MutexLock lock(&mu_);
+  return FetchLimit();
+}
+
+int BatchReader::peak_fetches_after_first_batch() const {
+  absl::MutexLock lock(&mu_);
+  return peak_fetches_after_first_batch_;
 }
 
 void BatchReader::Fetch(size_t task_index, std::shared_ptr<transport::Slab> slab, int64_t round) {
@@ -350,6 +375,7 @@ void BatchReader::OnFetched(size_t task_index, transport::Slab slab, absl::Time 
     absl::MutexLock lock(&mu_);
     --outstanding_;
     ++callbacks_running_;
+    if (result.ok()) largest_batch_bytes_ = std::max(largest_batch_bytes_, result->payload.size);
   }
   Finish finish{this};
   bool pump;

@@ -234,6 +234,53 @@ TEST_P(DataPathTest, AStoppingReaderGivesUpTheRoundsItAskedFor) {
   EXPECT_LT(absl::Now() - stop, absl::Seconds(10)) << "it waited for the rounds it asked for";
 }
 
+// Large batches do not stream into many landing slabs at once (ReadOptions::
+// max_bytes_in_flight): once a batch of a little over 256 KiB was seen, a 768 KiB budget
+// allows two fetches in flight, however many max_outstanding_requests would; without the
+// budget the reader keeps more going. Every batch comes once, whole, either way.
+TEST_P(DataPathTest, LargeBatchesKeepFewerFetchesInFlight) {
+  auto cluster = StartCluster(GetParam());
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  auto client = ConnectClient(**cluster, GetParam());
+  ASSERT_TRUE(client.ok()) << client.status();
+  constexpr int64_t kRows = 32768;  // int64 values: 256 KiB of data per batch
+  constexpr int64_t kBatches = 40;
+  for (size_t budget : {size_t{768} << 10, size_t{0}}) {
+    SCOPED_TRACE(budget);
+    auto pipeline =
+        engine::ParsePipeline(absl::StrCat("range(", kRows * kBatches, ") | batch(", kRows, ")"));
+    ASSERT_TRUE(pipeline.ok()) << pipeline.status();
+    auto dataset = (*client)->RegisterDataset(*pipeline);
+    ASSERT_TRUE(dataset.ok()) << dataset.status();
+    ReadOptions read;
+    read.mode = proto::OFF;
+    read.slab_bytes = 1 << 20;
+    read.max_outstanding_requests = 8;
+    read.max_bytes_in_flight = budget;
+    auto reader = (*client)->Read(*dataset, read);
+    ASSERT_TRUE(reader.ok()) << reader.status();
+    std::set<int64_t> batch_starts;
+    while (true) {
+      auto batch = (*reader)->Next();
+      ASSERT_TRUE(batch.ok()) << batch.status();
+      if (!batch->has_value()) break;
+      auto values = (**batch).view().tensor(0).values<int64_t>();
+      ASSERT_EQ(values.size(), static_cast<size_t>(kRows));
+      ASSERT_EQ(values[kRows - 1], values[0] + kRows - 1);
+      EXPECT_TRUE(batch_starts.insert(values[0]).second) << "batch " << values[0] << " twice";
+    }
+    EXPECT_EQ(batch_starts.size(), static_cast<size_t>(kBatches));
+    if (budget > 0) {
+      EXPECT_EQ((*reader)->fetch_limit(), 2);
+      EXPECT_GE((*reader)->peak_fetches_after_first_batch(), 1);
+      EXPECT_LE((*reader)->peak_fetches_after_first_batch(), 2);
+    } else {
+      EXPECT_EQ((*reader)->fetch_limit(), 8);
+      EXPECT_GT((*reader)->peak_fetches_after_first_batch(), 2);
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Transports, DataPathTest,
                          ::testing::Values("posix,sysv,cma,self", "tcp,self"));
 

@@ -30,6 +30,7 @@ nlohmann::json TransportPerfResult::ToJson() const {
           {"transport_description", transport_description},
           {"size", size},
           {"iterations", iterations},
+          {"window", window},
           {"seconds", seconds},
           {"bandwidth_mb_s", bandwidth_mb_s},
           {"latency_us", latency_us},
@@ -223,6 +224,7 @@ absl::StatusOr<TransportPerfResult> RunTransportPerfClient(const transport::Addr
   result.transport_description = rpc->transport().Describe();
   result.size = options.size;
   result.iterations = options.iterations;
+  result.window = options.window;
   result.seconds = std::chrono::duration<double>(end - start).count();
   result.bandwidth_mb_s =
       static_cast<double>(options.size) * options.iterations / result.seconds / 1e6;

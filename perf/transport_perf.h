@@ -41,6 +41,7 @@ struct TransportPerfResult {
   std::string transport_description;  // Transport::Describe() of the client: as resolved
   size_t size = 0;
   int64_t iterations = 0;
+  int window = 0;  // requests in flight
   double seconds = 0;
   double bandwidth_mb_s = 0;  // decimal MB/s of payload
   double latency_us = 0;      // one-way: half the mean 8-byte round trip, as ucx_perftest

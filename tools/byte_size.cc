@@ -48,6 +48,11 @@ absl::StatusOr<size_t> ParseByteSize(const std::string& text) {
   return static_cast<size_t>(bytes);
 }
 
+absl::StatusOr<size_t> ParseByteBound(const std::string& text) {
+  if (text == "0") return 0;
+  return ParseByteSize(text);
+}
+
 absl::StatusOr<std::vector<size_t>> ParseByteSizeList(const std::string& text) {
   std::vector<size_t> sizes;
   for (absl::string_view part : absl::StrSplit(text, ',', absl::SkipWhitespace())) {

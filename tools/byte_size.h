@@ -15,6 +15,8 @@
 namespace sluice::tools {
 
 [[nodiscard]] absl::StatusOr<size_t> ParseByteSize(const std::string& text);
+// As ParseByteSize, and "0" too: a bound that is off.
+[[nodiscard]] absl::StatusOr<size_t> ParseByteBound(const std::string& text);
 // A comma-separated list of sizes.
 [[nodiscard]] absl::StatusOr<std::vector<size_t>> ParseByteSizeList(const std::string& text);
 // 1048576 -> "1MiB", 1000 -> "1000B".

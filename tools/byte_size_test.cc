@@ -26,6 +26,13 @@ TEST(ByteSizeTest, RejectsNonsense) {
   EXPECT_FALSE(ParseByteSize("-3").ok());
 }
 
+TEST(ByteSizeTest, ABoundMayBeZeroForNone) {
+  EXPECT_EQ(*ParseByteBound("0"), 0u);
+  EXPECT_EQ(*ParseByteBound("4MiB"), 4u << 20);
+  EXPECT_FALSE(ParseByteBound("-1").ok());
+  EXPECT_FALSE(ParseByteBound("none").ok());
+}
+
 TEST(ByteSizeTest, FormatsRoundSizes) {
   EXPECT_EQ(FormatByteSize(1 << 20), "1MiB");
   EXPECT_EQ(FormatByteSize(65536), "64KiB");

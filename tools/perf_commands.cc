@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <iostream>
 #include <memory>
 
@@ -46,6 +47,10 @@ void AddTransportFlags(CLI::App* app, TransportFlags& flags) {
   app->add_option("--iterations", flags.iterations, "Messages in the bandwidth run")
       ->capture_default_str();
   app->add_option("--window", flags.window, "Requests in flight")->capture_default_str();
+  app->add_option("--max-bytes-in-flight", flags.max_bytes_in_flight,
+                  "Fewer requests in flight for large messages, as `sluice read` bounds its "
+                  "fetches: at most this over --size (at least 1); 0: --window alone")
+      ->capture_default_str();
   app->add_option("--latency-iterations", flags.latency_iterations,
                   "8-byte round trips in the latency runs, by RPC and by bare message (0: skip)")
       ->capture_default_str();
@@ -71,6 +76,11 @@ int RunTransportCommand(const TransportFlags& flags) {
   absl::StatusOr<transport::ProgressMode> progress = transport::ParseProgressMode(flags.progress);
   if (!progress.ok()) {
     return Fail("transport", absl::StrCat("--progress ", progress.status().message()));
+  }
+  absl::StatusOr<size_t> max_bytes_in_flight = ParseByteBound(flags.max_bytes_in_flight);
+  if (!max_bytes_in_flight.ok()) {
+    return Fail("transport",
+                absl::StrCat("--max-bytes-in-flight: ", max_bytes_in_flight.status().message()));
   }
   if (!flags.ucx_peer_failure.empty()) {
     if (flags.ucx_peer_failure != "auto" && flags.ucx_peer_failure != "ucx" &&
@@ -98,6 +108,10 @@ int RunTransportCommand(const TransportFlags& flags) {
   options.size = *size;
   options.iterations = flags.iterations;
   options.window = flags.window;
+  if (*max_bytes_in_flight > 0 && flags.window > 0) {
+    options.window = static_cast<int>(
+        std::clamp<size_t>(*max_bytes_in_flight / *size, 1, static_cast<size_t>(flags.window)));
+  }
   options.latency_iterations = flags.latency_iterations;
   options.transport.caller_driven_progress =
       transport::UsesCallerDrivenProgress(*progress, transport::UsableCpus());

@@ -17,6 +17,7 @@ struct TransportFlags {
   std::string size = "1MiB";
   int64_t iterations = 2000;
   int window = 8;
+  std::string max_bytes_in_flight = "4MiB";  // as `sluice read --max-bytes-in-flight`
   int64_t latency_iterations = 20000;
   std::string progress = "thread";
   std::string ucx_peer_failure;  // "" keeps $SLUICE_UCX_PEER_FAILURE (else auto)
@@ -31,6 +32,7 @@ struct ServiceFlags {
   std::string mode = "off";  // tf.data's "ideal model speed" set-up
   std::string pipeline;      // default: a synthetic batch of --batch-bytes (see --pipeline)
   int max_outstanding = 8;
+  std::string max_bytes_in_flight = "4MiB";  // as `sluice read --max-bytes-in-flight`
   int buffer_batches = 8;
   std::string sluice_binary;      // default: `sluice` beside this binary
   int device = -1;                // >= 0: clients land batches in this CUDA device's memory
@@ -46,6 +48,7 @@ struct ServiceClientFlags {
   double seconds = 10;
   std::string slab_bytes = "16MiB";
   int max_outstanding = 8;
+  std::string max_bytes_in_flight = "0";
   int device = -1;
   std::string progress = "thread";
 };

@@ -149,6 +149,10 @@ void AddServiceFlags(CLI::App* app, ServiceFlags& flags) {
                   "Pipeline to serve (default: off, one cached synthetic batch, repeated; "
                   "dynamic, each batch made from its own split of a range, which measures "
                   "batch assembly too)");
+  app->add_option("--max-bytes-in-flight", flags.max_bytes_in_flight,
+                  "As `sluice read --max-bytes-in-flight`: fewer fetches in flight for large "
+                  "batches (0: --max-outstanding alone)")
+      ->capture_default_str();
   app->add_option("--max-outstanding", flags.max_outstanding, "Fetches in flight per client")
       ->capture_default_str();
   app->add_option("--buffer-batches", flags.buffer_batches, "Worker buffer per task")
@@ -178,6 +182,7 @@ void AddServiceClientFlags(CLI::App* app, ServiceClientFlags& flags) {
   app->add_option("--seconds", flags.seconds);
   app->add_option("--slab-bytes", flags.slab_bytes);
   app->add_option("--max-outstanding", flags.max_outstanding);
+  app->add_option("--max-bytes-in-flight", flags.max_bytes_in_flight);
   app->add_option("--device", flags.device);
   app->add_option("--progress", flags.progress);
 }
@@ -187,6 +192,10 @@ int RunServiceClientCommand(const ServiceClientFlags& flags) {
   if (!address.ok()) return Fail("service-client", address.status().message());
   absl::StatusOr<size_t> slab_bytes = ParseByteSize(flags.slab_bytes);
   if (!slab_bytes.ok()) return Fail("service-client", slab_bytes.status().message());
+  absl::StatusOr<size_t> max_bytes_in_flight = ParseByteBound(flags.max_bytes_in_flight);
+  if (!max_bytes_in_flight.ok()) {
+    return Fail("service-client", max_bytes_in_flight.status().message());
+  }
   absl::StatusOr<proto::PipelineDef> pipeline = engine::ParsePipeline(flags.pipeline);
   if (!pipeline.ok()) return Fail("service-client", pipeline.status().message());
   // The parent parses this process's stdout as JSON: no library message may land in it.
@@ -209,6 +218,7 @@ int RunServiceClientCommand(const ServiceClientFlags& flags) {
   read.job_name = flags.job_name;
   read.slab_bytes = *slab_bytes;
   read.max_outstanding_requests = flags.max_outstanding;
+  read.max_bytes_in_flight = *max_bytes_in_flight;
   auto reader = (*client)->Read(*dataset, read);
   if (!reader.ok()) return Fail("service-client", reader.status().message());
 
@@ -261,6 +271,11 @@ int RunServiceCommand(const ServiceFlags& flags) {
   }
   if (flags.mode != "off" && flags.mode != "dynamic") {
     return Fail("service", "--mode must be off or dynamic");
+  }
+  absl::StatusOr<size_t> max_bytes_in_flight = ParseByteBound(flags.max_bytes_in_flight);
+  if (!max_bytes_in_flight.ok()) {
+    return Fail("service",
+                absl::StrCat("--max-bytes-in-flight: ", max_bytes_in_flight.status().message()));
   }
   absl::StatusOr<transport::ProgressMode> progress = transport::ParseProgressMode(flags.progress);
   if (!progress.ok()) {
@@ -324,11 +339,27 @@ int RunServiceCommand(const ServiceFlags& flags) {
   }
   std::vector<std::unique_ptr<Subprocess>> clients;
   for (int i = 0; i < flags.clients; ++i) {
-    clients.push_back(std::make_unique<Subprocess>(std::vector<std::string>{
-        SiblingBinary("sluice-perf"), "service-client", "--dispatcher", address, "--pipeline",
-        pipeline, "--mode", flags.mode, "--seconds", absl::StrCat(flags.seconds), "--slab-bytes",
-        std::to_string(slab_bytes), "--max-outstanding", std::to_string(flags.max_outstanding),
-        "--device", std::to_string(flags.device), "--progress", progress_used}));
+    clients.push_back(
+        std::make_unique<Subprocess>(std::vector<std::string>{SiblingBinary("sluice-perf"),
+                                                              "service-client",
+                                                              "--dispatcher",
+                                                              address,
+                                                              "--pipeline",
+                                                              pipeline,
+                                                              "--mode",
+                                                              flags.mode,
+                                                              "--seconds",
+                                                              absl::StrCat(flags.seconds),
+                                                              "--slab-bytes",
+                                                              std::to_string(slab_bytes),
+                                                              "--max-outstanding",
+                                                              std::to_string(flags.max_outstanding),
+                                                              "--max-bytes-in-flight",
+                                                              std::to_string(*max_bytes_in_flight),
+                                                              "--device",
+                                                              std::to_string(flags.device),
+                                                              "--progress",
+                                                              progress_used}));
   }
   absl::Time start = absl::Now();
   int64_t batches = 0, bytes = 0, client_copied = 0, to_device = 0, driven_waits = 0;
@@ -389,6 +420,8 @@ int RunServiceCommand(const ServiceFlags& flags) {
       // the transport.
       {"progress", progress_used},
       {"progress_requested", flags.progress},
+      {"max_outstanding", flags.max_outstanding},
+      {"max_bytes_in_flight", *max_bytes_in_flight},
       {"driven_waits_per_batch",
        batches > 0 ? static_cast<double>(driven_waits) / static_cast<double>(batches) : 0},
       {"seconds", seconds},

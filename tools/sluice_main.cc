@@ -28,6 +28,7 @@
 #include "engine/pipeline_validate.h"
 #include "engine/plugin.h"
 #include "tools/batch_output.h"
+#include "tools/byte_size.h"
 #include "tools/device_read.h"
 #include "tools/status_output.h"
 #include "transport/progress_mode.h"
@@ -48,6 +49,7 @@ struct ReadFlags {
   int64_t take = -1;
   std::string format = "summary";
   int max_outstanding = 4;
+  std::string max_bytes_in_flight = "4MiB";  // ReadOptions::max_bytes_in_flight
   int test_disconnect_every = 0;
   int prefetch = 4;
   size_t slab_bytes = 16 << 20;
@@ -113,6 +115,10 @@ void AddReadFlags(CLI::App* app, ReadFlags& flags) {
       ->capture_default_str();
   app->add_option("--max-outstanding", flags.max_outstanding, "Fetches in flight")
       ->capture_default_str();
+  app->add_option("--max-bytes-in-flight", flags.max_bytes_in_flight,
+                  "Fewer fetches in flight for large batches: at most this over the largest "
+                  "batch seen (at least one per worker); 0: only --max-outstanding bounds them")
+      ->capture_default_str();
   app->add_option("--prefetch", flags.prefetch, "Fetched batches waiting for the reader")
       ->capture_default_str();
   app->add_option("--test-disconnect-every", flags.test_disconnect_every,
@@ -147,6 +153,12 @@ int ReadAll(const transport::Address& dispatcher, const ReadFlags& flags, absl::
         absl::InvalidArgumentError(absl::StrCat("--progress ", progress.status().message())),
         "read");
   }
+  absl::StatusOr<size_t> max_bytes_in_flight = tools::ParseByteBound(flags.max_bytes_in_flight);
+  if (!max_bytes_in_flight.ok()) {
+    return Fail(absl::InvalidArgumentError(absl::StrCat("--max-bytes-in-flight: ",
+                                                        max_bytes_in_flight.status().message())),
+                "read");
+  }
   control::ClientOptions client_options;
   client_options.dispatcher = dispatcher;
   client_options.timeout = timeout;
@@ -162,6 +174,7 @@ int ReadAll(const transport::Address& dispatcher, const ReadFlags& flags, absl::
   read_options.num_consumers = flags.num_consumers;
   read_options.consumer_index = flags.consumer_index;
   read_options.max_outstanding_requests = flags.max_outstanding;
+  read_options.max_bytes_in_flight = *max_bytes_in_flight;
   read_options.prefetch_batches = flags.prefetch;
   read_options.slab_bytes = flags.slab_bytes;
   read_options.disconnect_every_batches = flags.test_disconnect_every;

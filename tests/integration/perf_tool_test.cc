@@ -43,6 +43,26 @@ TEST(PerfToolTest, TransportReportsTheContractFields) {
   EXPECT_THAT(r["transport_description"].get<std::string>(), ::testing::HasSubstr("UCX"));
   // Above the rendezvous threshold the payload lands without a copy.
   EXPECT_EQ(r["payload_bytes_copied"], 0);
+  EXPECT_EQ(r["window"], 8) << "4MiB in flight allow all 8 requests of 256 KiB";
+}
+
+// As `sluice read`, the transport run keeps fewer requests in flight for large messages:
+// at most --max-bytes-in-flight (4MiB) over the size, at least one; 0 lifts the bound.
+TEST(PerfToolTest, TransportBoundsTheBytesInFlight) {
+  auto window = [](std::vector<std::string> extra) {
+    std::vector<std::string> argv = {
+        PerfBinary(),           "transport", "--size", "2MiB", "--iterations", "20",
+        "--latency-iterations", "0",         "--json"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return RunJson(argv)["window"];
+  };
+  EXPECT_EQ(window({}), 2);
+  EXPECT_EQ(window({"--max-bytes-in-flight", "1MiB"}), 1);
+  EXPECT_EQ(window({"--max-bytes-in-flight", "0"}), 8);
+  EXPECT_EQ(window({"--max-bytes-in-flight", "0", "--window", "3"}), 3);
+  Subprocess bad({PerfBinary(), "transport", "--max-bytes-in-flight", "lots"});
+  EXPECT_EQ(bad.Wait(absl::Seconds(30)), 1);
+  EXPECT_THAT(bad.stderr_text(), ::testing::HasSubstr("--max-bytes-in-flight: "));
 }
 
 TEST(PerfToolTest, ServiceReportsTheContractFields) {
