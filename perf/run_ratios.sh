@@ -107,10 +107,10 @@ for tls in "posix,sysv,cma,self" "tcp,self"; do
   echo "service tls=$tls copied_bytes_per_delivered_byte runs: ${copied[*]}"
 done
 
-# The default UCX_TLS (all, tcp included): by default UCX's peer watch puts same-host peers
-# on tcp over loopback, where ucp_am_bw uses shared memory; `--ucx-peer-failure local`
-# leaves them to the socket and shared memory (PeerWatch in transport/bootstrap.h).
+# The default UCX_TLS (all, tcp included): `auto` leaves same-host peers to the socket, so
+# they keep shared memory, as ucp_am_bw does; `--ucx-peer-failure ucx` has UCX watch them,
+# which puts them on tcp over loopback (PeerWatch in transport/bootstrap.h).
 export UCX_TLS=all
 compare_bandwidth all 1048576 $mib_iters "" "" "(default) vs ucp_am_bw"
-compare_bandwidth all 1048576 $mib_iters "" "--ucx-peer-failure local" \
-  "--ucx-peer-failure local vs ucp_am_bw"
+compare_bandwidth all 1048576 $mib_iters "" "--ucx-peer-failure ucx" \
+  "--ucx-peer-failure ucx vs ucp_am_bw"

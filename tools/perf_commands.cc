@@ -60,7 +60,8 @@ void AddTransportFlags(CLI::App* app, TransportFlags& flags) {
                   "on at most 2 usable CPUs); the JSON's 'progress' says which ran")
       ->capture_default_str();
   app->add_option("--ucx-peer-failure", flags.ucx_peer_failure,
-                  "Who notices a dead UCX peer (both processes): auto, ucx "
+                  "Who notices a dead UCX peer (both processes): auto (local where UCX has "
+                  "shared memory and tcp, socket where only shared memory, else ucx), ucx "
                   "(UCP_ERR_HANDLING_MODE_PEER), socket (Sluice's bootstrap socket; keeps UCX "
                   "1.13's zero-copy tcp rendezvous) or local (the socket for same-host peers, "
                   "which then keep shared memory). Default: $SLUICE_UCX_PEER_FAILURE, else auto");

@@ -119,19 +119,21 @@ struct TransportStats {
 // fragments UCX copies out of its tcp segments (`ucp_am_bw -e` runs at ~0.6x `ucp_am_bw`
 // with UCX's 8/64 KiB segments; Sluice's 512 KiB ones, ucx_tcp_segment_bytes, win it back).
 enum class UcxPeerFailure {
-  // By the transports UCX opened: shared memory and self only, the socket; tcp or RDMA
-  // present, UCX. UCX 1.13 without PEER mode left a failed tcp endpoint unpurged and once
-  // aborted on it (docs/design.md, "Peer failure").
+  // By the transports UCX opened: shared memory and self only, the socket; shared memory
+  // and tcp, kSocketForLocalPeers; RDMA present, or tcp alone, UCX. UCX 1.13 without PEER
+  // mode left a failed tcp endpoint unpurged and once aborted on it (docs/design.md, "Peer
+  // failure").
   kAuto,
   kUcx,  // ask UCX for UCP_ERR_HANDLING_MODE_PEER wherever a transport supports it
   // UCP_ERR_HANDLING_MODE_NONE; the bootstrap socket reports dead peers. Zero-copy tcp
   // rendezvous, at the risk above when a tcp peer dies; needs the peer to agree.
   kSocketOnly,
   // The socket alone for peers on this host (UCX then picks shared memory, not tcp over
-  // loopback), UCX for the others; needs the peer to agree. Not the default: over UCX's
-  // shared memory a peer killed mid-send can stall a receiver's queue for every sender,
-  // cured by restarting the receiver's UCX worker (ucx/ucx_queue_probe.h), which fails all
-  // of its connections (docs/design.md, "Peer failure"); tcp cannot stall.
+  // loopback), UCX for the others; needs the peer to agree. Over UCX's shared memory a peer
+  // killed mid-send can stall a receiver's queue for every sender, cured by restarting the
+  // receiver's UCX worker (ucx/ucx_queue_probe.h), which fails all of its connections; they
+  // reconnect and nothing is lost (docs/design.md, "Peer failure"). tcp cannot stall, but
+  // runs same-host peers 2-2.5x slower.
   kSocketForLocalPeers,
 };
 

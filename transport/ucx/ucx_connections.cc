@@ -24,7 +24,7 @@ constexpr absl::Duration kAcceptHelloTimeout = absl::Seconds(2);
 // shared memory only; should UCX pick a lane that can fail inside it (tcp, because shared
 // memory turned out unreachable), say so, and how to have UCX watch instead.
 void WarnIfLanesNeedUcxWatch(const std::vector<std::string>& lanes, absl::string_view peer) {
-  if (lanes.empty() || UcxContext::ChooseAutomatically(lanes) == PeerWatch::kSocket) return;
+  if (lanes.empty() || UcxContext::SharedMemoryOnly(lanes)) return;
   std::fprintf(stderr,
                "sluice: UCX connects to same-host peer %.*s over %s without UCX's peer watch; "
                "if that peer dies UCX may misbehave. Set SLUICE_UCX_PEER_FAILURE=ucx.\n",

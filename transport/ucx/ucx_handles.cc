@@ -129,21 +129,36 @@ bool TlsMayIncludeTcp(absl::string_view tls) {
   return names_tcp || std::find(names.begin(), names.end(), "all") != names.end();
 }
 
+bool UcxContext::SharedMemoryOnly(const std::vector<std::string>& transports) {
+  static const auto* kCoveredBySocket =
+      new absl::flat_hash_set<std::string>{"self", "posix", "sysv", "cma", "knem", "xpmem"};
+  if (transports.empty()) return false;  // the text format changed: nothing is known
+  for (const std::string& t : transports) {
+    if (!kCoveredBySocket->contains(t)) return false;
+  }
+  return true;
+}
+
 PeerWatch UcxContext::ChooseAutomatically(const std::vector<std::string>& transports) {
   // Shared memory has no connection that can fail inside UCX. tcp does: a dead tcp peer
   // surfaces inside UCT as a connection error, and without PEER mode nothing purges the
   // failed endpoint. A fault test then aborted in UCT (`tcp_iface.c:307 Assertion
   // ep->conn_state != UCT_TCP_EP_CONN_STATE_CLOSED`), and UCX documents force-closing an
   // endpoint (what Sluice does to a dead peer's) as requiring PEER mode on both sides.
-  // PEER mode costs a same-host peer its shared memory (UCX 1.13 falls back to tcp over
-  // loopback); kSocketForLocalPeers avoids that, but is not chosen here (UcxPeerFailure).
-  static const auto* kCoveredBySocket =
-      new absl::flat_hash_set<std::string>{"self", "posix", "sysv", "cma", "knem", "xpmem"};
-  if (transports.empty()) return PeerWatch::kUcx;  // the text format changed: the safe choice
+  // PEER mode would cost a same-host peer its shared memory (UCX 1.13 falls back to tcp
+  // over loopback, 2-2.5x slower), and for such a peer UCX picks shared-memory lanes only,
+  // so with shared memory and tcp the socket watches same-host peers and UCX the others.
+  // With RDMA present UCX watches everyone: which lanes it picks there is not verified.
+  if (SharedMemoryOnly(transports)) return PeerWatch::kSocket;
+  const auto has = [&transports](absl::string_view name) {
+    return std::find(transports.begin(), transports.end(), name) != transports.end();
+  };
+  // An active-message lane in shared memory (cma, knem and xpmem move rendezvous data only).
+  if (!has("posix") && !has("sysv")) return PeerWatch::kUcx;
   for (const std::string& t : transports) {
-    if (!kCoveredBySocket->contains(t)) return PeerWatch::kUcx;
+    if (t != "tcp" && !SharedMemoryOnly({t})) return PeerWatch::kUcx;
   }
-  return PeerWatch::kSocket;
+  return PeerWatch::kSocketForLocalPeers;
 }
 
 absl::StatusOr<std::shared_ptr<UcxContext>> UcxContext::Create(const std::string& tls,

@@ -59,9 +59,13 @@ class UcxContext {
   // have no peer failure handler and call such an endpoint "unreachable".
   [[nodiscard]] PeerWatch peer_watch() const { return peer_watch_; }
 
-  // kAuto's rule, from the transports UCX opened: kSocket for shared memory and self only,
-  // kUcx as soon as tcp or RDMA is present.
+  // kAuto's rule, from the transports UCX opened: kSocket for shared memory and self only;
+  // kSocketForLocalPeers for shared memory (with posix or sysv) and tcp; kUcx as soon as
+  // RDMA is present, or tcp without shared memory.
   [[nodiscard]] static PeerWatch ChooseAutomatically(const std::vector<std::string>& transports);
+  // True when every transport named is shared memory or self, none of which can fail
+  // inside UCX when a peer dies.
+  [[nodiscard]] static bool SharedMemoryOnly(const std::vector<std::string>& transports);
 
  private:
   UcxContext(ucp_context_h context, std::string tls) : context_(context), tls_(std::move(tls)) {}

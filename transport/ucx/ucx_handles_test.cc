@@ -62,9 +62,12 @@ TEST(TlsMayIncludeTcpTest, ReadsListsExclusionsAndAll) {
 
 TEST(UcxContextTest, AutomaticWatchFollowsTheTransports) {
   EXPECT_EQ(UcxContext::ChooseAutomatically({"self", "posix", "sysv", "cma"}), PeerWatch::kSocket);
-  // tcp needs UCX's watch: a dead tcp peer's failed endpoint is otherwise never purged.
+  // tcp needs UCX's watch (a dead tcp peer's failed endpoint is otherwise never purged),
+  // but same-host peers, which UCX reaches over shared memory, are left to the socket.
   EXPECT_EQ(UcxContext::ChooseAutomatically({"self", "tcp", "posix", "sysv", "cma"}),
-            PeerWatch::kUcx);
+            PeerWatch::kSocketForLocalPeers);
+  EXPECT_EQ(UcxContext::ChooseAutomatically({"tcp", "sysv"}), PeerWatch::kSocketForLocalPeers);
+  // Without posix or sysv a same-host peer's messages would go over tcp.
   EXPECT_EQ(UcxContext::ChooseAutomatically({"self", "tcp", "cma"}), PeerWatch::kUcx);
   EXPECT_EQ(UcxContext::ChooseAutomatically({"self", "tcp"}), PeerWatch::kUcx);
   EXPECT_EQ(UcxContext::ChooseAutomatically({"self", "tcp", "posix", "rc_mlx5"}), PeerWatch::kUcx);
@@ -72,7 +75,15 @@ TEST(UcxContextTest, AutomaticWatchFollowsTheTransports) {
   EXPECT_EQ(UcxContext::ChooseAutomatically({}), PeerWatch::kUcx);
 }
 
-TEST(UcxContextTest, AutoOnTcpAsksUcxAndAnExplicitChoiceWins) {
+TEST(UcxContextTest, OnlySharedMemoryAndSelfNeedNoUcxWatch) {
+  EXPECT_TRUE(UcxContext::SharedMemoryOnly({"self", "posix", "sysv", "cma", "knem", "xpmem"}));
+  EXPECT_TRUE(UcxContext::SharedMemoryOnly({"cma"}));
+  EXPECT_FALSE(UcxContext::SharedMemoryOnly({"posix", "tcp"}));
+  EXPECT_FALSE(UcxContext::SharedMemoryOnly({"rc_mlx5"}));
+  EXPECT_FALSE(UcxContext::SharedMemoryOnly({}));
+}
+
+TEST(UcxContextTest, AutoFollowsTheOpenedTransportsAndAnExplicitChoiceWins) {
   auto automatic = UcxContext::Create("tcp,self");
   ASSERT_TRUE(automatic.ok()) << automatic.status();
   EXPECT_THAT((*automatic)->transports(), Contains("tcp"));
@@ -80,10 +91,10 @@ TEST(UcxContextTest, AutoOnTcpAsksUcxAndAnExplicitChoiceWins) {
 
   auto mixed = UcxContext::Create("tcp,posix,sysv,cma,self");
   ASSERT_TRUE(mixed.ok()) << mixed.status();
-  EXPECT_EQ((*mixed)->peer_watch(), PeerWatch::kUcx);
-  auto local = UcxContext::Create("tcp,posix,sysv,cma,self", UcxPeerFailure::kSocketForLocalPeers);
-  ASSERT_TRUE(local.ok()) << local.status();
-  EXPECT_EQ((*local)->peer_watch(), PeerWatch::kSocketForLocalPeers);
+  EXPECT_EQ((*mixed)->peer_watch(), PeerWatch::kSocketForLocalPeers);
+  auto mixed_ucx = UcxContext::Create("tcp,posix,sysv,cma,self", UcxPeerFailure::kUcx);
+  ASSERT_TRUE(mixed_ucx.ok()) << mixed_ucx.status();
+  EXPECT_EQ((*mixed_ucx)->peer_watch(), PeerWatch::kUcx);
 
   auto shm = UcxContext::Create("posix,sysv,cma,self");
   ASSERT_TRUE(shm.ok()) << shm.status();

@@ -185,10 +185,23 @@ TEST(UcxPeerWatchTest, SameHostPeersUseSharedMemoryWatchedByTheSocket) {
   EXPECT_THAT(pair->client->Describe(), HasSubstr("bootstrap socket for same-host peers"));
 }
 
-// The default (kAuto) with tcp among the transports: UCX watches every peer, so a same-host
-// pair talks over tcp on loopback.
-TEST(UcxPeerWatchTest, ByDefaultUcxWatchesSameHostPeersToo) {
+// The default (kAuto) with tcp and shared memory among the transports (the default UCX_TLS
+// of a host without RDMA) keeps a same-host pair on shared memory, watched by the socket:
+// with UCX's watch it would talk over tcp on loopback.
+TEST(UcxPeerWatchTest, ByDefaultSameHostPeersKeepSharedMemory) {
   auto pair = Connected(kMixed, UcxPeerFailure::kAuto, kMixed, UcxPeerFailure::kAuto);
+  ASSERT_NE(pair, nullptr);
+  for (const std::string& side :
+       {Described(*pair->client, pair->connection), Described(*pair->server, pair->on_server)}) {
+    EXPECT_THAT(side, HasSubstr("dead peers: bootstrap socket"));
+    EXPECT_THAT(side, Not(HasSubstr("tcp")));
+  }
+  EXPECT_THAT(pair->client->Describe(), HasSubstr("bootstrap socket for same-host peers"));
+}
+
+// An explicit kUcx on both sides still puts a same-host pair on tcp, watched by UCX.
+TEST(UcxPeerWatchTest, AskedForUcxSameHostPeersTalkOverTcp) {
+  auto pair = Connected(kMixed, UcxPeerFailure::kUcx, kMixed, UcxPeerFailure::kUcx);
   ASSERT_NE(pair, nullptr);
   const std::string client_side = Described(*pair->client, pair->connection);
   EXPECT_THAT(client_side, HasSubstr("tcp"));
