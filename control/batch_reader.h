@@ -56,7 +56,7 @@ struct ReadOptions {
   // batches do not stream into many landing slabs at once: on a 16-CPU machine 16 MiB
   // batches came 1.45-1.6x faster, and 10x sooner, with one in flight than with eight
   // (perf/RESULTS.md, session 23). 0: no bound but max_outstanding_requests. Coordinated
-  // reads (num_consumers > 0) are not bounded by it.
+  // reads (num_consumers > 0) are bounded alike.
   size_t max_bytes_in_flight = 4 << 20;
   // Batches that may wait, fetched, for the caller beyond the requests in flight.
   int prefetch_batches = 4;

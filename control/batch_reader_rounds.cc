@@ -32,7 +32,10 @@ void BatchReader::PumpRounds() {
     {
       absl::MutexLock lock(&mu_);
       if (!error_.ok() || stop_.HasBeenNotified()) return;
-      if (outstanding_ >= options_.max_outstanding_requests) return;
+      // Bounded by bytes as the other modes are (FetchLimit): rounds rotate over the
+      // workers, so its floor of one per serving worker keeps every worker's rounds going.
+      const int limit = FetchLimit();
+      if (outstanding_ >= limit) return;
       const absl::Time now = absl::Now();
       auto retry = rounds_to_retry_.begin();
       while (retry != rounds_to_retry_.end() && retry->second > now) ++retry;
@@ -45,8 +48,7 @@ void BatchReader::PumpRounds() {
         // ask for, and every round would wait out the round wait: one consumer told "retry
         // later" for rounds 0-3 (its worker did not know the task yet) asked for 4-7
         // meanwhile, while the three others, a moment later, held 0-3.
-        if (outstanding_ + static_cast<int>(rounds_to_retry_.size()) >=
-            options_.max_outstanding_requests) {
+        if (outstanding_ + static_cast<int>(rounds_to_retry_.size()) >= limit) {
           return;
         }
         round = next_round_to_request_;
@@ -79,6 +81,9 @@ void BatchReader::PumpRounds() {
       task_index = *owner;
       ++outstanding_;
       ++tasks_[task_index].outstanding;
+      if (largest_batch_bytes_ > 0) {
+        peak_fetches_after_first_batch_ = std::max(peak_fetches_after_first_batch_, outstanding_);
+      }
     }
     Fetch(task_index, std::move(slab), round);
   }

@@ -281,6 +281,56 @@ TEST_P(DataPathTest, LargeBatchesKeepFewerFetchesInFlight) {
   }
 }
 
+// Coordinated reads keep to the same budget: rounds of 256 KiB batches, two in flight under
+// 768 KiB, more without it.
+TEST_P(DataPathTest, CoordinatedReadsKeepFewerRoundsInFlight) {
+  auto cluster = StartCluster(GetParam());
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  auto client = ConnectClient(**cluster, GetParam());
+  ASSERT_TRUE(client.ok()) << client.status();
+  constexpr int64_t kRows = 32768;  // int64 values: 256 KiB of data per batch
+  constexpr int kRounds = 40;
+  for (size_t budget : {size_t{768} << 10, size_t{0}}) {
+    SCOPED_TRACE(budget);
+    auto pipeline = engine::ParsePipeline(
+        absl::StrCat("range(", kRows * 4, ") | batch(", kRows, ") | repeat()"));
+    ASSERT_TRUE(pipeline.ok()) << pipeline.status();
+    auto dataset = (*client)->RegisterDataset(*pipeline);
+    ASSERT_TRUE(dataset.ok()) << dataset.status();
+    ReadOptions read;
+    read.mode = proto::OFF;
+    read.job_name = absl::StrCat("rounds-", budget);
+    read.num_consumers = 1;
+    read.slab_bytes = 1 << 20;
+    read.max_outstanding_requests = 8;
+    read.max_bytes_in_flight = budget;
+    auto reader = (*client)->Read(*dataset, read);
+    ASSERT_TRUE(reader.ok()) << reader.status();
+    int64_t previous_start = -1;
+    for (int round = 0; round < kRounds; ++round) {
+      auto batch = (*reader)->Next();
+      ASSERT_TRUE(batch.ok()) << batch.status();
+      ASSERT_TRUE(batch->has_value()) << "round " << round;
+      auto values = (**batch).view().tensor(0).values<int64_t>();
+      ASSERT_EQ(values.size(), static_cast<size_t>(kRows));
+      ASSERT_EQ(values[kRows - 1], values[0] + kRows - 1);
+      // One worker, one consumer: each round is the pipeline's next batch, in order.
+      if (previous_start >= 0) {
+        EXPECT_EQ(values[0], (previous_start + kRows) % (4 * kRows)) << "round " << round;
+      }
+      previous_start = values[0];
+    }
+    if (budget > 0) {
+      EXPECT_EQ((*reader)->fetch_limit(), 2);
+      EXPECT_GE((*reader)->peak_fetches_after_first_batch(), 1);
+      EXPECT_LE((*reader)->peak_fetches_after_first_batch(), 2);
+    } else {
+      EXPECT_EQ((*reader)->fetch_limit(), 8);
+      EXPECT_GT((*reader)->peak_fetches_after_first_batch(), 2);
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Transports, DataPathTest,
                          ::testing::Values("posix,sysv,cma,self", "tcp,self"));
 
