@@ -103,6 +103,7 @@ absl::Status BatchReader::HeartbeatOnce(absl::Duration timeout) {
     // splits only once it has every delivery this client got from it.
     request.mutable_delivered()->Swap(&unreported_);
     request.set_current_round(next_round_);
+    horizon_beat_asked_ = false;
     for (const Task& task : tasks_) {
       if (task.lost) request.add_abandoned_tasks(task.id);
     }
@@ -175,6 +176,7 @@ absl::Status BatchReader::HeartbeatOnce(absl::Duration timeout) {
   job_finished_ = job_finished_ || response.job_finished();
   // Only now that the task list is current may rounds up to the horizon be read.
   round_horizon_ = std::max(round_horizon_, response.round_horizon());
+  horizon_lead_ = round_horizon_ - request.current_round();
   if (tasks_.empty() && response.num_workers() == 0 &&
       absl::Now() - started_ > options_.no_worker_timeout) {
     return absl::UnavailableError(absl::StrCat("no worker joined job ", job_id_, " within ",
@@ -518,7 +520,7 @@ absl::StatusOr<std::optional<Batch>> BatchReader::Next() {
     Pump();
     // A completed fetch that handed nothing out (an end, a retry, a batch held for order)
     // comes back here to Pump and look again.
-    (void)DriveUntilAFetchCompletes();
+    const bool drove = DriveUntilAFetchCompletes();
     std::optional<Ready> ready;
     bool report_and_end = false;
     {
@@ -526,6 +528,10 @@ absl::StatusOr<std::optional<Batch>> BatchReader::Next() {
       auto can_return = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
         return !ready_.empty() || !error_.ok() || Done();
       };
+      // This thread drives the transport: a wait below would leave the fetches in flight
+      // unreceived until it timed out. Coordinated rounds from several workers arrive out of
+      // order often, and round r+1 alone hands nothing out.
+      if (drove && !can_return() && outstanding_ > 0) continue;
       // The job's end is known from the dispatcher's heartbeat reply: ask for it now.
       if (!can_return() && WaitsOnlyForTheDispatcher()) heartbeat_pacer_.Soon();
       // Wake periodically: new tasks or a retry may need a Pump from this thread.

@@ -288,6 +288,11 @@ class BatchReader {
   int64_t round_horizon_ ABSL_GUARDED_BY(mu_) = -1;
   int64_t next_round_to_request_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t next_round_ ABSL_GUARDED_BY(mu_) = 0;
+  // How far ahead of next_round_ the last heartbeat put the horizon, and whether a heartbeat
+  // was asked for early since: a reader past half of that lead asks for the next beat now,
+  // so fast rounds do not wait for the heartbeat interval at the horizon.
+  int64_t horizon_lead_ ABSL_GUARDED_BY(mu_) = 0;
+  bool horizon_beat_asked_ ABSL_GUARDED_BY(mu_) = false;
   std::map<int64_t, Ready> rounds_ready_ ABSL_GUARDED_BY(mu_);
   std::set<int64_t> rounds_skipped_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, absl::Time> rounds_to_retry_ ABSL_GUARDED_BY(mu_);

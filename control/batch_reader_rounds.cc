@@ -52,6 +52,13 @@ void BatchReader::PumpRounds() {
           return;
         }
         round = next_round_to_request_;
+        // The horizon moves on with each heartbeat (kRoundWindow rounds past this reader):
+        // at the 100 ms interval rounds faster than ~10,000/s would wait for it.
+        if (!horizon_beat_asked_ && horizon_lead_ > 0 &&
+            round_horizon_ - round < horizon_lead_ / 2) {
+          horizon_beat_asked_ = true;
+          heartbeat_pacer_.Soon();
+        }
         // Within the horizon the dispatcher vouched for, and not too far ahead of the caller.
         const int64_t window = options_.max_outstanding_requests + options_.prefetch_batches;
         if (round > round_horizon_ || round - next_round_ >= window) return;
