@@ -37,6 +37,7 @@ struct ServiceFlags {
   std::string sluice_binary;      // default: `sluice` beside this binary
   int device = -1;                // >= 0: clients land batches in this CUDA device's memory
   std::string progress = "auto";  // how a client's reader waits, as `sluice read` does
+  bool coordinated = false;       // clients are the consumers of one coordinated read
   bool json = false;
 };
 
@@ -51,6 +52,8 @@ struct ServiceClientFlags {
   std::string max_bytes_in_flight = "0";
   int device = -1;
   std::string progress = "thread";
+  int num_consumers = 0;  // > 0: consumer `consumer_index` of a coordinated read
+  int consumer_index = 0;
 };
 
 struct SweepFlags {

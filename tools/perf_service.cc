@@ -83,11 +83,14 @@ absl::StatusOr<Measured> Measure(NextFn next, int warm_up, absl::Duration durati
   while (absl::Now() < end) {
     SLUICE_ASSIGN_OR_RETURN(auto batch, next());
     if (!batch.has_value()) break;
+    // Only batches that came within the time: a coordinated consumer whose peers stopped
+    // first waits out the round wait for its next round, which is not the data path's time.
+    if (absl::Now() > end) break;
     ++m.batches;
     m.bytes += static_cast<int64_t>(batch->first);
     m.latencies_us.push_back(batch->second);
   }
-  m.seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  m.seconds = absl::ToDoubleSeconds(std::min(absl::Now(), end) - start);
   window.closes();
   return m;
 }
@@ -171,6 +174,10 @@ void AddServiceFlags(CLI::App* app, ServiceFlags& flags) {
                   "(caller on at most 2 usable CPUs, else thread); the JSON's 'progress' says "
                   "which ran")
       ->capture_default_str();
+  app->add_flag("--coordinated", flags.coordinated,
+                "The clients read one job in coordinated rounds, as `sluice read "
+                "--num-consumers` (one consumer per client): each round gives every client "
+                "one batch, all from one worker. Needs --mode off and an infinite pipeline");
   app->add_flag("--json", flags.json, "Print one JSON object");
 }
 
@@ -185,6 +192,8 @@ void AddServiceClientFlags(CLI::App* app, ServiceClientFlags& flags) {
   app->add_option("--max-bytes-in-flight", flags.max_bytes_in_flight);
   app->add_option("--device", flags.device);
   app->add_option("--progress", flags.progress);
+  app->add_option("--num-consumers", flags.num_consumers);
+  app->add_option("--consumer-index", flags.consumer_index);
 }
 
 int RunServiceClientCommand(const ServiceClientFlags& flags) {
@@ -219,6 +228,8 @@ int RunServiceClientCommand(const ServiceClientFlags& flags) {
   read.slab_bytes = *slab_bytes;
   read.max_outstanding_requests = flags.max_outstanding;
   read.max_bytes_in_flight = *max_bytes_in_flight;
+  read.num_consumers = flags.num_consumers;
+  read.consumer_index = flags.consumer_index;
   auto reader = (*client)->Read(*dataset, read);
   if (!reader.ok()) return Fail("service-client", reader.status().message());
 
@@ -271,6 +282,11 @@ int RunServiceCommand(const ServiceFlags& flags) {
   }
   if (flags.mode != "off" && flags.mode != "dynamic") {
     return Fail("service", "--mode must be off or dynamic");
+  }
+  if (flags.coordinated && flags.mode != "off") {
+    // DYNAMIC's synthetic pipeline is finite (a range long enough for the run), and
+    // coordinated reads need an infinite one.
+    return Fail("service", "--coordinated needs --mode off");
   }
   absl::StatusOr<size_t> max_bytes_in_flight = ParseByteBound(flags.max_bytes_in_flight);
   if (!max_bytes_in_flight.ok()) {
@@ -339,27 +355,31 @@ int RunServiceCommand(const ServiceFlags& flags) {
   }
   std::vector<std::unique_ptr<Subprocess>> clients;
   for (int i = 0; i < flags.clients; ++i) {
-    clients.push_back(
-        std::make_unique<Subprocess>(std::vector<std::string>{SiblingBinary("sluice-perf"),
-                                                              "service-client",
-                                                              "--dispatcher",
-                                                              address,
-                                                              "--pipeline",
-                                                              pipeline,
-                                                              "--mode",
-                                                              flags.mode,
-                                                              "--seconds",
-                                                              absl::StrCat(flags.seconds),
-                                                              "--slab-bytes",
-                                                              std::to_string(slab_bytes),
-                                                              "--max-outstanding",
-                                                              std::to_string(flags.max_outstanding),
-                                                              "--max-bytes-in-flight",
-                                                              std::to_string(*max_bytes_in_flight),
-                                                              "--device",
-                                                              std::to_string(flags.device),
-                                                              "--progress",
-                                                              progress_used}));
+    std::vector<std::string> argv = {SiblingBinary("sluice-perf"),
+                                     "service-client",
+                                     "--dispatcher",
+                                     address,
+                                     "--pipeline",
+                                     pipeline,
+                                     "--mode",
+                                     flags.mode,
+                                     "--seconds",
+                                     absl::StrCat(flags.seconds),
+                                     "--slab-bytes",
+                                     std::to_string(slab_bytes),
+                                     "--max-outstanding",
+                                     std::to_string(flags.max_outstanding),
+                                     "--max-bytes-in-flight",
+                                     std::to_string(*max_bytes_in_flight),
+                                     "--device",
+                                     std::to_string(flags.device),
+                                     "--progress",
+                                     progress_used};
+    if (flags.coordinated) {
+      argv.insert(argv.end(), {"--num-consumers", std::to_string(flags.clients), "--consumer-index",
+                               std::to_string(i)});
+    }
+    clients.push_back(std::make_unique<Subprocess>(argv));
   }
   absl::Time start = absl::Now();
   int64_t batches = 0, bytes = 0, client_copied = 0, to_device = 0, driven_waits = 0;
@@ -409,6 +429,7 @@ int RunServiceCommand(const ServiceFlags& flags) {
       {"clients", flags.clients},
       {"batch_bytes", *batch_bytes},
       {"mode", flags.mode},
+      {"coordinated", flags.coordinated},
       // -1: batches landed in host memory.
       {"device", flags.device},
       // What p50_us and p99_us time: each fetch, from request to landed
@@ -444,9 +465,9 @@ int RunServiceCommand(const ServiceFlags& flags) {
     std::cout << result.dump() << std::endl;
   } else {
     std::cout << absl::StrFormat(
-        "%d worker(s) -> %d client(s)%s, %s batches, %s: %.1f batches/s, %.1f MB/s, %s p50 "
+        "%d worker(s) -> %d client(s)%s%s, %s batches, %s: %.1f batches/s, %.1f MB/s, %s p50 "
         "%.0f us p99 %.0f us, %.2f bytes copied per byte delivered, %d kept batches let go\n",
-        flags.workers, flags.clients,
+        flags.workers, flags.clients, flags.coordinated ? " in coordinated rounds" : "",
         flags.device >= 0 ? absl::StrCat(" (CUDA device ", flags.device, ")") : "",
         FormatByteSize(*batch_bytes), flags.mode, batches / seconds, bytes / seconds / 1e6,
         flags.device >= 0 ? "wait" : "fetch", p50, p99, copied_per_byte, kept_released);

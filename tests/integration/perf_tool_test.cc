@@ -191,6 +191,32 @@ TEST(PerfToolTest, ServerKilledMidTransferIsAPromptClearErrorWithoutUcxNoise) {
   EXPECT_THAT(client.stderr_text(), ::testing::Not(::testing::HasSubstr("mpool")));
 }
 
+// --coordinated: the clients are the consumers of one read in rounds, each round from one
+// worker in turn, so the two workers serve alike. The dispatcher holds the clients to
+// coordinated reads' rules: a finite pipeline is refused.
+TEST(PerfToolTest, ServiceReadsInCoordinatedRounds) {
+  nlohmann::json r =
+      RunJson({PerfBinary(), "service", "--workers", "2", "--clients", "2", "--batch-bytes",
+               "64KiB", "--seconds", "2", "--coordinated", "--json"});
+  EXPECT_EQ(r["coordinated"], true);
+  EXPECT_GT(r["batches_per_s"].get<double>(), 0);
+  ASSERT_EQ(r["per_worker_batches"].size(), 2u);
+  const int64_t first = r["per_worker_batches"][0].get<int64_t>();
+  const int64_t second = r["per_worker_batches"][1].get<int64_t>();
+  EXPECT_GT(first, 0);
+  // Rounds alternate between the workers; only those in flight at the end differ.
+  EXPECT_LE(std::abs(first - second), (first + second) / 10 + 40) << r.dump();
+
+  Subprocess finite({PerfBinary(), "service", "--clients", "2", "--batch-bytes", "64KiB",
+                     "--seconds", "1", "--coordinated", "--pipeline", "range(8192) | batch(8192)",
+                     "--json"});
+  EXPECT_EQ(finite.Wait(absl::Seconds(60)), 1);
+  EXPECT_THAT(finite.stderr_text(), ::testing::HasSubstr("infinite"));
+  Subprocess dynamic({PerfBinary(), "service", "--coordinated", "--mode", "dynamic"});
+  EXPECT_EQ(dynamic.Wait(absl::Seconds(30)), 1);
+  EXPECT_THAT(dynamic.stderr_text(), ::testing::HasSubstr("--coordinated needs --mode off"));
+}
+
 TEST(PerfToolTest, BadArgumentsAreClearErrors) {
   Subprocess bad({PerfBinary(), "transport", "--size", "12 parsecs"});
   EXPECT_EQ(bad.Wait(absl::Seconds(30)), 1);
