@@ -234,6 +234,19 @@ TEST_P(DataPathTest, AStoppingReaderGivesUpTheRoundsItAskedFor) {
   EXPECT_LT(absl::Now() - stop, absl::Seconds(10)) << "it waited for the rounds it asked for";
 }
 
+// After reading 256 KiB batches with max_outstanding_requests = 8: a 768 KiB `budget`
+// allowed two fetches in flight; none (0) let the reader keep more going.
+void ExpectFetchesInFlight(const BatchReader& reader, size_t budget) {
+  if (budget > 0) {
+    EXPECT_EQ(reader.fetch_limit(), 2);
+    EXPECT_GE(reader.peak_fetches_after_first_batch(), 1);
+    EXPECT_LE(reader.peak_fetches_after_first_batch(), 2);
+  } else {
+    EXPECT_EQ(reader.fetch_limit(), 8);
+    EXPECT_GT(reader.peak_fetches_after_first_batch(), 2);
+  }
+}
+
 // Large batches do not stream into many landing slabs at once (ReadOptions::
 // max_bytes_in_flight): once a batch of a little over 256 KiB was seen, a 768 KiB budget
 // allows two fetches in flight, however many max_outstanding_requests would; without the
@@ -270,14 +283,7 @@ TEST_P(DataPathTest, LargeBatchesKeepFewerFetchesInFlight) {
       EXPECT_TRUE(batch_starts.insert(values[0]).second) << "batch " << values[0] << " twice";
     }
     EXPECT_EQ(batch_starts.size(), static_cast<size_t>(kBatches));
-    if (budget > 0) {
-      EXPECT_EQ((*reader)->fetch_limit(), 2);
-      EXPECT_GE((*reader)->peak_fetches_after_first_batch(), 1);
-      EXPECT_LE((*reader)->peak_fetches_after_first_batch(), 2);
-    } else {
-      EXPECT_EQ((*reader)->fetch_limit(), 8);
-      EXPECT_GT((*reader)->peak_fetches_after_first_batch(), 2);
-    }
+    ExpectFetchesInFlight(**reader, budget);
   }
 }
 
@@ -320,14 +326,7 @@ TEST_P(DataPathTest, CoordinatedReadsKeepFewerRoundsInFlight) {
       }
       previous_start = values[0];
     }
-    if (budget > 0) {
-      EXPECT_EQ((*reader)->fetch_limit(), 2);
-      EXPECT_GE((*reader)->peak_fetches_after_first_batch(), 1);
-      EXPECT_LE((*reader)->peak_fetches_after_first_batch(), 2);
-    } else {
-      EXPECT_EQ((*reader)->fetch_limit(), 8);
-      EXPECT_GT((*reader)->peak_fetches_after_first_batch(), 2);
-    }
+    ExpectFetchesInFlight(**reader, budget);
   }
 }
 

@@ -129,14 +129,21 @@ bool TlsMayIncludeTcp(absl::string_view tls) {
   return names_tcp || std::find(names.begin(), names.end(), "all") != names.end();
 }
 
-bool UcxContext::SharedMemoryOnly(const std::vector<std::string>& transports) {
+namespace {
+
+// Shared memory or self: no connection that can fail inside UCX when a peer dies.
+bool IsSharedMemoryOrSelf(const std::string& transport) {
   static const auto* kCoveredBySocket =
       new absl::flat_hash_set<std::string>{"self", "posix", "sysv", "cma", "knem", "xpmem"};
-  if (transports.empty()) return false;  // the text format changed: nothing is known
-  for (const std::string& t : transports) {
-    if (!kCoveredBySocket->contains(t)) return false;
-  }
-  return true;
+  return kCoveredBySocket->contains(transport);
+}
+
+}  // namespace
+
+bool UcxContext::SharedMemoryOnly(const std::vector<std::string>& transports) {
+  // Empty: the text format changed, and nothing is known.
+  return !transports.empty() &&
+         std::all_of(transports.begin(), transports.end(), IsSharedMemoryOrSelf);
 }
 
 PeerWatch UcxContext::ChooseAutomatically(const std::vector<std::string>& transports) {
@@ -156,7 +163,7 @@ PeerWatch UcxContext::ChooseAutomatically(const std::vector<std::string>& transp
   // An active-message lane in shared memory (cma, knem and xpmem move rendezvous data only).
   if (!has("posix") && !has("sysv")) return PeerWatch::kUcx;
   for (const std::string& t : transports) {
-    if (t != "tcp" && !SharedMemoryOnly({t})) return PeerWatch::kUcx;
+    if (t != "tcp" && !IsSharedMemoryOrSelf(t)) return PeerWatch::kUcx;
   }
   return PeerWatch::kSocketForLocalPeers;
 }
