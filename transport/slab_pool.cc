@@ -3,8 +3,14 @@
 #include <sys/mman.h>
 
 #include <cerrno>
+#include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <string>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 
@@ -12,7 +18,52 @@ namespace sluice::transport {
 namespace {
 // Slabs start on cache-line-and-more boundaries so tensor alignment inside them holds.
 constexpr size_t kSlabAlignment = 4096;
+
+size_t RoundUp(size_t bytes, size_t multiple) {
+  return (bytes + multiple - 1) / multiple * multiple;
+}
+
+// The size of a transparent huge page, or 0 when the kernel has none to give: no THP
+// support, or THP switched off ("[never]").
+size_t TransparentHugePageBytes() {
+  static const size_t bytes = [] {
+    std::string enabled;
+    std::getline(std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled"), enabled);
+    if (enabled.empty() || absl::StrContains(enabled, "[never]")) return size_t{0};
+    std::string size_text;
+    std::getline(std::ifstream("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size"), size_text);
+    size_t size = 0;
+    if (!absl::SimpleAtoi(size_text, &size) || size < kSlabAlignment ||
+        size % kSlabAlignment != 0) {
+      return size_t{0};
+    }
+    return size;
+  }();
+  return bytes;
+}
+
+// An anonymous private mapping of `bytes`, starting on a multiple of `alignment` (a power of
+// two, or 0 for the page alignment mmap gives). Over-maps and trims, as mmap cannot align.
+void* MapAligned(size_t bytes, size_t alignment) {
+  const size_t slack = alignment > kSlabAlignment ? alignment : 0;
+  void* raw =
+      mmap(nullptr, bytes + slack, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED || slack == 0) return raw;
+  const auto start = reinterpret_cast<uintptr_t>(raw);
+  const uintptr_t aligned = (start + alignment - 1) & ~(uintptr_t{alignment} - 1);
+  if (aligned > start) munmap(raw, aligned - start);
+  const size_t tail = start + bytes + slack - (aligned + bytes);
+  if (tail > 0) munmap(reinterpret_cast<void*>(aligned + bytes), tail);
+  return reinterpret_cast<void*>(aligned);
+}
 }  // namespace
+
+PageBacking DefaultPageBacking() {
+  const char* choice = std::getenv("SLUICE_HUGE_PAGES");
+  return choice != nullptr && absl::EqualsIgnoreCase(choice, "off")
+             ? PageBacking::kBasePages
+             : PageBacking::kHugeWhereAvailable;
+}
 
 Slab& Slab::operator=(Slab&& other) noexcept {
   if (this != &other) {
@@ -34,30 +85,49 @@ void Slab::Release() {
 }
 
 absl::StatusOr<std::shared_ptr<SlabPool>> SlabPool::Create(Transport& transport, size_t slab_bytes,
-                                                           size_t num_slabs) {
+                                                           size_t num_slabs, PageBacking backing) {
   if (slab_bytes == 0 || num_slabs == 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "slab pool needs slab_bytes > 0 and num_slabs > 0, got ", slab_bytes, " and ", num_slabs));
   }
-  size_t rounded = (slab_bytes + kSlabAlignment - 1) / kSlabAlignment * kSlabAlignment;
-  size_t total = rounded * num_slabs;
+  const size_t rounded = RoundUp(slab_bytes, kSlabAlignment);
+  const size_t total = rounded * num_slabs;
   // Not MAP_POPULATE: pages are committed as batches first write them, so a pool sized for
-  // 16 MiB batches that carries 8 KiB ones costs 8 KiB of RAM per slab in use, not 16 MiB
+  // 16 MiB batches that carries 8 KiB ones costs a (huge) page per slab in use, not 16 MiB
   // (with Acquire's most-recently-returned-first order, few slabs are ever touched). A NIC
-  // that needs pinned pages has its registration pin them all here anyway.
-  void* memory = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  // that needs pinned pages has its registration pin them all here anyway. Huge pages need
+  // the mapping aligned to and sized in whole huge pages; nothing writes the rounding past
+  // the last slab, it only shares that slab's last huge page.
+  size_t huge_page = 0;
+  switch (backing) {
+    case PageBacking::kHugeWhereAvailable:
+      huge_page = TransparentHugePageBytes();
+      break;
+    case PageBacking::kBasePages:
+      break;
+  }
+  const size_t mapped = huge_page != 0 ? RoundUp(total, huge_page) : total;
+  void* memory = MapAligned(mapped, huge_page);
   if (memory == MAP_FAILED) {
     return absl::ResourceExhaustedError(
-        absl::StrCat("cannot map ", total, " bytes for a slab pool: ", std::strerror(errno)));
+        absl::StrCat("cannot map ", mapped, " bytes for a slab pool: ", std::strerror(errno)));
   }
-  std::shared_ptr<SlabPool> pool(
-      new SlabPool(static_cast<std::byte*>(memory), total, rounded, num_slabs));
+  // Advice only: a kernel that refuses it leaves base pages, which work, slower.
+  const bool huge_pages_advised = huge_page != 0 && madvise(memory, mapped, MADV_HUGEPAGE) == 0;
+  if (backing == PageBacking::kBasePages) madvise(memory, mapped, MADV_NOHUGEPAGE);
+  std::shared_ptr<SlabPool> pool(new SlabPool(static_cast<std::byte*>(memory), mapped, rounded,
+                                              num_slabs, huge_pages_advised));
   SLUICE_ASSIGN_OR_RETURN(pool->region_, transport.RegisterMemory(memory, total));
   return pool;
 }
 
-SlabPool::SlabPool(std::byte* memory, size_t mapped_bytes, size_t slab_bytes, size_t num_slabs)
-    : memory_(memory), mapped_bytes_(mapped_bytes), slab_bytes_(slab_bytes), num_slabs_(num_slabs) {
+SlabPool::SlabPool(std::byte* memory, size_t mapped_bytes, size_t slab_bytes, size_t num_slabs,
+                   bool huge_pages_advised)
+    : memory_(memory),
+      mapped_bytes_(mapped_bytes),
+      slab_bytes_(slab_bytes),
+      num_slabs_(num_slabs),
+      huge_pages_advised_(huge_pages_advised) {
   free_.reserve(num_slabs);
   for (size_t i = num_slabs; i-- > 0;) free_.push_back(i);
 }

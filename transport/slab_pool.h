@@ -5,7 +5,13 @@
 // registration. Memory use is bounded by (slab_bytes × num_slabs), never by the data; pages
 // are committed on first write (on an RDMA NIC, registration pins them at start-up), and
 // Acquire hands out the most recently returned slab first, so RAM follows the batches'
-// real sizes: a pool of 16 × 16 MiB serving 8 KiB batches holds a few pages.
+// real sizes: a pool of 16 × 16 MiB serving 8 KiB batches holds a few huge pages.
+//
+// Pools ask for transparent huge pages where the kernel offers them: a shared-memory
+// transfer pins and walks the sender's pages once per 4 KiB page and copies through a TLB
+// entry per page, so 2 MiB pages doubled 1 MiB batches' throughput between processes
+// (perf/RESULTS.md, session 25). The price is RAM in 2 MiB steps: a touched slab commits at
+// least one huge page. SLUICE_HUGE_PAGES=off in the environment gives every pool base pages.
 //
 //   absl::StatusOr<std::shared_ptr<SlabPool>> pool = SlabPool::Create(transport, 1 << 20, 8);
 //   std::optional<Slab> slab = (*pool)->Acquire(absl::Seconds(1));
@@ -52,11 +58,20 @@ class Slab {
   size_t capacity_ = 0;
 };
 
+// What backs a pool's memory.
+enum class PageBacking {
+  kHugeWhereAvailable,  // transparent huge pages, aligned, when the kernel has them
+  kBasePages,           // base pages only, even where THP is on for every mapping
+};
+
+// kHugeWhereAvailable unless SLUICE_HUGE_PAGES=off.
+[[nodiscard]] PageBacking DefaultPageBacking();
+
 class SlabPool : public std::enable_shared_from_this<SlabPool> {
  public:
-  [[nodiscard]] static absl::StatusOr<std::shared_ptr<SlabPool>> Create(Transport& transport,
-                                                                        size_t slab_bytes,
-                                                                        size_t num_slabs);
+  [[nodiscard]] static absl::StatusOr<std::shared_ptr<SlabPool>> Create(
+      Transport& transport, size_t slab_bytes, size_t num_slabs,
+      PageBacking backing = DefaultPageBacking());
   ~SlabPool();
 
   // A free slab, or nullopt when none frees up within `timeout`.
@@ -67,16 +82,21 @@ class SlabPool : public std::enable_shared_from_this<SlabPool> {
   [[nodiscard]] size_t num_slabs() const { return num_slabs_; }
   [[nodiscard]] size_t free_slabs() const;
   [[nodiscard]] const MemoryRegion& region() const { return *region_; }
+  // Whether the kernel was asked to back the pool with huge pages (it may still fall back to
+  // base pages when it has no free huge page, or THP is off).
+  [[nodiscard]] bool huge_pages_advised() const { return huge_pages_advised_; }
 
  private:
   friend class Slab;
-  SlabPool(std::byte* memory, size_t mapped_bytes, size_t slab_bytes, size_t num_slabs);
+  SlabPool(std::byte* memory, size_t mapped_bytes, size_t slab_bytes, size_t num_slabs,
+           bool huge_pages_advised);
   void Return(size_t index);
 
   std::byte* const memory_;
   const size_t mapped_bytes_;
   const size_t slab_bytes_;
   const size_t num_slabs_;
+  const bool huge_pages_advised_;
   std::unique_ptr<MemoryRegion> region_;
   mutable absl::Mutex mu_;
   std::vector<size_t> free_ ABSL_GUARDED_BY(mu_);

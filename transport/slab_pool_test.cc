@@ -5,9 +5,14 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <cinttypes>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <set>
+#include <string>
 #include <vector>
 
 namespace sluice::transport {
@@ -57,13 +62,46 @@ size_t ResidentPages(const std::byte* data, size_t bytes) {
   return resident;
 }
 
+// The kernel's transparent huge page size, 0 when THP is off or absent.
+size_t HugePageBytes() {
+  std::string enabled;
+  std::getline(std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled"), enabled);
+  if (enabled.empty() || enabled.find("[never]") != std::string::npos) return 0;
+  size_t bytes = 0;
+  std::ifstream("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size") >> bytes;
+  return bytes;
+}
+
+// KiB of `region` on anonymous huge pages, from /proc/self/smaps.
+size_t AnonHugeKiB(const MemoryRegion& region) {
+  const auto begin = reinterpret_cast<uintptr_t>(region.base());
+  const uintptr_t end = begin + region.size();
+  std::ifstream smaps("/proc/self/smaps");
+  size_t kib = 0;
+  bool overlaps = false;
+  for (std::string line; std::getline(smaps, line);) {
+    uintptr_t from = 0, to = 0;
+    if (std::sscanf(line.c_str(), "%" SCNxPTR "-%" SCNxPTR " ", &from, &to) == 2) {
+      overlaps = from < end && to > begin;
+      continue;
+    }
+    size_t value = 0;
+    if (overlaps && std::sscanf(line.c_str(), "AnonHugePages: %zu kB", &value) == 1) {
+      kib += value;
+    }
+  }
+  return kib;
+}
+
 TEST(SlabPoolTest, MemoryIsCommittedOnlyWhereBatchesWereWritten) {
   NullHandler handler;
   auto transport = CreateTransport("ucx", {}, &handler);
   ASSERT_TRUE(transport.ok()) << transport.status();
   constexpr size_t kSlabBytes = 4 << 20;
-  auto pool = SlabPool::Create(**transport, kSlabBytes, 8);
+  auto pool = SlabPool::Create(**transport, kSlabBytes, 8, PageBacking::kBasePages);
   ASSERT_TRUE(pool.ok()) << pool.status();
+  EXPECT_FALSE((*pool)->huge_pages_advised());
+  EXPECT_EQ(AnonHugeKiB((*pool)->region()), 0u);
   std::byte* first = nullptr;
   {
     std::optional<Slab> slab = (*pool)->TryAcquire();
@@ -81,6 +119,41 @@ TEST(SlabPoolTest, MemoryIsCommittedOnlyWhereBatchesWereWritten) {
     std::memset(slab->data(), 2, 8192);
   }
   EXPECT_LE(ResidentPages(first, 8 * kSlabBytes), 2u + 16u);
+  EXPECT_EQ(AnonHugeKiB((*pool)->region()), 0u);
+}
+
+TEST(SlabPoolTest, HugePagesBackTheSlabsWrittenAndNoOthers) {
+  NullHandler handler;
+  auto transport = CreateTransport("ucx", {}, &handler);
+  ASSERT_TRUE(transport.ok()) << transport.status();
+  constexpr size_t kSlabBytes = 4 << 20;
+  auto pool = SlabPool::Create(**transport, kSlabBytes, 8, PageBacking::kHugeWhereAvailable);
+  ASSERT_TRUE(pool.ok()) << pool.status();
+  const size_t huge_page = HugePageBytes();
+  if (!(*pool)->huge_pages_advised()) {
+    ASSERT_EQ(huge_page, 0u) << "THP is on with " << huge_page << "-byte pages, yet not advised";
+    GTEST_SKIP() << "this kernel offers no transparent huge pages (THP off or absent)";
+  }
+  ASSERT_GT(huge_page, 0u);
+  std::optional<Slab> slab = (*pool)->TryAcquire();
+  ASSERT_TRUE(slab.has_value());
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(slab->data()) % huge_page, 0u);
+  EXPECT_EQ(AnonHugeKiB((*pool)->region()), 0u);  // nothing committed before a write
+  std::memset(slab->data(), 1, kSlabBytes);       // a whole 4 MiB batch
+  // The slab written is on huge pages (the kernel may fall back to base pages only when it
+  // has no free huge page, which a test machine has); the seven others stay uncommitted.
+  EXPECT_GE(AnonHugeKiB((*pool)->region()), huge_page / 1024);
+  EXPECT_LE(ResidentPages((*pool)->region().base(), 8 * kSlabBytes),
+            kSlabBytes / static_cast<size_t>(sysconf(_SC_PAGESIZE)));
+}
+
+TEST(SlabPoolTest, HugePagesCanBeTurnedOffFromTheEnvironment) {
+  ASSERT_EQ(setenv("SLUICE_HUGE_PAGES", "off", 1), 0);
+  EXPECT_EQ(DefaultPageBacking(), PageBacking::kBasePages);
+  ASSERT_EQ(setenv("SLUICE_HUGE_PAGES", "auto", 1), 0);
+  EXPECT_EQ(DefaultPageBacking(), PageBacking::kHugeWhereAvailable);
+  ASSERT_EQ(unsetenv("SLUICE_HUGE_PAGES"), 0);
+  EXPECT_EQ(DefaultPageBacking(), PageBacking::kHugeWhereAvailable);
 }
 
 TEST(SlabPoolTest, RejectsEmptyPools) {
