@@ -37,7 +37,8 @@ nlohmann::json TransportPerfResult::ToJson() const {
           {"round_trip_us", round_trip_us},
           {"message_latency_us", message_latency_us},
           {"message_round_trip_us", message_round_trip_us},
-          {"payload_bytes_copied", payload_bytes_copied}};
+          {"payload_bytes_copied", payload_bytes_copied},
+          {"huge_pages", huge_pages}};
 }
 
 std::string EffectiveUcxTls(const transport::TransportOptions& options) {
@@ -229,6 +230,7 @@ absl::StatusOr<TransportPerfResult> RunTransportPerfClient(const transport::Addr
   result.bandwidth_mb_s =
       static_cast<double>(options.size) * options.iterations / result.seconds / 1e6;
   result.payload_bytes_copied = rpc->transport().stats().payload_bytes_copied - copied_before;
+  result.huge_pages = landing->huge_pages_advised();
 
   if (options.latency_iterations > 0) {
     for (int i = 0; i < 100; ++i)

@@ -50,6 +50,7 @@ struct TransportPerfResult {
   double message_latency_us = 0;
   double message_round_trip_us = 0;
   uint64_t payload_bytes_copied = 0;  // by the receiving transport during the bandwidth run
+  bool huge_pages = false;            // the landing pool asked for huge pages (SlabPool)
 
   [[nodiscard]] nlohmann::json ToJson() const;
 };

@@ -27,6 +27,7 @@
 #include "tools/byte_size.h"
 #include "tools/perf_commands.h"
 #include "transport/progress_mode.h"
+#include "transport/slab_pool.h"
 
 namespace sluice::tools {
 namespace {
@@ -452,6 +453,8 @@ int RunServiceCommand(const ServiceFlags& flags) {
       {"p99_us", p99},
       {"copied_bytes_per_delivered_byte", copied_per_byte},
       {"per_worker_batches", per_worker},
+      // Every process's slab pools (they inherit SLUICE_HUGE_PAGES).
+      {"huge_pages", transport::DefaultPoolsUseHugePages()},
       // Batches workers let go unacknowledged: above 0, a broken
       // connection could have lost one (raise the workers' --slabs).
       {"kept_batches_released", kept_released}};

@@ -23,25 +23,6 @@ size_t RoundUp(size_t bytes, size_t multiple) {
   return (bytes + multiple - 1) / multiple * multiple;
 }
 
-// The size of a transparent huge page, or 0 when the kernel has none to give: no THP
-// support, or THP switched off ("[never]").
-size_t TransparentHugePageBytes() {
-  static const size_t bytes = [] {
-    std::string enabled;
-    std::getline(std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled"), enabled);
-    if (enabled.empty() || absl::StrContains(enabled, "[never]")) return size_t{0};
-    std::string size_text;
-    std::getline(std::ifstream("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size"), size_text);
-    size_t size = 0;
-    if (!absl::SimpleAtoi(size_text, &size) || size < kSlabAlignment ||
-        size % kSlabAlignment != 0) {
-      return size_t{0};
-    }
-    return size;
-  }();
-  return bytes;
-}
-
 // An anonymous private mapping of `bytes`, starting on a multiple of `alignment` (a power of
 // two, or 0 for the page alignment mmap gives). Over-maps and trims, as mmap cannot align.
 void* MapAligned(size_t bytes, size_t alignment) {
@@ -58,11 +39,32 @@ void* MapAligned(size_t bytes, size_t alignment) {
 }
 }  // namespace
 
+size_t TransparentHugePageBytes() {
+  static const size_t bytes = [] {
+    std::string enabled;
+    std::getline(std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled"), enabled);
+    if (enabled.empty() || absl::StrContains(enabled, "[never]")) return size_t{0};
+    std::string size_text;
+    std::getline(std::ifstream("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size"), size_text);
+    size_t size = 0;
+    if (!absl::SimpleAtoi(size_text, &size) || size < kSlabAlignment || (size & (size - 1)) != 0) {
+      return size_t{0};
+    }
+    return size;
+  }();
+  return bytes;
+}
+
 PageBacking DefaultPageBacking() {
   const char* choice = std::getenv("SLUICE_HUGE_PAGES");
   return choice != nullptr && absl::EqualsIgnoreCase(choice, "off")
              ? PageBacking::kBasePages
              : PageBacking::kHugeWhereAvailable;
+}
+
+bool DefaultPoolsUseHugePages() {
+  return DefaultPageBacking() == PageBacking::kHugeWhereAvailable &&
+         TransparentHugePageBytes() != 0;
 }
 
 Slab& Slab::operator=(Slab&& other) noexcept {

@@ -67,6 +67,12 @@ enum class PageBacking {
 // kHugeWhereAvailable unless SLUICE_HUGE_PAGES=off.
 [[nodiscard]] PageBacking DefaultPageBacking();
 
+// The kernel's transparent huge page size, 0 when it has none to give (no THP, or "never").
+[[nodiscard]] size_t TransparentHugePageBytes();
+
+// Whether pools made with the default backing ask for huge pages on this host.
+[[nodiscard]] bool DefaultPoolsUseHugePages();
+
 class SlabPool : public std::enable_shared_from_this<SlabPool> {
  public:
   [[nodiscard]] static absl::StatusOr<std::shared_ptr<SlabPool>> Create(

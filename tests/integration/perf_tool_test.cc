@@ -13,6 +13,7 @@
 #include "common/subprocess.h"
 #include "nlohmann/json.hpp"
 #include "transport/progress_mode.h"
+#include "transport/slab_pool.h"
 
 namespace sluice::testing {
 namespace {
@@ -44,6 +45,26 @@ TEST(PerfToolTest, TransportReportsTheContractFields) {
   // Above the rendezvous threshold the payload lands without a copy.
   EXPECT_EQ(r["payload_bytes_copied"], 0);
   EXPECT_EQ(r["window"], 8) << "4MiB in flight allow all 8 requests of 256 KiB";
+  EXPECT_EQ(r["huge_pages"], transport::DefaultPoolsUseHugePages()) << r.dump();
+}
+
+// SLUICE_HUGE_PAGES=off reaches the pools of every process a perf run starts.
+TEST(PerfToolTest, HugePagesFollowTheEnvironment) {
+  ASSERT_EQ(setenv("SLUICE_HUGE_PAGES", "off", 1), 0);
+  nlohmann::json transport = RunJson({PerfBinary(), "transport", "--size", "1MiB", "--iterations",
+                                      "20", "--latency-iterations", "0", "--json"});
+  nlohmann::json service =
+      RunJson({PerfBinary(), "service", "--workers", "1", "--clients", "1", "--batch-bytes",
+               "64KiB", "--seconds", "1", "--mode", "off", "--json"});
+  ASSERT_EQ(unsetenv("SLUICE_HUGE_PAGES"), 0);
+  EXPECT_EQ(transport["huge_pages"], false) << transport.dump();
+  EXPECT_EQ(service["huge_pages"], false) << service.dump();
+  if (transport::TransparentHugePageBytes() == 0) {
+    GTEST_SKIP() << "no transparent huge pages on this host: the default is base pages too";
+  }
+  nlohmann::json by_default = RunJson({PerfBinary(), "transport", "--size", "1MiB", "--iterations",
+                                       "20", "--latency-iterations", "0", "--json"});
+  EXPECT_EQ(by_default["huge_pages"], true) << by_default.dump();
 }
 
 // As `sluice read`, the transport run keeps fewer requests in flight for large messages:
