@@ -59,6 +59,10 @@ for tls in "posix,sysv,cma,self" "tcp,self"; do
   export UCX_TLS=$tls
   compare_bandwidth "$tls" 1048576 $mib_iters "" "" "vs ucp_am_bw"
   compare_bandwidth "$tls" 16777216 $big_iters "" "" "vs ucp_am_bw"
+  # Sluice's slab pools are on transparent huge pages (transport/slab_pool.h), ucx_perftest's
+  # buffers on base pages; this row compares the two on base pages.
+  SLUICE_HUGE_PAGES=off compare_bandwidth "$tls" 1048576 $mib_iters "" "" \
+    "base pages (SLUICE_HUGE_PAGES=off) vs ucp_am_bw"
   # Over tcp Sluice's default asks UCX to watch for dead peers (UCP_ERR_HANDLING_MODE_PEER,
   # TransportOptions::ucx_peer_failure), under which UCX 1.13 moves a payload through its
   # tcp segments; Sluice sets them to 512 KiB (ucx_tcp_segment_bytes). The rows above compare
