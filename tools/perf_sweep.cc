@@ -16,6 +16,7 @@
 #include "perf/transport_perf.h"
 #include "tools/byte_size.h"
 #include "tools/perf_commands.h"
+#include "transport/slab_pool.h"
 
 namespace sluice::tools {
 namespace {
@@ -93,6 +94,8 @@ int RunSweepCommand(const SweepFlags& flags) {
   std::ofstream csv(flags.out + ".csv");
   csv << "series,size,workers,bandwidth_mb_s\n";
   const std::string tls = perf::EffectiveUcxTls({});
+  // ucx_perftest's buffers are on base pages; Sluice's pools on huge pages unless told not.
+  const std::string pages = transport::DefaultPoolsUseHugePages() ? "huge pages" : "base pages";
   int point = 0;
   const int points = static_cast<int>(sizes->size() * (workers.size() + (perftest ? 2 : 1)));
   auto progress = [&](const std::string& what) {
@@ -135,13 +138,15 @@ int RunSweepCommand(const SweepFlags& flags) {
     csv.flush();
   }
   csv.close();
-  std::cout << "wrote " << flags.out << ".csv (UCX_TLS=" << tls << ")\n";
+  std::cout << "wrote " << flags.out << ".csv (UCX_TLS=" << tls << ", Sluice slabs on " << pages
+            << ")\n";
 
   // The plot: one line per series, bandwidth against size on a log axis.
   std::ofstream gp(flags.out + ".gp");
   gp << "set datafile separator ','\nset terminal pngcairo size 900,560\n"
      << "set output '" << flags.out << ".png'\n"
-     << "set title 'Sluice bandwidth vs batch size (UCX_TLS=" << tls << ")'\n"
+     << "set title 'Sluice bandwidth vs batch size (UCX_TLS=" << tls << ", Sluice slabs on "
+     << pages << ")'\n"
      << "set logscale x 2\nset xlabel 'bytes per batch'\nset ylabel 'MB/s (decimal)'\n"
      << "set key left top\nset grid\n"
      << "series = system(\"tail -n +2 " << flags.out << ".csv | cut -d, -f1 | sort -u\")\n"
