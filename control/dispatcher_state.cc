@@ -344,9 +344,20 @@ absl::StatusOr<proto::WorkerHeartbeatResponse> DispatcherState::WorkerHeartbeat(
         " is not in the dispatcher's --worker-addresses list (", worker_list_.ToString(),
         "); start it with a listed --port and --advertise-host"));
   }
+  // The jobs whose pass a restarted worker's old process was still reading. OFF tasks and
+  // static shards restart with the worker, so the new process reads them again even where
+  // losing the old task leaves every other task of the job finished (the job would look
+  // finished, and the restarted pass would never be read).
+  absl::flat_hash_set<int64_t> restarting_jobs;
   if (auto known = workers_.find(request.worker_address());
       known != workers_.end() && !known->second.lost && !known->second.uid.empty() &&
       known->second.uid != request.worker_uid()) {
+    for (int64_t id : known->second.task_ids) {
+      const Task& task = tasks_.at(id);
+      if (!task.finished && !task.lost && !JobFinished(jobs_.at(task.job_id))) {
+        restarting_jobs.insert(task.job_id);
+      }
+    }
     // Restarted faster than the worker timeout: the old process and its leases are gone.
     LoseWorker(request.worker_address(), known->second, "restarted (a new process)");
   }
@@ -365,7 +376,9 @@ absl::StatusOr<proto::WorkerHeartbeatResponse> DispatcherState::WorkerHeartbeat(
     Journal(update);
     // A new worker joins every job that has not finished, as in tf.data service.
     for (auto& [id, job] : jobs_) {
-      if (!JobFinished(job)) CreateTask(job, request.worker_address());
+      if (!JobFinished(job) || restarting_jobs.contains(id)) {
+        CreateTask(job, request.worker_address());
+      }
     }
     // Re-issues waiting for a live worker can go here now.
     for (auto& [id, job] : jobs_) LaunchRecoveries(job);
