@@ -62,16 +62,6 @@ size_t ResidentPages(const std::byte* data, size_t bytes) {
   return resident;
 }
 
-// The kernel's transparent huge page size, 0 when THP is off or absent.
-size_t HugePageBytes() {
-  std::string enabled;
-  std::getline(std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled"), enabled);
-  if (enabled.empty() || enabled.find("[never]") != std::string::npos) return 0;
-  size_t bytes = 0;
-  std::ifstream("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size") >> bytes;
-  return bytes;
-}
-
 // KiB of `region` on anonymous huge pages, from /proc/self/smaps.
 size_t AnonHugeKiB(const MemoryRegion& region) {
   const auto begin = reinterpret_cast<uintptr_t>(region.base());
@@ -93,12 +83,21 @@ size_t AnonHugeKiB(const MemoryRegion& region) {
   return kib;
 }
 
-TEST(SlabPoolTest, MemoryIsCommittedOnlyWhereBatchesWereWritten) {
-  NullHandler handler;
-  auto transport = CreateTransport("ucx", {}, &handler);
-  ASSERT_TRUE(transport.ok()) << transport.status();
+// Pools over the UCX transport as UCX_TLS leaves it.
+class SlabPoolOverUcxTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto transport = CreateTransport("ucx", {}, &handler_);
+    ASSERT_TRUE(transport.ok()) << transport.status();
+    transport_ = std::move(*transport);
+  }
+  NullHandler handler_;
+  std::unique_ptr<Transport> transport_;
+};
+
+TEST_F(SlabPoolOverUcxTest, MemoryIsCommittedOnlyWhereBatchesWereWritten) {
   constexpr size_t kSlabBytes = 4 << 20;
-  auto pool = SlabPool::Create(**transport, kSlabBytes, 8, PageBacking::kBasePages);
+  auto pool = SlabPool::Create(*transport_, kSlabBytes, 8, PageBacking::kBasePages);
   ASSERT_TRUE(pool.ok()) << pool.status();
   EXPECT_FALSE((*pool)->huge_pages_advised());
   EXPECT_EQ(AnonHugeKiB((*pool)->region()), 0u);
@@ -122,14 +121,11 @@ TEST(SlabPoolTest, MemoryIsCommittedOnlyWhereBatchesWereWritten) {
   EXPECT_EQ(AnonHugeKiB((*pool)->region()), 0u);
 }
 
-TEST(SlabPoolTest, HugePagesBackTheSlabsWrittenAndNoOthers) {
-  NullHandler handler;
-  auto transport = CreateTransport("ucx", {}, &handler);
-  ASSERT_TRUE(transport.ok()) << transport.status();
+TEST_F(SlabPoolOverUcxTest, HugePagesBackTheSlabsWrittenAndNoOthers) {
   constexpr size_t kSlabBytes = 4 << 20;
-  auto pool = SlabPool::Create(**transport, kSlabBytes, 8, PageBacking::kHugeWhereAvailable);
+  auto pool = SlabPool::Create(*transport_, kSlabBytes, 8, PageBacking::kHugeWhereAvailable);
   ASSERT_TRUE(pool.ok()) << pool.status();
-  const size_t huge_page = HugePageBytes();
+  const size_t huge_page = TransparentHugePageBytes();
   if (!(*pool)->huge_pages_advised()) {
     ASSERT_EQ(huge_page, 0u) << "THP is on with " << huge_page << "-byte pages, yet not advised";
     GTEST_SKIP() << "this kernel offers no transparent huge pages (THP off or absent)";
