@@ -66,15 +66,22 @@ struct SweepFlags {
   bool skip_perftest = false;
 };
 
+struct DoctorFlags {
+  bool json = false;
+  bool strict = false;  // exit 1 on any warning
+};
+
 void AddTransportFlags(CLI::App* app, TransportFlags& flags);
 void AddServiceFlags(CLI::App* app, ServiceFlags& flags);
 void AddServiceClientFlags(CLI::App* app, ServiceClientFlags& flags);
 void AddSweepFlags(CLI::App* app, SweepFlags& flags);
+void AddDoctorFlags(CLI::App* app, DoctorFlags& flags);
 
 int RunTransportCommand(const TransportFlags& flags);
 int RunServiceCommand(const ServiceFlags& flags);
 int RunServiceClientCommand(const ServiceClientFlags& flags);
 int RunSweepCommand(const SweepFlags& flags);
+int RunDoctorCommand(const DoctorFlags& flags);
 
 }  // namespace sluice::tools
 

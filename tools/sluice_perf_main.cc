@@ -3,6 +3,7 @@
 //   sluice-perf transport --transport ucx --size 1MiB --iterations 2000 --json
 //   sluice-perf service --workers 1 --clients 1 --batch-bytes 1MiB --seconds 10 --json
 //   sluice-perf sweep --sizes 64KiB,1MiB,16MiB --workers 1,2 --out perf/sweep
+//   sluice-perf doctor [--json] [--strict]
 //
 // Each run starts its peers as real processes (this binary or `sluice`).
 #include <signal.h>
@@ -61,6 +62,13 @@ int Main(int argc, char** argv) {
       "writes CSV and a PNG plot");
   AddSweepFlags(sweep_cmd, sweep_flags);
 
+  DoctorFlags doctor_flags;
+  CLI::App* doctor_cmd = app.add_subcommand(
+      "doctor",
+      "What this host gives Sluice's data path (shared memory, CMA, RDMA and memlock, huge "
+      "pages, CPUs, /dev/shm, libfabric, GPUs) and what to change");
+  AddDoctorFlags(doctor_cmd, doctor_flags);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -83,6 +91,7 @@ int Main(int argc, char** argv) {
   if (transport_cmd->parsed()) return RunTransportCommand(transport_flags);
   if (service_cmd->parsed()) return RunServiceCommand(service_flags);
   if (client_cmd->parsed()) return RunServiceClientCommand(client_flags);
+  if (doctor_cmd->parsed()) return RunDoctorCommand(doctor_flags);
   return RunSweepCommand(sweep_flags);
 }
 

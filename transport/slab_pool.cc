@@ -1,6 +1,7 @@
 #include "transport/slab_pool.h"
 
 #include <sys/mman.h>
+#include <sys/resource.h>
 
 #include <cerrno>
 #include <cstdint>
@@ -67,6 +68,20 @@ bool DefaultPoolsUseHugePages() {
          TransparentHugePageBytes() != 0;
 }
 
+absl::Status ExplainRegistrationFailure(const absl::Status& why, size_t bytes,
+                                        uint64_t memlock_limit) {
+  const std::string what =
+      absl::StrCat("registering a slab pool of ", bytes, " bytes: ", why.message());
+  if (memlock_limit == RLIM_INFINITY || memlock_limit >= bytes) {
+    return absl::Status(why.code(), what);
+  }
+  return absl::Status(
+      why.code(),
+      absl::StrCat(what, " (RLIMIT_MEMLOCK is ", memlock_limit,
+                   " bytes, below the pool: RDMA pins registered memory, so raise it for this "
+                   "process, e.g. `ulimit -l unlimited`; `sluice-perf doctor` checks the host)"));
+}
+
 Slab& Slab::operator=(Slab&& other) noexcept {
   if (this != &other) {
     Release();
@@ -119,7 +134,13 @@ absl::StatusOr<std::shared_ptr<SlabPool>> SlabPool::Create(Transport& transport,
   if (backing == PageBacking::kBasePages) madvise(memory, mapped, MADV_NOHUGEPAGE);
   std::shared_ptr<SlabPool> pool(new SlabPool(static_cast<std::byte*>(memory), mapped, rounded,
                                               num_slabs, huge_pages_advised));
-  SLUICE_ASSIGN_OR_RETURN(pool->region_, transport.RegisterMemory(memory, total));
+  absl::StatusOr<std::unique_ptr<MemoryRegion>> region = transport.RegisterMemory(memory, total);
+  if (!region.ok()) {
+    rlimit memlock{RLIM_INFINITY, RLIM_INFINITY};
+    getrlimit(RLIMIT_MEMLOCK, &memlock);
+    return ExplainRegistrationFailure(region.status(), total, memlock.rlim_cur);
+  }
+  pool->region_ = *std::move(region);
   return pool;
 }
 

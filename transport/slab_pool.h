@@ -20,6 +20,7 @@
 #define SLUICE_TRANSPORT_SLAB_POOL_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <span>
@@ -72,6 +73,12 @@ enum class PageBacking {
 
 // Whether pools made with the default backing ask for huge pages on this host.
 [[nodiscard]] bool DefaultPoolsUseHugePages();
+
+// `why` a pool of `bytes` failed to register, with the likely cause added when the soft
+// RLIMIT_MEMLOCK (`memlock_limit`, RLIM_INFINITY for none) is below `bytes`: RDMA pins
+// registered memory, and a low limit is the usual reason registration fails there.
+[[nodiscard]] absl::Status ExplainRegistrationFailure(const absl::Status& why, size_t bytes,
+                                                      uint64_t memlock_limit);
 
 class SlabPool : public std::enable_shared_from_this<SlabPool> {
  public:

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cinttypes>
@@ -158,6 +159,23 @@ TEST(SlabPoolTest, RejectsEmptyPools) {
   ASSERT_TRUE(transport.ok());
   EXPECT_FALSE(SlabPool::Create(**transport, 0, 4).ok());
   EXPECT_FALSE(SlabPool::Create(**transport, 4096, 0).ok());
+}
+
+// A registration that fails under a memlock limit below the pool says so, and how to fix it;
+// one under a limit that is not the cause keeps the transport's reason alone.
+TEST(SlabPoolTest, ARegistrationFailureNamesALowMemlockLimit) {
+  const absl::Status ucx = absl::ResourceExhaustedError("ucp_mem_map: Out of memory");
+  const absl::Status low = ExplainRegistrationFailure(ucx, 256 << 20, 8 << 20);
+  EXPECT_EQ(low.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(low.message().find("ucp_mem_map: Out of memory"), absl::string_view::npos);
+  EXPECT_NE(low.message().find("RLIMIT_MEMLOCK is 8388608 bytes"), absl::string_view::npos) << low;
+  EXPECT_NE(low.message().find("ulimit -l unlimited"), absl::string_view::npos);
+  for (uint64_t limit : {uint64_t{256} << 20, uint64_t{RLIM_INFINITY}}) {
+    const absl::Status fine = ExplainRegistrationFailure(ucx, 256 << 20, limit);
+    EXPECT_EQ(fine.code(), absl::StatusCode::kResourceExhausted);
+    EXPECT_EQ(fine.message().find("RLIMIT_MEMLOCK"), absl::string_view::npos) << fine;
+    EXPECT_NE(fine.message().find("268435456 bytes: ucp_mem_map"), absl::string_view::npos);
+  }
 }
 
 TEST(TransportFactoryTest, UnknownSchemeIsAnError) {

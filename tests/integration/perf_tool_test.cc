@@ -238,6 +238,39 @@ TEST(PerfToolTest, ServiceReadsInCoordinatedRounds) {
   EXPECT_THAT(dynamic.stderr_text(), ::testing::HasSubstr("--coordinated needs --mode off"));
 }
 
+// `doctor` reports the host as the processes it starts would see it (UCX_TLS from the
+// environment), and --strict turns its warnings into the exit status.
+TEST(PerfToolTest, DoctorWarnsAboutAUcxTlsWithoutSharedMemory) {
+  const char* outer = std::getenv("UCX_TLS");
+  const std::string restore = outer != nullptr ? outer : "";
+  ASSERT_EQ(setenv("UCX_TLS", "tcp,self", 1), 0);
+  Subprocess strict({PerfBinary(), "doctor", "--json", "--strict"});
+  const int strict_rc = strict.Wait(absl::Seconds(60));
+  ASSERT_EQ(outer != nullptr ? setenv("UCX_TLS", restore.c_str(), 1) : unsetenv("UCX_TLS"), 0);
+  EXPECT_EQ(strict_rc, 1) << strict.stderr_text();
+  nlohmann::json report = nlohmann::json::parse(strict.stdout_text());
+  EXPECT_EQ(report["facts"]["ucx"]["tls"], "tcp,self");
+  EXPECT_GE(report["warnings"].get<int>(), 1);
+  bool warned = false;
+  for (const auto& finding : report["findings"]) {
+    if (finding["topic"] == "shared_memory") {
+      warned = finding["severity"] == "warn";
+      EXPECT_THAT(finding["advice"].get<std::string>(), ::testing::HasSubstr("UCX_TLS=tcp,self"));
+    }
+  }
+  EXPECT_TRUE(warned) << report.dump();
+  EXPECT_EQ(report["facts"]["usable_cpus"], transport::UsableCpus());
+
+  // Without --strict a warning is not a failure; the text names every topic.
+  Subprocess text({PerfBinary(), "doctor"});
+  EXPECT_EQ(text.Wait(absl::Seconds(60)), 0) << text.stderr_text();
+  for (const char* topic : {"ucx", "shared_memory", "cma", "rdma", "huge_pages", "progress",
+                            "dev_shm", "libfabric", "gpu"}) {
+    EXPECT_THAT(text.stdout_text(), ::testing::HasSubstr(topic));
+  }
+  EXPECT_THAT(text.stdout_text(), ::testing::ContainsRegex("[0-9]+ warnings?"));
+}
+
 TEST(PerfToolTest, BadArgumentsAreClearErrors) {
   Subprocess bad({PerfBinary(), "transport", "--size", "12 parsecs"});
   EXPECT_EQ(bad.Wait(absl::Seconds(30)), 1);
