@@ -117,10 +117,17 @@ TEST(AssessHostTest, MissingCmaNamesTheCauseThatApplies) {
   EXPECT_EQ(refused.severity, Severity::kWarn);
   EXPECT_THAT(refused.advice, HasSubstr("Operation not permitted"));
   EXPECT_THAT(refused.advice, HasSubstr("SYS_PTRACE"));
+  EXPECT_THAT(refused.summary, HasSubstr("over tcp on loopback"));
+  EXPECT_THAT(refused.advice, HasSubstr("UCX_TLS=posix,sysv,self"));
 
   facts.cma.syscall_permitted = true;
   facts.cma.yama_ptrace_scope = 2;
   EXPECT_THAT(Topic(AssessHost(facts), "cma").advice, HasSubstr("ptrace_scope is 2"));
+
+  facts.ucx.transports = {"self", "sysv", "posix"};
+  const Finding shm_only = Topic(AssessHost(facts), "cma");
+  EXPECT_THAT(shm_only.summary, HasSubstr("bounce buffers"));
+  EXPECT_THAT(shm_only.advice, ::testing::Not(HasSubstr("UCX_TLS=posix,sysv,self")));
 
   facts.ucx.transports.push_back("xpmem");
   EXPECT_EQ(Topic(AssessHost(facts), "cma").severity, Severity::kOk)

@@ -271,6 +271,45 @@ TEST(PerfToolTest, DoctorWarnsAboutAUcxTlsWithoutSharedMemory) {
   EXPECT_THAT(text.stdout_text(), ::testing::ContainsRegex("[0-9]+ warnings?"));
 }
 
+std::string DenyCmaBinary() {
+  const char* path = std::getenv("SLUICE_DENY_CMA_BINARY");
+  return path ? path : "deny_cma";
+}
+
+// A host that refuses cross-memory attach (tests/tools/deny_cma: a seccomp filter, as in
+// some containers): UCX drops cma, `doctor` warns and names the cause, and the transport
+// still moves every byte, with UCX watching peers whose large messages now go over tcp
+// rather than warning that it does not.
+TEST(PerfToolTest, WithoutCrossMemoryAttachDoctorSaysWhyAndBatchesStillMove) {
+  if (std::getenv("UCX_TLS") != nullptr) GTEST_SKIP() << "needs UCX's default transports";
+  Subprocess doctor({DenyCmaBinary(), PerfBinary(), "doctor", "--json"});
+  ASSERT_EQ(doctor.Wait(absl::Seconds(60)), 0) << doctor.stderr_text();
+  nlohmann::json report = nlohmann::json::parse(doctor.stdout_text());
+  EXPECT_EQ(report["facts"]["cma"]["syscall_permitted"], false) << report.dump();
+  for (const auto& transport : report["facts"]["ucx"]["transports"]) {
+    EXPECT_NE(transport, "cma") << "UCX tests process_vm_writev before it offers cma";
+  }
+  bool warned = false;
+  for (const auto& finding : report["findings"]) {
+    if (finding["topic"] != "cma") continue;
+    warned = finding["severity"] == "warn";
+    EXPECT_THAT(finding["advice"].get<std::string>(),
+                ::testing::HasSubstr("Operation not permitted"));
+  }
+  EXPECT_TRUE(warned) << report.dump();
+
+  Subprocess transport({DenyCmaBinary(), PerfBinary(), "transport", "--size", "1MiB",
+                        "--iterations", "100", "--latency-iterations", "100", "--json"});
+  ASSERT_EQ(transport.Wait(absl::Seconds(120)), 0) << transport.stderr_text();
+  nlohmann::json r = nlohmann::json::parse(transport.stdout_text());
+  EXPECT_GT(r["bandwidth_mb_s"].get<double>(), 0);
+  EXPECT_EQ(r["payload_bytes_copied"], 0);
+  EXPECT_THAT(r["transport_description"].get<std::string>(),
+              ::testing::HasSubstr("dead peers: UCX (peer mode)"));
+  EXPECT_THAT(transport.stderr_text(),
+              ::testing::Not(::testing::HasSubstr("without UCX's peer watch")));
+}
+
 TEST(PerfToolTest, BadArgumentsAreClearErrors) {
   Subprocess bad({PerfBinary(), "transport", "--size", "12 parsecs"});
   EXPECT_EQ(bad.Wait(absl::Seconds(30)), 1);

@@ -162,6 +162,11 @@ PeerWatch UcxContext::ChooseAutomatically(const std::vector<std::string>& transp
   };
   // An active-message lane in shared memory (cma, knem and xpmem move rendezvous data only).
   if (!has("posix") && !has("sysv")) return PeerWatch::kUcx;
+  // And a single-copy one for rendezvous data: without it (a seccomp filter refusing
+  // process_vm_readv, as in some containers) UCX 1.13 gives a same-host peer's endpoint a
+  // tcp lane for large messages, which then needs UCX's watch like any tcp peer. Measured
+  // under tests/tools/deny_cma: 1 MiB at 1.9-3.4 GB/s either way, tcp carrying the bytes.
+  if (!has("cma") && !has("knem") && !has("xpmem")) return PeerWatch::kUcx;
   for (const std::string& t : transports) {
     if (t != "tcp" && !IsSharedMemoryOrSelf(t)) return PeerWatch::kUcx;
   }

@@ -66,7 +66,10 @@ TEST(UcxContextTest, AutomaticWatchFollowsTheTransports) {
   // but same-host peers, which UCX reaches over shared memory, are left to the socket.
   EXPECT_EQ(UcxContext::ChooseAutomatically({"self", "tcp", "posix", "sysv", "cma"}),
             PeerWatch::kSocketForLocalPeers);
-  EXPECT_EQ(UcxContext::ChooseAutomatically({"tcp", "sysv"}), PeerWatch::kSocketForLocalPeers);
+  EXPECT_EQ(UcxContext::ChooseAutomatically({"tcp", "sysv", "xpmem"}),
+            PeerWatch::kSocketForLocalPeers);
+  // Without a single-copy transport UCX carries a same-host peer's large messages over tcp.
+  EXPECT_EQ(UcxContext::ChooseAutomatically({"self", "tcp", "posix", "sysv"}), PeerWatch::kUcx);
   // Without posix or sysv a same-host peer's messages would go over tcp.
   EXPECT_EQ(UcxContext::ChooseAutomatically({"self", "tcp", "cma"}), PeerWatch::kUcx);
   EXPECT_EQ(UcxContext::ChooseAutomatically({"self", "tcp"}), PeerWatch::kUcx);
