@@ -57,6 +57,14 @@ class IdSlotTable {
     return TakeAt(id & kIndexMask);
   }
 
+  // Removes the entry with `id`, as Take without moving the value out (a caller that wants
+  // one member moves it from Find's pointer first); false when there is none.
+  bool Erase(uint64_t id) {
+    if (Find(id) == nullptr) return false;
+    Free(id & kIndexMask);
+    return true;
+  }
+
   // Calls `take(id, value)` for every entry; removes and returns those for which it returns
   // true, in slot order.
   template <typename Predicate>
@@ -84,13 +92,17 @@ class IdSlotTable {
   };
 
   std::optional<T> TakeAt(uint64_t index) {
+    std::optional<T> value = std::move(slots_[index].value);
+    Free(index);
+    return value;
+  }
+
+  void Free(uint64_t index) {
     Slot& slot = slots_[index];
-    std::optional<T> value = std::move(slot.value);
     slot.value.reset();
     slot.id = 0;
     free_.push_back(static_cast<uint32_t>(index));
     --size_;
-    return value;
   }
 
   std::vector<Slot> slots_;

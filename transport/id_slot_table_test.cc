@@ -33,6 +33,22 @@ TEST(IdSlotTableTest, EachEntryIsFoundByItsOwnIdUntilTaken) {
   EXPECT_EQ(*table.Find(b), "b");
 }
 
+TEST(IdSlotTableTest, EraseRemovesOnlyALiveEntryAndFreesItsSlot) {
+  IdSlotTable<std::string> table;
+  const uint64_t a = table.Insert("a");
+  const uint64_t b = table.Insert("b");
+  EXPECT_TRUE(table.Erase(a));
+  EXPECT_FALSE(table.Erase(a)) << "erased twice";
+  EXPECT_EQ(table.Find(a), nullptr);
+  EXPECT_EQ(*table.Find(b), "b");
+  EXPECT_EQ(table.size(), 1u);
+  const uint64_t c = table.Insert("c");
+  EXPECT_NE(c, a) << "the slot is reused under a new id";
+  EXPECT_EQ(table.slot_count(), 2u);
+  EXPECT_FALSE(table.Erase(a)) << "a stale id does not erase the slot's new entry";
+  EXPECT_EQ(*table.Find(c), "c");
+}
+
 // A late reply carries the id of a call that is gone; its slot may hold a newer call.
 TEST(IdSlotTableTest, AnIdIsNeverHandedOutAgainWhenItsSlotIs) {
   IdSlotTable<int> table;

@@ -66,23 +66,15 @@ int64_t DeadlineAfter(absl::Duration timeout) {
              : now + timeout_ns;
 }
 
-// Validates a frame received from the network.
-absl::StatusOr<Frame> DecodeFrame(absl::string_view header) {
+// The frame of a message received from the network; nullopt when it is not a valid one
+// (such a message is dropped: without a valid frame there is no request id to answer).
+std::optional<Frame> DecodeFrame(absl::string_view header) {
+  if (header.size() < sizeof(Frame)) return std::nullopt;
   Frame frame;
-  if (header.size() < sizeof(Frame)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("message header of ", header.size(), " bytes is shorter than a frame"));
-  }
   std::memcpy(&frame, header.data(), sizeof(Frame));
-  if (frame.kind != kRequest && frame.kind != kResponse) {
-    return absl::InvalidArgumentError(absl::StrCat("unknown message kind ", frame.kind));
-  }
+  if (frame.kind != kRequest && frame.kind != kResponse) return std::nullopt;
   const bool in_payload = frame.flags & kBodyInPayload;
-  if (!in_payload && frame.body_size != header.size() - sizeof(Frame)) {
-    return absl::InvalidArgumentError(absl::StrCat("frame announces ", frame.body_size,
-                                                   " body bytes, message carries ",
-                                                   header.size() - sizeof(Frame)));
-  }
+  if (!in_payload && frame.body_size != header.size() - sizeof(Frame)) return std::nullopt;
   return frame;
 }
 
@@ -172,8 +164,8 @@ void RpcEndpoint::Disconnect(ConnectionId connection, const absl::Status& why) {
 }
 
 void RpcEndpoint::SendFrame(ConnectionId to, uint8_t kind, uint32_t method, uint64_t request_id,
-                            const absl::Status& status, std::string body, Payload payload,
-                            SendCallback on_sent) {
+                            const absl::Status& status, std::string&& body, Payload payload,
+                            SendCallback&& on_sent) {
   Frame frame;
   frame.kind = kind;
   frame.method = method;
@@ -258,7 +250,7 @@ absl::StatusOr<CallResult> RpcEndpoint::Call(ConnectionId to, uint32_t method, s
         Waiter* waiter = &start.waiter;
         start.self->CallAsync(
             start.to, start.method, std::move(start.request), start.options,
-            [waiter](absl::StatusOr<CallResult> r) {
+            [waiter](absl::StatusOr<CallResult>&& r) {  // && : no move into the lambda
               waiter->result = std::move(r);
               // Past this exchange a caller that did not sleep may return
               // and destroy the waiter; one that sleeps made `wake` before it said so.
@@ -320,9 +312,9 @@ void RpcEndpoint::FailCall(uint64_t request_id, const absl::Status& status) {
 PayloadDestination RpcEndpoint::ChoosePayloadDestination(ConnectionId from,
                                                          absl::string_view header,
                                                          size_t payload_size) {
-  absl::StatusOr<Frame> frame = DecodeFrame(header);
-  if (!frame.ok()) return {.discard = true};  // OnMessage would drop it anyway
-  if (frame->kind != kResponse) return {};    // a request's body, on the heap
+  std::optional<Frame> frame = DecodeFrame(header);
+  if (!frame) return {.discard = true};     // OnMessage would drop it anyway
+  if (frame->kind != kResponse) return {};  // a request's body, on the heap
   absl::MutexLock lock(&mu_);
   PendingCall* call = pending_.Find(frame->request_id);
   // A reply to a call that timed out or was cancelled (a stopping reader's) goes nowhere:
@@ -335,21 +327,19 @@ PayloadDestination RpcEndpoint::ChoosePayloadDestination(ConnectionId from,
 }
 
 void RpcEndpoint::OnMessage(ConnectionId from, absl::string_view header, InboundPayload payload) {
-  absl::StatusOr<Frame> frame = DecodeFrame(header);
-  if (!frame.ok()) return;  // not ours to answer: without a valid frame there is no request id
-  std::string body;
+  const std::optional<Frame> frame = DecodeFrame(header);
+  if (!frame) return;
+  // The body, as a view: copied once, into the ServerCall or the CallResult that keeps it.
+  absl::string_view body = header.substr(sizeof(Frame));
   if (frame->flags & kBodyInPayload) {
     if (!payload.status.ok() || payload.size != frame->body_size) return;
-    body.assign(reinterpret_cast<const char*>(payload.data), payload.size);
-    payload = InboundPayload{};
-  } else {
-    body = std::string(header.substr(sizeof(Frame)));
+    body = absl::string_view(reinterpret_cast<const char*>(payload.data), payload.size);
   }
 
   if (frame->kind == kRequest) {
     auto it = handlers_.find(frame->method);
-    auto call =
-        std::make_shared<ServerCall>(this, from, frame->method, frame->request_id, std::move(body));
+    auto call = std::make_shared<ServerCall>(this, from, frame->method, frame->request_id,
+                                             std::string(body));
     if (it == handlers_.end()) {
       call->Reply(absl::UnimplementedError(absl::StrCat("unknown method ", frame->method)));
       return;
@@ -374,15 +364,19 @@ void RpcEndpoint::OnMessage(ConnectionId from, absl::string_view header, Inbound
     absl::MutexLock lock(&mu_);
     PendingCall* call = pending_.Find(frame->request_id);
     if (call == nullptr || call->connection != from) return;  // late or forged
-    done = std::move(pending_.Take(frame->request_id)->done);
+    // Only the callback leaves the table: moving the whole call out costs a reply more.
+    done = std::move(call->done);
+    pending_.Erase(frame->request_id);
   }
   auto code = static_cast<absl::StatusCode>(frame->code);
   if (code != absl::StatusCode::kOk) {
     done(absl::Status(code, body));
+  } else if (frame->flags & kBodyInPayload) {
+    done(CallResult{std::string(body), InboundPayload{}});
   } else if (!payload.status.ok()) {
     done(payload.status);
   } else {
-    done(CallResult{std::move(body), std::move(payload)});
+    done(CallResult{std::string(body), std::move(payload)});
   }
 }
 
