@@ -308,6 +308,8 @@ TEST(PerfToolTest, WithoutCrossMemoryAttachDoctorSaysWhyAndBatchesStillMove) {
               ::testing::HasSubstr("dead peers: UCX (peer mode)"));
   EXPECT_THAT(transport.stderr_text(),
               ::testing::Not(::testing::HasSubstr("without UCX's peer watch")));
+  // Said once, by each process, where it starts UCX: the client here.
+  EXPECT_THAT(transport.stderr_text(), ::testing::HasSubstr("UCX opened shared memory but no cma"));
 }
 
 TEST(PerfToolTest, BadArgumentsAreClearErrors) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/ascii.h"
@@ -146,6 +147,14 @@ bool UcxContext::SharedMemoryOnly(const std::vector<std::string>& transports) {
          std::all_of(transports.begin(), transports.end(), IsSharedMemoryOrSelf);
 }
 
+bool UcxContext::SameHostPeersUseTcp(const std::vector<std::string>& transports) {
+  const auto has = [&transports](absl::string_view name) {
+    return std::find(transports.begin(), transports.end(), name) != transports.end();
+  };
+  return (has("posix") || has("sysv")) && has("tcp") && !has("cma") && !has("knem") &&
+         !has("xpmem");
+}
+
 PeerWatch UcxContext::ChooseAutomatically(const std::vector<std::string>& transports) {
   // Shared memory has no connection that can fail inside UCX. tcp does: a dead tcp peer
   // surfaces inside UCT as a connection error, and without PEER mode nothing purges the
@@ -166,7 +175,7 @@ PeerWatch UcxContext::ChooseAutomatically(const std::vector<std::string>& transp
   // process_vm_readv, as in some containers) UCX 1.13 gives a same-host peer's endpoint a
   // tcp lane for large messages, which then needs UCX's watch like any tcp peer. Measured
   // under tests/tools/deny_cma: 1 MiB at 1.9-3.4 GB/s either way, tcp carrying the bytes.
-  if (!has("cma") && !has("knem") && !has("xpmem")) return PeerWatch::kUcx;
+  if (SameHostPeersUseTcp(transports)) return PeerWatch::kUcx;
   for (const std::string& t : transports) {
     if (t != "tcp" && !IsSharedMemoryOrSelf(t)) return PeerWatch::kUcx;
   }
@@ -224,6 +233,16 @@ absl::StatusOr<std::shared_ptr<UcxContext>> UcxContext::Create(const std::string
   std::shared_ptr<UcxContext> created(new UcxContext(context, effective_tls));
   created->transports_ = ParseContextTransports(
       PrintedBy([context](FILE* stream) { ucp_context_print_info(context, stream); }));
+  if (SameHostPeersUseTcp(created->transports_)) {
+    // Once per process: the cause is the host's, and every context would say the same.
+    static std::once_flag once;
+    std::call_once(once, [] {
+      std::fprintf(stderr,
+                   "sluice: UCX opened shared memory but no cma (nor knem, xpmem), so large "
+                   "batches between processes on this host cross tcp on loopback, several "
+                   "times slower; `sluice-perf doctor` says why\n");
+    });
+  }
   switch (resolved) {
     case UcxPeerFailure::kAuto:
       created->peer_watch_ = ChooseAutomatically(created->transports_);

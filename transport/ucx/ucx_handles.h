@@ -63,6 +63,9 @@ class UcxContext {
   // kSocketForLocalPeers for shared memory (with posix or sysv) and tcp; kUcx as soon as
   // RDMA is present, or tcp without shared memory.
   [[nodiscard]] static PeerWatch ChooseAutomatically(const std::vector<std::string>& transports);
+  // True when UCX would carry a same-host peer's large messages over tcp: shared memory
+  // (posix or sysv) and tcp, but no single-copy transport (cma, knem, xpmem).
+  [[nodiscard]] static bool SameHostPeersUseTcp(const std::vector<std::string>& transports);
   // True when every transport named is shared memory or self, none of which can fail
   // inside UCX when a peer dies.
   [[nodiscard]] static bool SharedMemoryOnly(const std::vector<std::string>& transports);

@@ -78,6 +78,15 @@ TEST(UcxContextTest, AutomaticWatchFollowsTheTransports) {
   EXPECT_EQ(UcxContext::ChooseAutomatically({}), PeerWatch::kUcx);
 }
 
+TEST(UcxContextTest, SameHostPeersUseTcpOnlyWithoutASingleCopyTransport) {
+  EXPECT_TRUE(UcxContext::SameHostPeersUseTcp({"self", "tcp", "sysv", "posix"}));
+  EXPECT_TRUE(UcxContext::SameHostPeersUseTcp({"tcp", "posix"}));
+  EXPECT_FALSE(UcxContext::SameHostPeersUseTcp({"self", "tcp", "sysv", "posix", "cma"}));
+  EXPECT_FALSE(UcxContext::SameHostPeersUseTcp({"tcp", "posix", "knem"}));
+  EXPECT_FALSE(UcxContext::SameHostPeersUseTcp({"self", "sysv", "posix"})) << "no tcp";
+  EXPECT_FALSE(UcxContext::SameHostPeersUseTcp({"self", "tcp"})) << "no shared memory";
+}
+
 TEST(UcxContextTest, OnlySharedMemoryAndSelfNeedNoUcxWatch) {
   EXPECT_TRUE(UcxContext::SharedMemoryOnly({"self", "posix", "sysv", "cma", "knem", "xpmem"}));
   EXPECT_TRUE(UcxContext::SharedMemoryOnly({"cma"}));
