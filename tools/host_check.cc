@@ -1,6 +1,7 @@
 #include "tools/host_check.h"
 
 #include <errno.h>
+#include <linux/capability.h>
 #include <sys/resource.h>
 #include <sys/statvfs.h>
 #include <sys/uio.h>
@@ -19,6 +20,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
+#include "common/capability.h"
 #include "control/worker.h"
 #include "gpu/cuda_probe.h"
 #include "gpu/ucx_memory_probe.h"
@@ -141,12 +144,14 @@ Finding SharedMemory(const UcxFacts& ucx) {
     return {"shared_memory", Severity::kOk,
             "same-host workers and readers exchange batches through shared memory", ""};
   }
-  return {"shared_memory", Severity::kWarn,
-          "UCX has no shared-memory transport (posix, sysv): same-host batches go through the "
-          "network stack, several times slower",
-          ucx.tls.empty() ? "UCX found none: check that /dev/shm is a writable tmpfs"
-                          : absl::StrCat("UCX_TLS=", ucx.tls,
-                                         " leaves them out: add posix,sysv,cma or unset it")};
+  return {
+      "shared_memory", Severity::kWarn,
+      "UCX has no shared-memory transport (posix, sysv): same-host batches go through the "
+      "network stack, several times slower",
+      transport::ucx::TlsMayInclude(ucx.tls, "posix") ||
+              transport::ucx::TlsMayInclude(ucx.tls, "sysv")
+          ? "UCX found none: check that /dev/shm is a writable tmpfs"
+          : absl::StrCat("UCX_TLS=", ucx.tls, " leaves them out: add posix,sysv,cma or unset it")};
 }
 
 Finding Cma(const HostFacts& facts) {
@@ -169,26 +174,33 @@ Finding Cma(const HostFacts& facts) {
   const bool over_tcp = Has(transports, "tcp");
   Finding finding{
       "cma", Severity::kWarn,
-      over_tcp ? "no single-copy transport (cma, knem, xpmem): UCX 1.13 then carries large "
+      over_tcp ? "no single-copy transport (cma, knem, xpmem): UCX 1.13 then carries "
                  "same-host batches over tcp on loopback (1 MiB: 3.7-4.3 GB/s against 15-16.7 "
-                 "with CMA on the reference VM)"
+                 "with CMA on the reference VM; small ones too, under UCX's peer watch)"
                : "no single-copy transport (cma, knem, xpmem): large same-host batches are "
                  "copied twice, through shared-memory bounce buffers",
       ""};
   const CmaFacts& cma = facts.cma;
-  if (!facts.ucx.tls.empty() && !absl::StrContains(facts.ucx.tls, "cma")) {
+  if (!transport::ucx::TlsMayInclude(facts.ucx.tls, "cma")) {
     finding.advice = absl::StrCat("UCX_TLS=", facts.ucx.tls, " leaves out cma: add it");
     return finding;
   }
   if (!cma.syscall_permitted) {
+    // The kernel always lets a process read its own memory: only a seccomp filter or a
+    // security module refuses that.
     finding.advice = absl::StrCat(
-        "process_vm_readv is refused here (", cma.refusal,
-        "): a container's seccomp profile or missing CAP_SYS_PTRACE; allow the syscall "
-        "(e.g. add the SYS_PTRACE capability) for the worker and reader processes");
-  } else if (cma.yama_ptrace_scope >= 2) {
+        "process_vm_readv is refused even on this process's own memory (", cma.refusal,
+        "): a seccomp filter (containers) or a security module; allow the syscall for the "
+        "worker and reader processes (Docker: a seccomp profile permitting it, or "
+        "--cap-add SYS_PTRACE where the profile ties it to that capability)");
+  } else if (cma.yama_ptrace_scope == 2) {
+    finding.advice =
+        "kernel.yama.ptrace_scope is 2: set it to 1 (UCX then allows its own peers) or give "
+        "the worker and reader processes CAP_SYS_PTRACE";
+  } else if (cma.yama_ptrace_scope >= 3) {
     finding.advice = absl::StrCat("kernel.yama.ptrace_scope is ", cma.yama_ptrace_scope,
-                                  ": set it to 1 (UCX then allows its own peers) or give the "
-                                  "processes CAP_SYS_PTRACE");
+                                  ": cross-memory attach is off until reboot; set "
+                                  "kernel.yama.ptrace_scope=1 in /etc/sysctl.d and reboot");
   } else {
     finding.advice = "UCX did not open cma: `UCX_LOG_LEVEL=debug ucx_info -d` says why";
   }
@@ -226,11 +238,17 @@ Finding Rdma(const HostFacts& facts) {
                                            "): batches between hosts are read "
                                            "straight into the reader's registered slabs");
   const uint64_t needed = DefaultWorkerPoolBytes();
+  if (facts.cap_ipc_lock) {
+    return {"rdma", Severity::kOk,
+            absl::StrCat(summary, "; CAP_IPC_LOCK lifts RLIMIT_MEMLOCK (",
+                         Bytes(facts.memlock_soft_bytes), ")"),
+            ""};
+  }
   if (facts.memlock_soft_bytes != kUnlimited && facts.memlock_soft_bytes < needed) {
     return {"rdma", Severity::kWarn,
             absl::StrCat(summary, "; but RLIMIT_MEMLOCK is ", Bytes(facts.memlock_soft_bytes),
                          " and RDMA pins every registered pool (a worker's default one is ",
-                         Bytes(needed), "), so registration will fail"),
+                         Bytes(needed), "), so registering it can fail"),
             "raise the limit for the worker and reader processes: `ulimit -l unlimited`, "
             "LimitMEMLOCK=infinity in a systemd unit, `--ulimit memlock=-1` for Docker"};
   }
@@ -367,6 +385,7 @@ HostFacts GatherHostFacts() {
     facts.memlock_soft_bytes = Limit(memlock.rlim_cur);
     facts.memlock_hard_bytes = Limit(memlock.rlim_max);
   }
+  facts.cap_ipc_lock = HasEffectiveCapability(CAP_IPC_LOCK);
   struct statvfs shm {};
   if (statvfs("/dev/shm", &shm) == 0) {
     facts.dev_shm_present = true;
@@ -433,6 +452,7 @@ nlohmann::json HostReportJson(const HostFacts& facts, const std::vector<Finding>
         {"off_by_environment", facts.huge_pages.off_by_environment}}},
       {"memlock_soft_bytes", limit(facts.memlock_soft_bytes)},
       {"memlock_hard_bytes", limit(facts.memlock_hard_bytes)},
+      {"cap_ipc_lock", facts.cap_ipc_lock},
       {"dev_shm",
        {{"present", facts.dev_shm_present},
         {"total_bytes", facts.dev_shm_total_bytes},

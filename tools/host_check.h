@@ -6,8 +6,8 @@
 // /dev/shm, RDMA devices, libfabric providers, CUDA). Assessing is a pure function of those
 // facts: each finding names a topic, says what it means for batches, and what to change when
 // it is a warning. The rules are the ones the measurements in perf/RESULTS.md taught (huge
-// pages more than doubled 1 MiB batches over shared memory; without CMA large same-host
-// batches are copied twice; RDMA pins every registered pool).
+// pages more than doubled 1 MiB batches over shared memory; without CMA UCX sends large
+// same-host batches over loopback tcp; RDMA pins every registered pool).
 //
 //   HostFacts facts = GatherHostFacts();
 //   for (const Finding& f : AssessHost(facts)) {
@@ -74,6 +74,7 @@ struct HostFacts {
   HugePageFacts huge_pages;
   uint64_t memlock_soft_bytes = 0;  // RLIMIT_MEMLOCK; kUnlimited for RLIM_INFINITY
   uint64_t memlock_hard_bytes = 0;
+  bool cap_ipc_lock = false;  // the limit does not apply (root has it)
   bool dev_shm_present = false;
   uint64_t dev_shm_total_bytes = 0;
   uint64_t dev_shm_free_bytes = 0;

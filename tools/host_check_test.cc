@@ -2,7 +2,10 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <linux/capability.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -120,9 +123,15 @@ TEST(AssessHostTest, MissingCmaNamesTheCauseThatApplies) {
   EXPECT_THAT(refused.summary, HasSubstr("over tcp on loopback"));
   EXPECT_THAT(refused.advice, HasSubstr("UCX_TLS=posix,sysv,self"));
 
+  facts.ucx.tls = "sm,tcp";  // names cma through UCX's alias: not the cause
+  EXPECT_THAT(Topic(AssessHost(facts), "cma").advice, HasSubstr("refused"));
+  facts.ucx.tls.clear();
+
   facts.cma.syscall_permitted = true;
   facts.cma.yama_ptrace_scope = 2;
   EXPECT_THAT(Topic(AssessHost(facts), "cma").advice, HasSubstr("ptrace_scope is 2"));
+  facts.cma.yama_ptrace_scope = 3;
+  EXPECT_THAT(Topic(AssessHost(facts), "cma").advice, HasSubstr("off until reboot"));
 
   facts.ucx.transports = {"self", "sysv", "posix"};
   const Finding shm_only = Topic(AssessHost(facts), "cma");
@@ -144,6 +153,12 @@ TEST(AssessHostTest, RdmaWithALowMemlockLimitWarnsThatRegistrationWillFail) {
   EXPECT_THAT(low.summary, HasSubstr("RLIMIT_MEMLOCK is 8MiB"));
   EXPECT_THAT(low.summary, HasSubstr("rc_mlx5,ud_mlx5"));
   EXPECT_THAT(low.advice, HasSubstr("ulimit -l unlimited"));
+
+  facts.cap_ipc_lock = true;
+  const Finding lifted = Topic(AssessHost(facts), "rdma");
+  EXPECT_EQ(lifted.severity, Severity::kOk);
+  EXPECT_THAT(lifted.summary, HasSubstr("CAP_IPC_LOCK"));
+  facts.cap_ipc_lock = false;
 
   facts.memlock_soft_bytes = DefaultWorkerPoolBytes();
   EXPECT_EQ(Topic(AssessHost(facts), "rdma").severity, Severity::kOk);
@@ -210,25 +225,38 @@ TEST(GatherHostFactsTest, AgreesWithTheHost) {
   if (!thp.empty()) {
     EXPECT_THAT(thp, HasSubstr("[" + facts.huge_pages.enabled + "]"));
   }
-  EXPECT_EQ(facts.cma.syscall_permitted, facts.cma.refusal.empty());
   // UCX opens cma only where process_vm_writev works, which the same filters decide.
   if (std::count(facts.ucx.transports.begin(), facts.ucx.transports.end(), "cma") > 0) {
     EXPECT_TRUE(facts.cma.syscall_permitted);
   }
+  // The capability through the system call, not /proc.
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct caps[2]{};
+  ASSERT_EQ(syscall(SYS_capget, &header, caps), 0);
+  EXPECT_EQ(facts.cap_ipc_lock, ((caps[0].effective >> CAP_IPC_LOCK) & 1) != 0);
   EXPECT_TRUE(facts.dev_shm_present);
   EXPECT_LE(facts.dev_shm_free_bytes, facts.dev_shm_total_bytes);
 }
 
+// Sets an environment variable for its lifetime, then puts back what was there.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* outer = std::getenv(name); outer != nullptr) outer_ = outer;
+    EXPECT_EQ(setenv(name, value, 1), 0);
+  }
+  ~ScopedEnv() { EXPECT_EQ(outer_ ? setenv(name_, outer_->c_str(), 1) : unsetenv(name_), 0); }
+
+ private:
+  const char* name_;
+  std::optional<std::string> outer_;
+};
+
 // UCX_TLS and SLUICE_HUGE_PAGES are read from the environment, as every Sluice process does.
 TEST(GatherHostFactsTest, FollowsTheEnvironment) {
-  const char* outer_tls = std::getenv("UCX_TLS");
-  const std::optional<std::string> restore =
-      outer_tls != nullptr ? std::optional<std::string>(outer_tls) : std::nullopt;
-  ASSERT_EQ(setenv("UCX_TLS", "tcp,self", 1), 0);
-  ASSERT_EQ(setenv("SLUICE_HUGE_PAGES", "off", 1), 0);
+  const ScopedEnv tls("UCX_TLS", "tcp,self");
+  const ScopedEnv huge("SLUICE_HUGE_PAGES", "off");
   const HostFacts facts = GatherHostFacts();
-  ASSERT_EQ(unsetenv("SLUICE_HUGE_PAGES"), 0);
-  ASSERT_EQ(restore ? setenv("UCX_TLS", restore->c_str(), 1) : unsetenv("UCX_TLS"), 0);
   EXPECT_EQ(facts.ucx.tls, "tcp,self");
   EXPECT_THAT(facts.ucx.transports, ::testing::UnorderedElementsAre("self", "tcp"));
   EXPECT_TRUE(facts.huge_pages.off_by_environment);

@@ -5,5 +5,5 @@ cd "$(dirname "$0")/.."
 tools/build.sh
 tools/check_format.sh
 # What this host gives the data path, in the log: timings in tests and benchmarks depend on it.
-build/tools/sluice-perf doctor || echo "sluice-perf doctor failed (rc=$?); the tests run anyway"
+timeout 60 build/tools/sluice-perf doctor || echo "sluice-perf doctor failed (rc=$?); the tests run anyway"
 meson test -C build --print-errorlogs --num-processes 2 "$@"

@@ -59,7 +59,7 @@ class IdSlotTable {
 
   // Removes the entry with `id`, as Take without moving the value out (a caller that wants
   // one member moves it from Find's pointer first); false when there is none.
-  bool Erase(uint64_t id) {
+  [[nodiscard]] bool Erase(uint64_t id) {
     if (Find(id) == nullptr) return false;
     Free(id & kIndexMask);
     return true;

@@ -340,6 +340,7 @@ void RpcEndpoint::OnMessage(ConnectionId from, absl::string_view header, Inbound
     auto it = handlers_.find(frame->method);
     auto call = std::make_shared<ServerCall>(this, from, frame->method, frame->request_id,
                                              std::string(body));
+    payload = InboundPayload{};  // a body that came as the payload is not held twice
     if (it == handlers_.end()) {
       call->Reply(absl::UnimplementedError(absl::StrCat("unknown method ", frame->method)));
       return;
@@ -366,13 +367,15 @@ void RpcEndpoint::OnMessage(ConnectionId from, absl::string_view header, Inbound
     if (call == nullptr || call->connection != from) return;  // late or forged
     // Only the callback leaves the table: moving the whole call out costs a reply more.
     done = std::move(call->done);
-    pending_.Erase(frame->request_id);
+    static_cast<void>(pending_.Erase(frame->request_id));  // found just above
   }
   auto code = static_cast<absl::StatusCode>(frame->code);
   if (code != absl::StatusCode::kOk) {
     done(absl::Status(code, body));
   } else if (frame->flags & kBodyInPayload) {
-    done(CallResult{std::string(body), InboundPayload{}});
+    CallResult result{std::string(body), InboundPayload{}};
+    payload = InboundPayload{};  // not held twice while `done` runs
+    done(std::move(result));
   } else if (!payload.status.ok()) {
     done(payload.status);
   } else {

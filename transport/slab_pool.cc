@@ -1,5 +1,6 @@
 #include "transport/slab_pool.h"
 
+#include <linux/capability.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 
@@ -13,6 +14,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/capability.h"
 #include "common/status_macros.h"
 
 namespace sluice::transport {
@@ -78,8 +80,9 @@ absl::Status ExplainRegistrationFailure(const absl::Status& why, size_t bytes,
   return absl::Status(
       why.code(),
       absl::StrCat(what, " (RLIMIT_MEMLOCK is ", memlock_limit,
-                   " bytes, below the pool: RDMA pins registered memory, so raise it for this "
-                   "process, e.g. `ulimit -l unlimited`; `sluice-perf doctor` checks the host)"));
+                   " bytes, below the pool: if the transport pins registered memory, as RDMA "
+                   "does, raise it for this process, e.g. `ulimit -l unlimited`; "
+                   "`sluice-perf doctor` checks the host)"));
 }
 
 Slab& Slab::operator=(Slab&& other) noexcept {
@@ -137,7 +140,8 @@ absl::StatusOr<std::shared_ptr<SlabPool>> SlabPool::Create(Transport& transport,
   absl::StatusOr<std::unique_ptr<MemoryRegion>> region = transport.RegisterMemory(memory, total);
   if (!region.ok()) {
     rlimit memlock{RLIM_INFINITY, RLIM_INFINITY};
-    getrlimit(RLIMIT_MEMLOCK, &memlock);
+    // CAP_IPC_LOCK (root has it) lifts the limit.
+    if (!HasEffectiveCapability(CAP_IPC_LOCK)) getrlimit(RLIMIT_MEMLOCK, &memlock);
     return ExplainRegistrationFailure(region.status(), total, memlock.rlim_cur);
   }
   pool->region_ = *std::move(region);

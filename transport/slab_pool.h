@@ -75,8 +75,9 @@ enum class PageBacking {
 [[nodiscard]] bool DefaultPoolsUseHugePages();
 
 // `why` a pool of `bytes` failed to register, with the likely cause added when the soft
-// RLIMIT_MEMLOCK (`memlock_limit`, RLIM_INFINITY for none) is below `bytes`: RDMA pins
-// registered memory, and a low limit is the usual reason registration fails there.
+// RLIMIT_MEMLOCK that applies (`memlock_limit`; RLIM_INFINITY for none, or with
+// CAP_IPC_LOCK) is below `bytes`: RDMA pins registered memory, and a low limit is the
+// usual reason registration fails there.
 [[nodiscard]] absl::Status ExplainRegistrationFailure(const absl::Status& why, size_t bytes,
                                                       uint64_t memlock_limit);
 

@@ -283,8 +283,17 @@ std::string DenyCmaBinary() {
 TEST(PerfToolTest, WithoutCrossMemoryAttachDoctorSaysWhyAndBatchesStillMove) {
   if (std::getenv("UCX_TLS") != nullptr) GTEST_SKIP() << "needs UCX's default transports";
   Subprocess doctor({DenyCmaBinary(), PerfBinary(), "doctor", "--json"});
-  ASSERT_EQ(doctor.Wait(absl::Seconds(60)), 0) << doctor.stderr_text();
+  const int doctor_rc = doctor.Wait(absl::Seconds(60));
+  if (doctor_rc == 1 && doctor.stdout_text().empty()) {
+    GTEST_SKIP() << "deny_cma cannot filter system calls here: " << doctor.stderr_text();
+  }
+  ASSERT_EQ(doctor_rc, 0) << doctor.stderr_text();
   nlohmann::json report = nlohmann::json::parse(doctor.stdout_text());
+  for (const auto& transport : report["facts"]["ucx"]["transports"]) {
+    if (transport == "knem" || transport == "xpmem") {
+      GTEST_SKIP() << transport << " copies once without process_vm_readv";
+    }
+  }
   EXPECT_EQ(report["facts"]["cma"]["syscall_permitted"], false) << report.dump();
   for (const auto& transport : report["facts"]["ucx"]["transports"]) {
     EXPECT_NE(transport, "cma") << "UCX tests process_vm_writev before it offers cma";

@@ -121,14 +121,25 @@ EndpointInfo DescribeEndpoint(ucp_ep_h ep) {
   return ParseEndpointInfo(PrintedBy([ep](FILE* stream) { ucp_ep_print_info(ep, stream); }));
 }
 
-bool TlsMayIncludeTcp(absl::string_view tls) {
+bool TlsMayInclude(absl::string_view tls, absl::string_view transport) {
   std::vector<absl::string_view> names = absl::StrSplit(tls, ',', absl::SkipWhitespace());
   for (absl::string_view& name : names) name = absl::StripAsciiWhitespace(name);
-  const bool excluding = !names.empty() && absl::ConsumePrefix(&names.front(), "^");
-  const bool names_tcp = std::find(names.begin(), names.end(), "tcp") != names.end();
-  if (excluding) return !names_tcp;
-  return names_tcp || std::find(names.begin(), names.end(), "all") != names.end();
+  if (names.empty()) return true;  // unset: UCX's default, all
+  const bool excluding = absl::ConsumePrefix(&names.front(), "^");
+  // UCX 1.13's aliases: "sm"/"shm" for its shared-memory transports, "mm" for the mapped
+  // ones among them.
+  const bool shared_memory = transport == "posix" || transport == "sysv" || transport == "cma" ||
+                             transport == "knem" || transport == "xpmem";
+  const bool mapped = transport == "posix" || transport == "sysv" || transport == "xpmem";
+  const bool named = std::any_of(names.begin(), names.end(), [&](absl::string_view name) {
+    return name == transport || (shared_memory && (name == "sm" || name == "shm")) ||
+           (mapped && name == "mm");
+  });
+  if (excluding) return !named;
+  return named || std::find(names.begin(), names.end(), "all") != names.end();
 }
+
+bool TlsMayIncludeTcp(absl::string_view tls) { return TlsMayInclude(tls, "tcp"); }
 
 namespace {
 
@@ -233,12 +244,13 @@ absl::StatusOr<std::shared_ptr<UcxContext>> UcxContext::Create(const std::string
   std::shared_ptr<UcxContext> created(new UcxContext(context, effective_tls));
   created->transports_ = ParseContextTransports(
       PrintedBy([context](FILE* stream) { ucp_context_print_info(context, stream); }));
-  if (SameHostPeersUseTcp(created->transports_)) {
+  // Unless UCX_TLS left them out on purpose.
+  if (SameHostPeersUseTcp(created->transports_) && TlsMayInclude(effective_tls, "cma")) {
     // Once per process: the cause is the host's, and every context would say the same.
     static std::once_flag once;
     std::call_once(once, [] {
       std::fprintf(stderr,
-                   "sluice: UCX opened shared memory but no cma (nor knem, xpmem), so large "
+                   "sluice: UCX opened shared memory but no cma (nor knem, xpmem), so "
                    "batches between processes on this host cross tcp on loopback, several "
                    "times slower; `sluice-perf doctor` says why\n");
     });

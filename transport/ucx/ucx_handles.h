@@ -60,8 +60,9 @@ class UcxContext {
   [[nodiscard]] PeerWatch peer_watch() const { return peer_watch_; }
 
   // kAuto's rule, from the transports UCX opened: kSocket for shared memory and self only;
-  // kSocketForLocalPeers for shared memory (with posix or sysv) and tcp; kUcx as soon as
-  // RDMA is present, or tcp without shared memory.
+  // kSocketForLocalPeers for shared memory (posix or sysv, and a single-copy transport:
+  // cma, knem or xpmem) and tcp; kUcx as soon as RDMA is present, or tcp without such
+  // shared memory (SameHostPeersUseTcp).
   [[nodiscard]] static PeerWatch ChooseAutomatically(const std::vector<std::string>& transports);
   // True when UCX would carry a same-host peer's large messages over tcp: shared memory
   // (posix or sysv) and tcp, but no single-copy transport (cma, knem, xpmem).
@@ -93,8 +94,10 @@ class ScopedUcxLogLevel {
 
 // The transport names in the text of ucp_context_print_info ("... flags -- tcp/lo" lines).
 [[nodiscard]] std::vector<std::string> ParseContextTransports(absl::string_view info);
-// Whether a UCX_TLS value lets UCX open tcp: "all", a list naming tcp, or an exclusion
-// ("^...") that does not.
+// Whether a UCX_TLS value lets UCX open `transport`: "all", a list naming it (or an alias
+// of UCX 1.13's that covers it: "sm", "shm", "mm"), an exclusion ("^...") that does not,
+// or an empty value (unset: UCX opens all it can).
+[[nodiscard]] bool TlsMayInclude(absl::string_view tls, absl::string_view transport);
 [[nodiscard]] bool TlsMayIncludeTcp(absl::string_view tls);
 
 // What ucp_ep_print_info tells of an endpoint, in part.

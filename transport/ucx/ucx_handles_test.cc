@@ -60,6 +60,18 @@ TEST(TlsMayIncludeTcpTest, ReadsListsExclusionsAndAll) {
   EXPECT_FALSE(TlsMayIncludeTcp("shm,self"));
 }
 
+TEST(TlsMayIncludeTest, KnowsUcxsSharedMemoryAliases) {
+  EXPECT_TRUE(TlsMayInclude("", "cma")) << "unset: UCX's default, all";
+  EXPECT_TRUE(TlsMayInclude("sm,tcp", "cma"));
+  EXPECT_TRUE(TlsMayInclude("shm", "posix"));
+  EXPECT_TRUE(TlsMayInclude("mm,self", "sysv"));
+  EXPECT_FALSE(TlsMayInclude("mm,self", "cma")) << "mm is the mapped transports only";
+  EXPECT_TRUE(TlsMayInclude("^tcp", "cma"));
+  EXPECT_FALSE(TlsMayInclude("^sm", "cma"));
+  EXPECT_FALSE(TlsMayInclude("posix,sysv,tcp,self", "cma"));
+  EXPECT_TRUE(TlsMayInclude("posix,sysv,cma,self", "cma"));
+}
+
 TEST(UcxContextTest, AutomaticWatchFollowsTheTransports) {
   EXPECT_EQ(UcxContext::ChooseAutomatically({"self", "posix", "sysv", "cma"}), PeerWatch::kSocket);
   // tcp needs UCX's watch (a dead tcp peer's failed endpoint is otherwise never purged),
