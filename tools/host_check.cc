@@ -171,7 +171,7 @@ Finding Cma(const HostFacts& facts) {
     return {"cma", Severity::kNote, "no shared memory, so no single-copy transport either", ""};
   }
   // Measured under tests/tools/deny_cma on the reference VM (perf/RESULTS.md, session 26).
-  const bool over_tcp = Has(transports, "tcp");
+  const bool over_tcp = transport::ucx::UcxContext::SameHostPeersUseTcp(transports);
   Finding finding{
       "cma", Severity::kWarn,
       over_tcp ? "no single-copy transport (cma, knem, xpmem): UCX 1.13 then carries "

@@ -143,6 +143,10 @@ bool TlsMayIncludeTcp(absl::string_view tls) { return TlsMayInclude(tls, "tcp");
 
 namespace {
 
+bool Opened(const std::vector<std::string>& transports, absl::string_view name) {
+  return std::find(transports.begin(), transports.end(), name) != transports.end();
+}
+
 // Shared memory or self: no connection that can fail inside UCX when a peer dies.
 bool IsSharedMemoryOrSelf(const std::string& transport) {
   static const auto* kCoveredBySocket =
@@ -159,9 +163,7 @@ bool UcxContext::SharedMemoryOnly(const std::vector<std::string>& transports) {
 }
 
 bool UcxContext::SameHostPeersUseTcp(const std::vector<std::string>& transports) {
-  const auto has = [&transports](absl::string_view name) {
-    return std::find(transports.begin(), transports.end(), name) != transports.end();
-  };
+  const auto has = [&transports](absl::string_view name) { return Opened(transports, name); };
   return (has("posix") || has("sysv")) && has("tcp") && !has("cma") && !has("knem") &&
          !has("xpmem");
 }
@@ -177,9 +179,7 @@ PeerWatch UcxContext::ChooseAutomatically(const std::vector<std::string>& transp
   // so with shared memory and tcp the socket watches same-host peers and UCX the others.
   // With RDMA present UCX watches everyone: which lanes it picks there is not verified.
   if (SharedMemoryOnly(transports)) return PeerWatch::kSocket;
-  const auto has = [&transports](absl::string_view name) {
-    return std::find(transports.begin(), transports.end(), name) != transports.end();
-  };
+  const auto has = [&transports](absl::string_view name) { return Opened(transports, name); };
   // An active-message lane in shared memory (cma, knem and xpmem move rendezvous data only).
   if (!has("posix") && !has("sysv")) return PeerWatch::kUcx;
   // And a single-copy one for rendezvous data: without it (a seccomp filter refusing
