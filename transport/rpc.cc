@@ -170,8 +170,11 @@ void RpcEndpoint::SendFrame(ConnectionId to, uint8_t kind, uint32_t method, uint
   frame.kind = kind;
   frame.method = method;
   frame.request_id = request_id;
-  frame.code = static_cast<int32_t>(status.code());
-  if (!status.ok()) body = std::string(status.message());
+  // Status::code() is out of line in Debian's shared Abseil: asked only of a failure.
+  if (!status.ok()) {
+    frame.code = static_cast<int32_t>(status.code());
+    body = std::string(status.message());
+  }
   frame.body_size = static_cast<uint32_t>(body.size());
   char stack[kStackFrameBytes];
   std::string heap;

@@ -112,6 +112,13 @@ struct TransportStats {
   std::atomic<uint64_t> worker_restarts{0};
 };
 
+// Adds to a TransportStats counter that one thread at a time writes: the one driving the
+// transport, handed on with acquire and release (progress_baton.h). A plain load and store
+// instead of a locked read-modify-write: UCX counts three per message on each side.
+inline void AddSingleWriter(std::atomic<uint64_t>& counter, uint64_t n) {
+  counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+}
+
 // Who notices that a UCX peer has died. Sluice always watches each connection's bootstrap
 // socket (closed by the kernel when the peer's process ends); UCX can watch too
 // (UCP_ERR_HANDLING_MODE_PEER), which also fails the requests in flight to that peer at

@@ -118,16 +118,21 @@ absl::Status UcxTransport::CreateEndpoint(ConnectionId id, const Hello& remote, 
   connection_by_ep_[ep] = id;
   bool ucx_watches = params.err_mode == UCP_ERR_HANDLING_MODE_PEER;
   bool shared_memory = false;
+  bool sends_inside_progress = false;
   const std::vector<std::string>& opened = context_->transports();
   auto is_shared_memory = [](absl::string_view tl) { return tl == "posix" || tl == "sysv"; };
   const bool may_warn = !ucx_watches && context_->peer_watch() == PeerWatch::kSocketForLocalPeers;
   if (may_warn || std::any_of(opened.begin(), opened.end(), is_shared_memory)) {
     const std::vector<std::string> lanes = DescribeEndpoint(ep).transports;
     shared_memory = std::any_of(lanes.begin(), lanes.end(), is_shared_memory);
+    // Not to this very worker: UCX's self transport runs the handler inside the send, which
+    // from a callback would re-enter OnActiveMessage.
+    sends_inside_progress = UcxContext::SharedMemoryOnly(lanes) &&
+                            std::find(lanes.begin(), lanes.end(), "self") == lanes.end();
     if (may_warn) WarnIfLanesNeedUcxWatch(lanes, peer);
   }
-  endpoints_[id] =
-      Endpoint{ep, std::move(peer), remote.token, std::move(socket), ucx_watches, shared_memory};
+  endpoints_[id] = Endpoint{ep,          std::move(peer), remote.token,         std::move(socket),
+                            ucx_watches, shared_memory,   sends_inside_progress};
   return absl::OkStatus();
 }
 

@@ -43,6 +43,12 @@ absl::Status UcsError(ucs_status_t status, absl::string_view what) {
   }
 }
 
+bool LoadedUcxAtLeast(unsigned major, unsigned minor) {
+  unsigned loaded_major = 0, loaded_minor = 0, loaded_release = 0;
+  ucp_get_version(&loaded_major, &loaded_minor, &loaded_release);
+  return loaded_major > major || (loaded_major == major && loaded_minor >= minor);
+}
+
 namespace {
 
 absl::StatusOr<UcxPeerFailure> ResolveFromEnvironment(UcxPeerFailure requested) {

@@ -25,6 +25,10 @@ namespace sluice::transport::ucx {
 // Maps a ucs_status_t to an absl::Status carrying UCX's own message and `what`.
 absl::Status UcsError(ucs_status_t status, absl::string_view what);
 
+// True when the UCX library loaded (ucp_get_version), whatever the headers built against,
+// is at least major.minor.
+[[nodiscard]] bool LoadedUcxAtLeast(unsigned major, unsigned minor);
+
 struct ConfigDeleter {
   void operator()(ucp_config_t* c) const { ucp_config_release(c); }
 };

@@ -1,6 +1,9 @@
-// UcxTransport, third part: messages. Sending (with recycled send operations, so a small
-// message costs no allocation once warm) and receiving active messages, eager or rendezvous.
+// UcxTransport, third part: messages. Sending (a small header-only message from the stack when
+// UCX takes it at once, else with recycled send operations, so a small message costs no
+// allocation once warm) and receiving active messages, eager or rendezvous.
 // Everything here runs on the thread that drives the worker, except Send. See ucx_transport.h.
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -18,6 +21,10 @@ using Token = uint64_t;
 constexpr size_t kMaxSpareSendOps = 64;
 // A recycled operation gives back header capacity above this (a rare large header).
 constexpr size_t kMaxKeptHeaderCapacity = 1024;
+
+// Header-only messages up to this size, token included, are first tried from the stack
+// (UcxTransport::SendAtOnce); control messages are 40-200 bytes.
+constexpr size_t kAtOnceMessageBytes = 256;
 
 }  // namespace
 
@@ -78,19 +85,57 @@ void UcxTransport::DoSend(ConnectionId to, absl::string_view header, Payload pay
     }
     return;
   }
-  const Token token = it->second.remote_token;
+  const Endpoint& endpoint = it->second;
+  // Inside ucp_worker_progress only where every lane is shared memory (see RunDeferred for
+  // tcp's hazard), only behind nothing deferred (a connection's messages keep their order),
+  // and only on a progress thread: a reader driving its own transport (caller progress) that
+  // sent its next fetch from inside the callback of the last reply fell into ~200 µs stalls
+  // far more often (4 KiB batches, perf/RESULTS.md, session 27).
+  const bool may_send_now =
+      endpoint.ep != nullptr &&
+      (!in_ucp_progress_ || (endpoint.sends_inside_progress && deferred_sends_.empty() &&
+                             !options_.caller_driven_progress));
+  if (may_send_now && payload.size == 0 && SendAtOnce(endpoint, header, done)) return;
   std::unique_ptr<SendOp> op = AcquireSendOp();
+  const Token token = endpoint.remote_token;
   op->header.assign(reinterpret_cast<const char*>(&token), sizeof(token));
   op->header.append(header.data(), header.size());
   op->done = std::move(done);
   op->to = to;
   op->payload = payload;
-  if (in_ucp_progress_ || it->second.ep == nullptr) {
+  if (in_ucp_progress_ || endpoint.ep == nullptr) {
     // Not from inside ucp_worker_progress, nor before the endpoint exists: see RunDeferred.
     deferred_sends_.push_back(std::move(op));
     return;
   }
-  IssueSend(std::move(op));
+  IssueSend(endpoint.ep, std::move(op));
+}
+
+bool UcxTransport::SendAtOnce(const Endpoint& endpoint, absl::string_view header,
+                              SendCallback& done) {
+  if (!send_at_once_ || sizeof(Token) + header.size() > kAtOnceMessageBytes) return false;
+  char message[kAtOnceMessageBytes];
+  const Token token = endpoint.remote_token;
+  std::memcpy(message, &token, sizeof(token));
+  std::memcpy(message + sizeof(token), header.data(), header.size());
+  ucp_request_param_t param;
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL;
+  param.flags = UCP_AM_SEND_FLAG_EAGER;  // header-only, as in IssueSend
+  const ucs_status_ptr_t request = ucp_am_send_nbx(endpoint.ep, kActiveMessageId, nullptr, 0,
+                                                   message, sizeof(token) + header.size(), &param);
+  if (UCS_PTR_IS_PTR(request)) {
+    // UCX would read `message` after this frame is gone. Start enables this path only for a
+    // UCX known to honour the flag: reaching here means UCX broke its documented contract.
+    std::fprintf(stderr,
+                 "sluice: UCX returned a request for a send it was told to complete "
+                 "at once or refuse (UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL)\n");
+    std::abort();
+  }
+  const ucs_status_t status = UCS_PTR_STATUS(request);
+  if (status == UCS_ERR_NO_RESOURCE) return false;  // not at once: the operation path queues it
+  if (status == UCS_OK) AddSingleWriter(stats_.messages_sent, 1);
+  if (done) done(status == UCS_OK ? absl::OkStatus() : UcsError(status, "send"));
+  return true;
 }
 
 void UcxTransport::RunDeferred() {
@@ -121,16 +166,15 @@ void UcxTransport::RunDeferred() {
         if (done) done(absl::UnavailableError(absl::StrCat("connection ", to, " is closed")));
         continue;
       }
-      IssueSend(std::move(op));
+      IssueSend(it->second.ep, std::move(op));
     }
     sends.clear();
     spare_deferred_sends_.swap(sends);
   }
 }
 
-void UcxTransport::IssueSend(std::unique_ptr<SendOp> op) {
+void UcxTransport::IssueSend(ucp_ep_h ep, std::unique_ptr<SendOp> op) {
   const Payload payload = op->payload;
-  ucp_ep_h ep = endpoints_[op->to].ep;
   ucp_request_param_t param{};
   param.op_attr_mask =
       UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
@@ -147,8 +191,8 @@ void UcxTransport::IssueSend(std::unique_ptr<SendOp> op) {
   }
   param.cb.send = &UcxTransport::OnSendComplete;
   param.user_data = op.get();
-  stats_.messages_sent.fetch_add(1, std::memory_order_relaxed);
-  stats_.payload_bytes_sent.fetch_add(payload.size, std::memory_order_relaxed);
+  AddSingleWriter(stats_.messages_sent, 1);
+  AddSingleWriter(stats_.payload_bytes_sent, payload.size);
   ucs_status_ptr_t request =
       header_only ? ucp_am_send_nbx(ep, kActiveMessageId, nullptr, 0, op->header.data(),
                                     op->header.size(), &param)
@@ -242,7 +286,7 @@ ucs_status_t UcxTransport::OnActiveMessage(const void* header, size_t header_len
   // Valid during this callback only; a rendezvous receive keeps a copy.
   const absl::string_view header_bytes(static_cast<const char*>(header) + sizeof(token),
                                        header_length - sizeof(token));
-  stats_.messages_received.fetch_add(1, std::memory_order_relaxed);
+  AddSingleWriter(stats_.messages_received, 1);
   if (length == 0) {
     handler_->OnMessage(from, header_bytes, InboundPayload{});
     return UCS_OK;
@@ -251,7 +295,7 @@ ucs_status_t UcxTransport::OnActiveMessage(const void* header, size_t header_len
   if (dest.discard) {
     // A rendezvous left unreceived is dropped by UCX, which completes the sender's send: no
     // transfer, and no receive of ours left in flight when this worker goes.
-    stats_.payloads_discarded.fetch_add(1, std::memory_order_relaxed);
+    AddSingleWriter(stats_.payloads_discarded, 1);
     return UCS_OK;
   }
   InboundPayload payload;
@@ -286,8 +330,8 @@ ucs_status_t UcxTransport::OnActiveMessage(const void* header, size_t header_len
   }
   // Eager: the bytes are in UCX's buffer only for the duration of this callback.
   std::memcpy(landing, data, length);
-  stats_.payload_bytes_copied.fetch_add(length, std::memory_order_relaxed);
-  stats_.payload_bytes_received.fetch_add(length, std::memory_order_relaxed);
+  AddSingleWriter(stats_.payload_bytes_copied, length);
+  AddSingleWriter(stats_.payload_bytes_received, length);
   payload.data = landing;
   handler_->OnMessage(from, header_bytes, std::move(payload));
   return UCS_OK;
@@ -306,7 +350,7 @@ void UcxTransport::OnReceiveComplete(void* request, ucs_status_t status, size_t 
   if (status != UCS_OK) {
     payload.status = UcsError(status, "receiving payload");
   } else {
-    self->stats_.payload_bytes_received.fetch_add(length, std::memory_order_relaxed);
+    AddSingleWriter(self->stats_.payload_bytes_received, length);
   }
   payload.data = op->data;
   payload.size = length;

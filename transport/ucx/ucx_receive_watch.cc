@@ -146,7 +146,7 @@ void UcxTransport::RestartWorker(const absl::Status& why) {
     return;
   }
   UcxWorkerPtr old = std::move(*replaced);
-  stats_.worker_restarts.fetch_add(1, std::memory_order_relaxed);
+  AddSingleWriter(stats_.worker_restarts, 1);
   // The probe's endpoint points at the old worker.
   probe_.reset();
   probes_sent_ = probes_arrived_ = 0;

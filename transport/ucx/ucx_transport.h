@@ -76,7 +76,10 @@ class UcxTransport final : public Transport {
     ScopedFd socket;             // bootstrap socket, watched for the peer's death
     bool ucx_watches = true;     // asked for UCP_ERR_HANDLING_MODE_PEER
     bool shared_memory = false;  // a lane is posix or sysv (ucx_queue_probe.h)
-    bool failed = false;         // the peer died: nothing more is sent
+    // Every lane is shared memory: a send from inside ucp_worker_progress cannot meet the
+    // tcp hazard RunDeferred avoids, so a reply from a callback goes out at once.
+    bool sends_inside_progress = false;
+    bool failed = false;  // the peer died: nothing more is sent
   };
   // UCX reads a header until its send completes (1.13 has no UCP_AM_SEND_FLAG_COPY_HEADER),
   // so the operation owns a copy, token first; operations are recycled (ucx_messages.cc).
@@ -169,7 +172,14 @@ class UcxTransport final : public Transport {
   void ForgetSends();
   void DoSend(ConnectionId to, absl::string_view header, Payload payload, SendCallback done);
   // ucp_am_send_nbx for a prepared operation (its endpoint exists and has not failed).
-  void IssueSend(std::unique_ptr<SendOp> op);
+  void IssueSend(ucp_ep_h ep, std::unique_ptr<SendOp> op);
+  // A header-only message sent from a stack copy, with UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL: UCX
+  // sends it before returning (its short protocol) or refuses. No operation, no callback
+  // from UCX: an 8-byte control round trip on shared memory is ~40% Sluice's own work
+  // (perf/RESULTS.md). True when it was sent or failed (`done` ran); false when the
+  // caller must take the operation path (`done` untouched).
+  [[nodiscard]] bool SendAtOnce(const Endpoint& endpoint, absl::string_view header,
+                                SendCallback& done);
   enum class Slept {
     kNot,    // UCX had events pending (ucp_worker_arm said busy): progress it instead
     kRaced,  // work was posted, or the baton asked for, before sleeping_ was set
@@ -231,6 +241,8 @@ class UcxTransport final : public Transport {
   ScopedFd listen_socket_;
   int ucx_fd_ = -1;
   size_t max_header_size_ = 0;
+  // The UCX loaded honours UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL in ucp_am_send_nbx (SendAtOnce).
+  bool send_at_once_ = false;
   TransportStats stats_;
 
   int event_fd_ = -1;
