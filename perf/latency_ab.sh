@@ -18,27 +18,34 @@ port=$((30000 + RANDOM % 10000))
 rows=$(mktemp)
 trap 'rm -f "$rows"' EXIT
 
-am_lat() {  # ucx_perftest's Final line, column 4: its typical one-way latency in us
-  ucx_perftest -p "$port" >/dev/null 2>&1 &
+am_lat() {  # PORT -> ucp_am_lat's mean one-way latency in us, as Sluice's figures are means
+  # (the Final line: iterations, median, average, overall average, ...)
+  timeout 60 ucx_perftest -p "$1" >/dev/null 2>&1 &
   local server=$!
   sleep 0.5
-  ucx_perftest 127.0.0.1 -p "$port" -t ucp_am_lat -s 8 -n 50000 -w 100 2>/dev/null |
+  timeout 60 ucx_perftest 127.0.0.1 -p "$1" -t ucp_am_lat -s 8 -n 50000 -w 100 2>/dev/null |
     awk '/^Final:/ {print $4}'
+  kill "$server" 2>/dev/null || true
   wait "$server" 2>/dev/null || true
-  port=$((port + 1))
 }
-sluice_lat() {  # "RPC BARE" one-way us
-  "$1" transport --size 65536 --iterations 10 --latency-iterations 50000 --progress caller \
-    --json | python3 -c 'import json, sys; d = json.load(sys.stdin)
+sluice_lat() {  # BINARY -> "RPC BARE" one-way us
+  timeout 120 "$1" transport --size 65536 --iterations 10 --latency-iterations 50000 \
+    --progress caller --json | python3 -c 'import json, sys; d = json.load(sys.stdin)
 print("%.3f %.3f" % (d["latency_us"], d["message_latency_us"]))'
 }
 
 echo "# $(date -u +%FT%TZ) UCX_TLS=$UCX_TLS, load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# ucp_am_lat | old RPC, bare message | new RPC, bare message (one-way us)"
-for _ in $(seq "$runs"); do
-  row="$(am_lat) $(sluice_lat "$old") $(sluice_lat "$new")"
-  echo "$row" | tee -a "$rows"
+for round in $(seq "$runs"); do
+  row="$(am_lat $((port + round))) $(sluice_lat "$old") $(sluice_lat "$new")"
+  # A run that failed printed nothing: its round is dropped, not half-counted.
+  if [[ $row =~ ^[0-9.]+\ [0-9.]+\ [0-9.]+\ [0-9.]+\ [0-9.]+$ ]]; then
+    echo "$row" | tee -a "$rows"
+  else
+    echo "round $round dropped (a run failed): '$row'" >&2
+  fi
 done
+[ -s "$rows" ] || { echo "latency_ab.sh: every round failed" >&2; exit 1; }
 python3 - "$rows" <<'PY'
 import statistics, sys
 columns = list(zip(*[map(float, line.split()) for line in open(sys.argv[1]) if line.strip()]))

@@ -81,8 +81,9 @@ for tls in "posix,sysv,cma,self" "tcp,self"; do
   fi
   refs=(); averages=(); threads=(); callers=(); messages=()
   for run in $(seq "$runs"); do
-    # ucx_perftest's Final line: column 4 is its typical (median-like) latency, column 5
-    # its average; Sluice's figures are averages, so both are compared.
+    # ucx_perftest's Final line: column 3 is its median latency, 4 the average over the
+    # last report's interval and 5 over the run (the same on the Final line); Sluice's
+    # figures are averages, so these are what it is compared with.
     lat=$(perftest "$tls" ucp_am_lat 8 50000)
     refs+=("$(echo "$lat" | awk '{printf "%.2f", $4}')")
     averages+=("$(echo "$lat" | awk '{printf "%.2f", $5}')")

@@ -110,6 +110,9 @@ struct TransportStats {
   // UCX: workers replaced because a dead same-host peer left their receive queue stuck
   // (ucx/ucx_queue_probe.h); each failed every connection of the transport.
   std::atomic<uint64_t> worker_restarts{0};
+  // UCX: messages its short protocol sent before ucp_am_send_nbx returned, with no send
+  // operation of Sluice's (header-only control messages; ucx_transport.h, SendAtOnce).
+  std::atomic<uint64_t> messages_sent_at_once{0};
 };
 
 // Adds to a TransportStats counter that one thread at a time writes: the one driving the

@@ -91,8 +91,9 @@ void UcxTransport::DoSend(ConnectionId to, absl::string_view header, Payload pay
   // and only on a progress thread: a reader driving its own transport (caller progress) that
   // sent its next fetch from inside the callback of the last reply fell into ~200 µs stalls
   // far more often (4 KiB batches, perf/RESULTS.md, session 27).
+  // While RunDeferred issues a batch, a send from one of its callbacks waits behind the rest.
   const bool may_send_now =
-      endpoint.ep != nullptr &&
+      endpoint.ep != nullptr && !running_deferred_ &&
       (!in_ucp_progress_ || (endpoint.sends_inside_progress && deferred_sends_.empty() &&
                              !options_.caller_driven_progress));
   if (may_send_now && payload.size == 0 && SendAtOnce(endpoint, header, done)) return;
@@ -103,7 +104,7 @@ void UcxTransport::DoSend(ConnectionId to, absl::string_view header, Payload pay
   op->done = std::move(done);
   op->to = to;
   op->payload = payload;
-  if (in_ucp_progress_ || endpoint.ep == nullptr) {
+  if (in_ucp_progress_ || running_deferred_ || endpoint.ep == nullptr) {
     // Not from inside ucp_worker_progress, nor before the endpoint exists: see RunDeferred.
     deferred_sends_.push_back(std::move(op));
     return;
@@ -133,12 +134,17 @@ bool UcxTransport::SendAtOnce(const Endpoint& endpoint, absl::string_view header
   }
   const ucs_status_t status = UCS_PTR_STATUS(request);
   if (status == UCS_ERR_NO_RESOURCE) return false;  // not at once: the operation path queues it
-  if (status == UCS_OK) AddSingleWriter(stats_.messages_sent, 1);
+  AddSingleWriter(stats_.messages_sent, 1);  // as IssueSend counts: issued, whatever came of it
+  if (status == UCS_OK) AddSingleWriter(stats_.messages_sent_at_once, 1);
   if (done) done(status == UCS_OK ? absl::OkStatus() : UcsError(status, "send"));
   return true;
 }
 
 void UcxTransport::RunDeferred() {
+  // A send made meanwhile (a completion callback's) joins deferred_sends_ for the next turn,
+  // behind the batch this turn still holds (DoSend): a connection's messages keep the order
+  // they were sent in.
+  running_deferred_ = true;
   while (!deferred_endpoints_.empty() || !deferred_sends_.empty()) {
     // Endpoints first: the sends may be for them.
     std::vector<DeferredEndpoint> endpoints;
@@ -151,8 +157,9 @@ void UcxTransport::RunDeferred() {
       endpoints_.erase(pending.id);
       handler_->OnDisconnect(pending.id, created);
     }
-    // Issuing may complete a send at once, and its callback may send again (directly now).
-    // The two vectors trade places, so that deferring allocates nothing once warm.
+    // Issuing may complete a send at once, and its callback may send again (into the list,
+    // for the next turn). The two vectors trade places, so that deferring allocates nothing
+    // once warm.
     std::vector<std::unique_ptr<SendOp>> sends;
     sends.swap(spare_deferred_sends_);
     sends.swap(deferred_sends_);
@@ -171,6 +178,7 @@ void UcxTransport::RunDeferred() {
     sends.clear();
     spare_deferred_sends_.swap(sends);
   }
+  running_deferred_ = false;
 }
 
 void UcxTransport::IssueSend(ucp_ep_h ep, std::unique_ptr<SendOp> op) {

@@ -262,7 +262,9 @@ bool UcxTransport::DriveUntil(const std::function<void()>& start,
     }
   };
   if (!baton_.TryTake(wake, absl::Milliseconds(1))) return start_undriven();
-  // Holding the worker, `start`'s sends go out directly instead of through the queue.
+  // Holding the worker, `start`'s sends go out directly instead of through the queue, behind
+  // what this or another thread queued before (a connection's messages keep their order).
+  DrainQueue();
   if (start) start();
   std::chrono::steady_clock::time_point give_back_at;  // set once a reply is slow
   IdleTimer idle(caller_spin_now_);

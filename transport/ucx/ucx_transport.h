@@ -265,7 +265,8 @@ class UcxTransport final : public Transport {
   unsigned turns_ = 0;
   absl::flat_hash_map<ConnectionId, Endpoint> endpoints_;
   std::vector<std::unique_ptr<SendOp>> spare_send_ops_;
-  bool in_ucp_progress_ = false;  // inside ucp_worker_progress (its callbacks run)
+  bool in_ucp_progress_ = false;   // inside ucp_worker_progress (its callbacks run)
+  bool running_deferred_ = false;  // inside RunDeferred (sends join its list)
   // RunDeferred's work. An endpoint waiting here is in endpoints_ with a null ep.
   struct DeferredEndpoint {
     ConnectionId id;
