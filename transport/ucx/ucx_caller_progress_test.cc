@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "absl/synchronization/mutex.h"
+#include "transport/ucx/ucx_test_pair.h"
 #include "transport/ucx/ucx_transport.h"
 
 namespace sluice::transport::ucx {
@@ -109,18 +110,12 @@ class CallerProgressTest : public ::testing::Test {
     options.caller_driven_progress = true;
     options.caller_linger = caller_linger;
     echo_ = std::make_unique<LateEcho>(reply_delay);
-    auto server = UcxTransport::Create(options, echo_.get());
-    ASSERT_TRUE(server.ok()) << server.status();
-    server_ = std::move(*server);
+    absl::StatusOr<UcxPair> pair = ConnectUcxPair(options, echo_.get(), &watcher_);
+    ASSERT_TRUE(pair.ok()) << pair.status();
+    server_ = std::move(pair->server);
+    client_ = std::move(pair->client);
+    connection_ = pair->connection;
     echo_->Serve(server_.get());
-    auto bound = server_->Listen(Address{"ucx", "127.0.0.1", 0});
-    ASSERT_TRUE(bound.ok()) << bound.status();
-    auto client = UcxTransport::Create(options, &watcher_);
-    ASSERT_TRUE(client.ok()) << client.status();
-    client_ = std::move(*client);
-    auto connection = client_->Connect(*bound);
-    ASSERT_TRUE(connection.ok()) << connection.status();
-    connection_ = *connection;
   }
 
   void TearDown() override {

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
+#include "transport/ucx/ucx_test_pair.h"
 #include "transport/ucx/ucx_transport.h"
 
 namespace sluice::transport::ucx {
@@ -89,18 +90,12 @@ class SendAtOnceTest : public ::testing::TestWithParam<const char*> {
   void SetUp() override {
     TransportOptions options;
     options.ucx_tls = GetParam();
-    auto server = UcxTransport::Create(options, &server_peer_);
-    ASSERT_TRUE(server.ok()) << server.status();
-    server_ = std::move(*server);
+    absl::StatusOr<UcxPair> pair = ConnectUcxPair(options, &server_peer_, &client_peer_);
+    ASSERT_TRUE(pair.ok()) << pair.status();
+    server_ = std::move(pair->server);
+    client_ = std::move(pair->client);
+    connection_ = pair->connection;
     server_peer_.Serve(server_.get());
-    auto bound = server_->Listen(Address{"ucx", "127.0.0.1", 0});
-    ASSERT_TRUE(bound.ok()) << bound.status();
-    auto client = UcxTransport::Create(options, &client_peer_);
-    ASSERT_TRUE(client.ok()) << client.status();
-    client_ = std::move(*client);
-    auto connection = client_->Connect(*bound);
-    ASSERT_TRUE(connection.ok()) << connection.status();
-    connection_ = *connection;
   }
 
   void TearDown() override {
