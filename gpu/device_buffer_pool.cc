@@ -95,7 +95,12 @@ DeviceBufferPool::DeviceBufferPool(int device, size_t buffer_bytes,
 std::optional<DeviceBufferLease> DeviceBufferPool::Acquire(absl::Duration timeout) {
   absl::MutexLock lock(&mu_);
   auto available = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !free_.empty(); };
-  if (!mu_.AwaitWithTimeout(absl::Condition(&available), timeout)) return std::nullopt;
+  // No wait for a zero timeout: AwaitWithTimeout would sleep in the kernel regardless (see
+  // SlabPool::Acquire).
+  if (!available() && (timeout <= absl::ZeroDuration() ||
+                       !mu_.AwaitWithTimeout(absl::Condition(&available), timeout))) {
+    return std::nullopt;
+  }
   size_t index = free_.back();
   free_.pop_back();
   max_in_use_ = std::max(max_in_use_, buffers_.size() - free_.size());

@@ -167,7 +167,14 @@ SlabPool::~SlabPool() {
 std::optional<Slab> SlabPool::Acquire(absl::Duration timeout) {
   absl::MutexLock lock(&mu_);
   auto available = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !free_.empty(); };
-  if (!mu_.AwaitWithTimeout(absl::Condition(&available), timeout)) return std::nullopt;
+  // Abseil's AwaitWithTimeout queues a waiter and sleeps in the kernel even for a zero
+  // timeout, and every Unlock then has a waiter to wake: a reader with all its slabs in
+  // flight, asking for one after each batch from two threads, fell from 150k to 6k 4 KiB
+  // batches a second (perf/RESULTS.md, session 28). Nothing free and no wait: answer now.
+  if (!available() && (timeout <= absl::ZeroDuration() ||
+                       !mu_.AwaitWithTimeout(absl::Condition(&available), timeout))) {
+    return std::nullopt;
+  }
   size_t index = free_.back();
   free_.pop_back();
   return Slab(shared_from_this(), index, memory_ + index * slab_bytes_, slab_bytes_);
