@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "common/thread_name.h"
+#include "transport/spin_wait.h"
 
 namespace sluice::control {
 namespace {
@@ -509,9 +510,15 @@ bool BatchReader::DriveUntilAFetchCompletes() {
     seen = fetches_completed_.load(std::memory_order_acquire);
   }
   // Two pointers' worth of capture: std::function keeps it inline.
-  const bool drove = rpc_->transport().DriveUntil(
-      nullptr, [this, seen] { return fetches_completed_.load(std::memory_order_acquire) != seen; });
-  if (drove) driven_waits_.fetch_add(1, std::memory_order_relaxed);
+  auto completed = [this, seen] { return fetches_completed_.load(std::memory_order_acquire) != seen; };
+  const bool drove = rpc_->transport().DriveUntil(nullptr, completed);
+  if (drove) {
+    driven_waits_.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    // The progress thread receives: a batch that lands within the spin is taken without the
+    // sleep below in Next() and the wake-up it costs the progress thread.
+    (void)transport::SpinUntil(completed, rpc_->wait_spin());
+  }
   return drove;
 }
 

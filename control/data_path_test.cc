@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <set>
 #include <string_view>
 
@@ -31,11 +32,13 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> StartCluster(const char* ucx_tls) 
 // A client of `cluster`'s dispatcher over `ucx_tls`.
 absl::StatusOr<std::unique_ptr<Client>> ConnectClient(const LocalCluster& cluster,
                                                       const char* ucx_tls,
-                                                      bool caller_driven_progress = false) {
+                                                      bool caller_driven_progress = false,
+                                                      std::optional<absl::Duration> wait_spin = {}) {
   ClientOptions options;
   options.dispatcher = cluster.dispatcher_address();
   options.transport.ucx_tls = ucx_tls;
   options.transport.caller_driven_progress = caller_driven_progress;
+  options.transport.wait_spin = wait_spin;
   return Client::Connect(options);
 }
 
@@ -131,11 +134,13 @@ void ExpectCachedBatchServedFromItsSlab(const char* ucx_tls, int64_t rows) {
 // land out of order: one worker's 31,250 small batches came 3 (shm) and 13 (tcp) times out
 // of order before the reader put them back in order. With `caller_driven_progress` the
 // reader waiting in Next() receives batches on its own thread (driven_waits() counts the
-// waits that ended so); without it the client's progress thread receives every one.
-void ExpectATasksOrder(const char* ucx_tls, bool caller_driven_progress) {
+// waits that ended so); without it the client's progress thread receives every one, and a
+// reader given a `wait_spin` polls for each before it sleeps.
+void ExpectATasksOrder(const char* ucx_tls, bool caller_driven_progress,
+                       std::optional<absl::Duration> wait_spin = {}) {
   auto cluster = StartCluster(ucx_tls);
   ASSERT_TRUE(cluster.ok()) << cluster.status();
-  auto client = ConnectClient(**cluster, ucx_tls, caller_driven_progress);
+  auto client = ConnectClient(**cluster, ucx_tls, caller_driven_progress, wait_spin);
   ASSERT_TRUE(client.ok()) << client.status();
   constexpr int64_t kValues = 640000;  // 10,000 batches of 64
   for (int in_flight : {1, 8}) {
@@ -164,6 +169,10 @@ TEST_P(DataPathTest, ATasksBatchesComeInTheOrderItMadeThem) {
 
 TEST_P(DataPathTest, AReaderThatDrivesProgressReceivesItsBatchesItselfInOrder) {
   ExpectATasksOrder(GetParam(), /*caller_driven_progress=*/true);
+}
+
+TEST_P(DataPathTest, AReaderThatPollsBeforeItSleepsGetsItsBatchesInOrder) {
+  ExpectATasksOrder(GetParam(), /*caller_driven_progress=*/false, absl::Microseconds(200));
 }
 
 TEST_P(DataPathTest, RepeatedCachedBatchIsServedFromItsSlabWithoutCopies) {

@@ -26,6 +26,7 @@ nlohmann::json TransportPerfResult::ToJson() const {
           {"ucx_tls", ucx_tls},
           {"ofi_provider", ofi_provider},
           {"progress", progress},
+          {"wait_spin_us", wait_spin_us},
           {"ucx_peer_failure", ucx_peer_failure},
           {"transport_description", transport_description},
           {"size", size},
@@ -222,6 +223,7 @@ absl::StatusOr<TransportPerfResult> RunTransportPerfClient(const transport::Addr
     result.ucx_peer_failure = EffectiveUcxPeerFailure(options.transport);
   }
   result.progress = options.transport.caller_driven_progress ? "caller" : "thread";
+  result.wait_spin_us = absl::ToDoubleMicroseconds(rpc->wait_spin());
   result.transport_description = rpc->transport().Describe();
   result.size = options.size;
   result.iterations = options.iterations;

@@ -37,6 +37,7 @@ struct TransportPerfResult {
   std::string ucx_tls;           // UCX_TLS in effect (for ucx)
   std::string ofi_provider;      // the libfabric provider (for ofi)
   std::string progress;          // "thread" or "caller" (TransportOptions::caller_driven_progress)
+  double wait_spin_us = 0;       // how long a caller not driving polls for its reply first
   std::string ucx_peer_failure;  // as asked: "auto", "ucx", "socket" or "local" (ucx)
   std::string transport_description;  // Transport::Describe() of the client: as resolved
   size_t size = 0;

@@ -14,6 +14,7 @@
 #include "perf/transport_perf.h"
 #include "tools/byte_size.h"
 #include "transport/progress_mode.h"
+#include "transport/spin_wait.h"
 
 namespace sluice::tools {
 namespace {
@@ -59,6 +60,11 @@ void AddTransportFlags(CLI::App* app, TransportFlags& flags) {
                   "'caller' (it drives the transport itself while it waits), or 'auto' (caller "
                   "on at most 2 usable CPUs); the JSON's 'progress' says which ran")
       ->capture_default_str();
+  app->add_option("--wait-spin", flags.wait_spin,
+                  "How long the client, when its progress thread receives, polls for a reply "
+                  "before it sleeps: 'auto' (50us on more than 2 usable CPUs, else 0) or a "
+                  "duration (0: never); the JSON's 'wait_spin_us' says which ran")
+      ->capture_default_str();
   app->add_option("--ucx-peer-failure", flags.ucx_peer_failure,
                   "Who notices a dead UCX peer (both processes): auto (local where UCX has "
                   "shared memory and tcp, socket where only shared memory, else ucx), ucx "
@@ -77,6 +83,10 @@ int RunTransportCommand(const TransportFlags& flags) {
   absl::StatusOr<transport::ProgressMode> progress = transport::ParseProgressMode(flags.progress);
   if (!progress.ok()) {
     return Fail("transport", absl::StrCat("--progress ", progress.status().message()));
+  }
+  absl::StatusOr<std::optional<absl::Duration>> wait_spin = transport::ParseWaitSpin(flags.wait_spin);
+  if (!wait_spin.ok()) {
+    return Fail("transport", absl::StrCat("--wait-spin: ", wait_spin.status().message()));
   }
   absl::StatusOr<size_t> max_bytes_in_flight = ParseByteBound(flags.max_bytes_in_flight);
   if (!max_bytes_in_flight.ok()) {
@@ -116,6 +126,7 @@ int RunTransportCommand(const TransportFlags& flags) {
   options.latency_iterations = flags.latency_iterations;
   options.transport.caller_driven_progress =
       transport::UsesCallerDrivenProgress(*progress, transport::UsableCpus());
+  options.transport.wait_spin = *wait_spin;
   options.progress = ProgressLine("transport");
   absl::StatusOr<perf::TransportPerfResult> result =
       perf::RunTransportPerfClient(*address, options);

@@ -20,6 +20,7 @@ struct TransportFlags {
   std::string max_bytes_in_flight = "4MiB";  // as `sluice read --max-bytes-in-flight`
   int64_t latency_iterations = 20000;
   std::string progress = "thread";
+  std::string wait_spin = "auto";  // transport/spin_wait.h
   std::string ucx_peer_failure;  // "" keeps $SLUICE_UCX_PEER_FAILURE (else auto)
   bool json = false;
 };
@@ -37,6 +38,7 @@ struct ServiceFlags {
   std::string sluice_binary;      // default: `sluice` beside this binary
   int device = -1;                // >= 0: clients land batches in this CUDA device's memory
   std::string progress = "auto";  // how a client's reader waits, as `sluice read` does
+  std::string wait_spin = "auto";  // transport/spin_wait.h
   bool coordinated = false;       // clients are the consumers of one coordinated read
   bool json = false;
 };
@@ -52,6 +54,7 @@ struct ServiceClientFlags {
   std::string max_bytes_in_flight = "0";
   int device = -1;
   std::string progress = "thread";
+  std::string wait_spin = "auto";
   int num_consumers = 0;  // > 0: consumer `consumer_index` of a coordinated read
   int consumer_index = 0;
 };

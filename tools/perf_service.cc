@@ -27,6 +27,7 @@
 #include "tools/byte_size.h"
 #include "tools/perf_commands.h"
 #include "transport/progress_mode.h"
+#include "transport/spin_wait.h"
 #include "transport/slab_pool.h"
 
 namespace sluice::tools {
@@ -175,6 +176,11 @@ void AddServiceFlags(CLI::App* app, ServiceFlags& flags) {
                   "(caller on at most 2 usable CPUs, else thread); the JSON's 'progress' says "
                   "which ran")
       ->capture_default_str();
+  app->add_option("--wait-spin", flags.wait_spin,
+                  "How long a reader whose progress thread receives polls for a batch before "
+                  "it sleeps: 'auto' (50us on more than 2 usable CPUs, else 0) or a duration "
+                  "(0: never); the JSON's 'wait_spin_us' says which ran")
+      ->capture_default_str();
   app->add_flag("--coordinated", flags.coordinated,
                 "The clients read one job in coordinated rounds, as `sluice read "
                 "--num-consumers` (one consumer per client): each round gives every client "
@@ -193,6 +199,7 @@ void AddServiceClientFlags(CLI::App* app, ServiceClientFlags& flags) {
   app->add_option("--max-bytes-in-flight", flags.max_bytes_in_flight);
   app->add_option("--device", flags.device);
   app->add_option("--progress", flags.progress);
+  app->add_option("--wait-spin", flags.wait_spin);
   app->add_option("--num-consumers", flags.num_consumers);
   app->add_option("--consumer-index", flags.consumer_index);
 }
@@ -219,6 +226,11 @@ int RunServiceClientCommand(const ServiceClientFlags& flags) {
   }
   options.transport.caller_driven_progress =
       transport::UsesCallerDrivenProgress(*progress, transport::UsableCpus());
+  absl::StatusOr<std::optional<absl::Duration>> wait_spin = transport::ParseWaitSpin(flags.wait_spin);
+  if (!wait_spin.ok()) {
+    return Fail("service-client", absl::StrCat("--wait-spin: ", wait_spin.status().message()));
+  }
+  options.transport.wait_spin = *wait_spin;
   auto client = control::Client::Connect(options);
   if (!client.ok()) return Fail("service-client", client.status().message());
   auto dataset = (*client)->RegisterDataset(*pipeline);
@@ -293,6 +305,10 @@ int RunServiceCommand(const ServiceFlags& flags) {
   if (!max_bytes_in_flight.ok()) {
     return Fail("service",
                 absl::StrCat("--max-bytes-in-flight: ", max_bytes_in_flight.status().message()));
+  }
+  absl::StatusOr<std::optional<absl::Duration>> wait_spin = transport::ParseWaitSpin(flags.wait_spin);
+  if (!wait_spin.ok()) {
+    return Fail("service", absl::StrCat("--wait-spin: ", wait_spin.status().message()));
   }
   absl::StatusOr<transport::ProgressMode> progress = transport::ParseProgressMode(flags.progress);
   if (!progress.ok()) {
@@ -375,7 +391,9 @@ int RunServiceCommand(const ServiceFlags& flags) {
                                      "--device",
                                      std::to_string(flags.device),
                                      "--progress",
-                                     progress_used};
+                                     progress_used,
+                                     "--wait-spin",
+                                     flags.wait_spin};
     if (flags.coordinated) {
       argv.insert(argv.end(), {"--num-consumers", std::to_string(flags.clients), "--consumer-index",
                                std::to_string(i)});
@@ -442,6 +460,11 @@ int RunServiceCommand(const ServiceFlags& flags) {
       // the transport.
       {"progress", progress_used},
       {"progress_requested", flags.progress},
+      // The clients' spin, as they resolve it on this host (a caller that drives does not
+      // sleep for a batch, so it does not spin either).
+      {"wait_spin_us", progress_used == "caller"
+                           ? 0.0
+                           : absl::ToDoubleMicroseconds(transport::ResolveWaitSpin(*wait_spin))},
       {"max_outstanding", flags.max_outstanding},
       {"max_bytes_in_flight", *max_bytes_in_flight},
       {"driven_waits_per_batch",

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "common/status_macros.h"
+#include "transport/spin_wait.h"
 
 namespace sluice::transport {
 namespace {
@@ -110,7 +111,8 @@ absl::StatusOr<std::unique_ptr<RpcEndpoint>> RpcEndpoint::CreateOver(const RpcOp
 }
 
 RpcEndpoint::RpcEndpoint(const RpcOptions& options)
-    : handlers_pool_(std::make_unique<ThreadPool>("rpc", options.handler_threads)) {}
+    : wait_spin_(ResolveWaitSpin(options.transport.wait_spin)),
+      handlers_pool_(std::make_unique<ThreadPool>("rpc", options.handler_threads)) {}
 
 RpcEndpoint::~RpcEndpoint() {
   // Handlers still queued may reply through the transport: drain them first.
@@ -264,7 +266,13 @@ absl::StatusOr<CallResult> RpcEndpoint::Call(ConnectionId to, uint32_t method, s
             });
       },
       [&waiter] { return waiter.state.load(std::memory_order_acquire) == Waiter::kDone; });
-  if (!drove) {
+  // Not driven: the progress thread receives the reply. A reply that comes within the spin
+  // is taken without a sleep, a wake-up and the Notification's making.
+  if (!drove && !SpinUntil(
+                    [&waiter] {
+                      return waiter.state.load(std::memory_order_acquire) == Waiter::kDone;
+                    },
+                    wait_spin_)) {
     waiter.wake.emplace();
     int expected = Waiter::kWaiting;
     if (waiter.state.compare_exchange_strong(expected, Waiter::kSleeping,

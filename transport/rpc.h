@@ -140,6 +140,9 @@ class RpcEndpoint final : public MessageHandler {
                                        absl::Duration timeout);
 
   [[nodiscard]] Transport& transport() { return *transport_; }
+  // How long a thread that waits for what the progress thread hands it polls before it
+  // sleeps (TransportOptions::wait_spin, resolved).
+  [[nodiscard]] absl::Duration wait_spin() const { return wait_spin_; }
 
   // MessageHandler (on the thread driving the transport).
   PayloadDestination ChoosePayloadDestination(ConnectionId from, absl::string_view header,
@@ -171,6 +174,7 @@ class RpcEndpoint final : public MessageHandler {
                  SendCallback&& on_sent);
   void FailCall(uint64_t request_id, const absl::Status& status);
 
+  const absl::Duration wait_spin_;
   std::unique_ptr<ThreadPool> handlers_pool_;
   std::unique_ptr<Transport> transport_;
   struct Handler {

@@ -500,6 +500,29 @@ TEST_P(RpcTest, ConcurrentCallersAndSlowRepliesAllComplete) {
   EXPECT_EQ(good.load(), 4 * 150);
 }
 
+// A caller that polls for its reply first (TransportOptions::wait_spin; 5 ms, so that most
+// replies come within it even on a busy machine) gets every reply: those that came while it
+// polled, a slow one it went to sleep for, and a failure.
+TEST_P(RpcTest, ACallerThatSpinsFirstGetsEveryReply) {
+  RpcOptions spinning = options_;
+  spinning.transport.wait_spin = absl::Milliseconds(5);
+  auto client = RpcEndpoint::Create(spinning);
+  ASSERT_TRUE(client.ok()) << client.status();
+  EXPECT_EQ((*client)->wait_spin(), absl::Milliseconds(5));
+  auto connection = (*client)->ConnectTo(address_);
+  ASSERT_TRUE(connection.ok()) << connection.status();
+  int good = 0;
+  for (int i = 0; i < 300; ++i) {
+    const std::string text = std::to_string(i);
+    const bool slow = i % 100 == 99;  // 50 ms: past the spin
+    auto result = (*client)->Call(*connection, slow ? kSlowEcho : kEcho, text, {});
+    if (result.ok() && result->response == (slow ? "slow:" : "echo:") + text) ++good;
+  }
+  EXPECT_EQ(good, 300);
+  auto unknown = (*client)->Call(*connection, 999, "", {});
+  EXPECT_EQ(unknown.status().code(), absl::StatusCode::kUnimplemented);
+}
+
 INSTANTIATE_TEST_SUITE_P(Transports, RpcTest,
                          ::testing::Values(TransportCase{"shm", "ucx", "posix,sysv,cma,self"},
                                            TransportCase{"shm_caller", "ucx", "posix,sysv,cma,self",

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -185,6 +186,10 @@ struct TransportOptions {
   // max(1 ms, this) after the last call. Callers never keep it from the progress thread
   // for much more than 10 ms.
   absl::Duration caller_linger = absl::Microseconds(200);
+  // Where the progress thread hands replies and batches to the thread waiting for them (not
+  // caller-driven): how long that thread polls before it sleeps (spin_wait.h). Unset: 50 µs
+  // on more than two usable CPUs, none on two or fewer; zero: never.
+  std::optional<absl::Duration> wait_spin;
   // Bound on establishing a connection (socket connect plus the address exchange).
   absl::Duration connect_timeout = absl::Seconds(10);
   // Name used in log lines and error messages.
