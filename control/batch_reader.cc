@@ -510,14 +510,17 @@ bool BatchReader::DriveUntilAFetchCompletes() {
     seen = fetches_completed_.load(std::memory_order_acquire);
   }
   // Two pointers' worth of capture: std::function keeps it inline.
-  auto completed = [this, seen] { return fetches_completed_.load(std::memory_order_acquire) != seen; };
+  auto completed = [this, seen] {
+    return fetches_completed_.load(std::memory_order_acquire) != seen;
+  };
   const bool drove = rpc_->transport().DriveUntil(nullptr, completed);
   if (drove) {
     driven_waits_.fetch_add(1, std::memory_order_relaxed);
-  } else {
+  } else if (rpc_->wait_spin() > absl::ZeroDuration() &&
+             transport::SpinUntil(completed, rpc_->wait_spin())) {
     // The progress thread receives: a batch that lands within the spin is taken without the
     // sleep below in Next() and the wake-up it costs the progress thread.
-    (void)transport::SpinUntil(completed, rpc_->wait_spin());
+    spun_waits_.fetch_add(1, std::memory_order_relaxed);
   }
   return drove;
 }

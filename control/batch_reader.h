@@ -133,6 +133,9 @@ class BatchReader {
   [[nodiscard]] int64_t driven_waits() const {
     return driven_waits_.load(std::memory_order_relaxed);
   }
+  // Waits in Next() that ended while this thread polled for a fetch the progress thread
+  // completed, without sleeping (TransportOptions::wait_spin).
+  [[nodiscard]] int64_t spun_waits() const { return spun_waits_.load(std::memory_order_relaxed); }
   // How many fetches may be in flight now (ReadOptions::max_bytes_in_flight applied to the
   // largest batch seen so far), and the most that were, counted when each fetch was sent
   // once a batch had been seen.
@@ -303,6 +306,7 @@ class BatchReader {
   // that drives the transport polls, without the lock.
   std::atomic<uint64_t> fetches_completed_{0};
   std::atomic<int64_t> driven_waits_{0};
+  std::atomic<int64_t> spun_waits_{0};
   absl::Notification stop_;
   HeartbeatPacer heartbeat_pacer_{options_.heartbeat_interval, kMinHeartbeatGap};
   std::thread heartbeat_thread_;

@@ -30,10 +30,9 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> StartCluster(const char* ucx_tls) 
 }
 
 // A client of `cluster`'s dispatcher over `ucx_tls`.
-absl::StatusOr<std::unique_ptr<Client>> ConnectClient(const LocalCluster& cluster,
-                                                      const char* ucx_tls,
-                                                      bool caller_driven_progress = false,
-                                                      std::optional<absl::Duration> wait_spin = {}) {
+absl::StatusOr<std::unique_ptr<Client>> ConnectClient(
+    const LocalCluster& cluster, const char* ucx_tls, bool caller_driven_progress = false,
+    std::optional<absl::Duration> wait_spin = {}) {
   ClientOptions options;
   options.dispatcher = cluster.dispatcher_address();
   options.transport.ucx_tls = ucx_tls;
@@ -159,6 +158,9 @@ void ExpectATasksOrder(const char* ucx_tls, bool caller_driven_progress,
       EXPECT_GT((*reader)->driven_waits(), 0) << "the reader never received a batch itself";
     } else {
       EXPECT_EQ((*reader)->driven_waits(), 0) << "its progress thread receives every batch";
+    }
+    if (wait_spin.has_value() && !caller_driven_progress) {
+      EXPECT_GT((*reader)->spun_waits(), 0) << "no batch came while the reader polled";
     }
   }
 }

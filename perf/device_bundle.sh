@@ -6,10 +6,13 @@
 # transport modules, and ucx_perftest and ucx_info for the baselines.
 #
 #   perf/device_bundle.sh build .device      # here; then, there:
-#   source .device/env.sh && perf/device_pass.sh .device/build OUT
+#   source .device/env.sh && perf/device_pass.sh .device/build OUT   # (bash)
 #
 # glibc, libstdc++, libgcc and zlib stay the host's: they are as new as Debian 12's or newer
 # there, and the host's own programs (python3 in the scripts) must keep loading theirs.
+# libibverbs travels without its provider plugins (it looks for them in the host's own
+# folder), so on a host with an RDMA NIC the bundle's UCX and libfabric see none: the
+# bundle is for GPU and many-CPU checks, not for RDMA figures.
 set -euo pipefail
 build=${1:-build}
 out=${2:-.device}
@@ -37,7 +40,7 @@ done | sort -u | while read -r name path; do
 done
 
 cat >"$out/env.sh" <<'ENV'
-# Sourced on the host that runs the bundle: its libraries and tools first.
+# Sourced by bash on the host that runs the bundle: its libraries and tools first.
 bundle=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 export LD_LIBRARY_PATH="$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export UCX_MODULE_DIR="$bundle/lib/ucx"

@@ -84,7 +84,8 @@ int RunTransportCommand(const TransportFlags& flags) {
   if (!progress.ok()) {
     return Fail("transport", absl::StrCat("--progress ", progress.status().message()));
   }
-  absl::StatusOr<std::optional<absl::Duration>> wait_spin = transport::ParseWaitSpin(flags.wait_spin);
+  absl::StatusOr<std::optional<absl::Duration>> wait_spin =
+      transport::ParseWaitSpin(flags.wait_spin);
   if (!wait_spin.ok()) {
     return Fail("transport", absl::StrCat("--wait-spin: ", wait_spin.status().message()));
   }

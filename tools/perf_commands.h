@@ -21,7 +21,7 @@ struct TransportFlags {
   int64_t latency_iterations = 20000;
   std::string progress = "thread";
   std::string wait_spin = "auto";  // transport/spin_wait.h
-  std::string ucx_peer_failure;  // "" keeps $SLUICE_UCX_PEER_FAILURE (else auto)
+  std::string ucx_peer_failure;    // "" keeps $SLUICE_UCX_PEER_FAILURE (else auto)
   bool json = false;
 };
 
@@ -35,11 +35,11 @@ struct ServiceFlags {
   int max_outstanding = 8;
   std::string max_bytes_in_flight = "4MiB";  // as `sluice read --max-bytes-in-flight`
   int buffer_batches = 8;
-  std::string sluice_binary;      // default: `sluice` beside this binary
-  int device = -1;                // >= 0: clients land batches in this CUDA device's memory
-  std::string progress = "auto";  // how a client's reader waits, as `sluice read` does
+  std::string sluice_binary;       // default: `sluice` beside this binary
+  int device = -1;                 // >= 0: clients land batches in this CUDA device's memory
+  std::string progress = "auto";   // how a client's reader waits, as `sluice read` does
   std::string wait_spin = "auto";  // transport/spin_wait.h
-  bool coordinated = false;       // clients are the consumers of one coordinated read
+  bool coordinated = false;        // clients are the consumers of one coordinated read
   bool json = false;
 };
 

@@ -27,8 +27,8 @@
 #include "tools/byte_size.h"
 #include "tools/perf_commands.h"
 #include "transport/progress_mode.h"
-#include "transport/spin_wait.h"
 #include "transport/slab_pool.h"
+#include "transport/spin_wait.h"
 
 namespace sluice::tools {
 namespace {
@@ -226,7 +226,8 @@ int RunServiceClientCommand(const ServiceClientFlags& flags) {
   }
   options.transport.caller_driven_progress =
       transport::UsesCallerDrivenProgress(*progress, transport::UsableCpus());
-  absl::StatusOr<std::optional<absl::Duration>> wait_spin = transport::ParseWaitSpin(flags.wait_spin);
+  absl::StatusOr<std::optional<absl::Duration>> wait_spin =
+      transport::ParseWaitSpin(flags.wait_spin);
   if (!wait_spin.ok()) {
     return Fail("service-client", absl::StrCat("--wait-spin: ", wait_spin.status().message()));
   }
@@ -306,7 +307,8 @@ int RunServiceCommand(const ServiceFlags& flags) {
     return Fail("service",
                 absl::StrCat("--max-bytes-in-flight: ", max_bytes_in_flight.status().message()));
   }
-  absl::StatusOr<std::optional<absl::Duration>> wait_spin = transport::ParseWaitSpin(flags.wait_spin);
+  absl::StatusOr<std::optional<absl::Duration>> wait_spin =
+      transport::ParseWaitSpin(flags.wait_spin);
   if (!wait_spin.ok()) {
     return Fail("service", absl::StrCat("--wait-spin: ", wait_spin.status().message()));
   }

@@ -111,7 +111,10 @@ absl::StatusOr<std::unique_ptr<RpcEndpoint>> RpcEndpoint::CreateOver(const RpcOp
 }
 
 RpcEndpoint::RpcEndpoint(const RpcOptions& options)
-    : wait_spin_(ResolveWaitSpin(options.transport.wait_spin)),
+    // A caller that drives waits on its own thread; one whose drive ended early sleeps.
+    : wait_spin_(options.transport.caller_driven_progress
+                     ? absl::ZeroDuration()
+                     : ResolveWaitSpin(options.transport.wait_spin)),
       handlers_pool_(std::make_unique<ThreadPool>("rpc", options.handler_threads)) {}
 
 RpcEndpoint::~RpcEndpoint() {
@@ -268,11 +271,12 @@ absl::StatusOr<CallResult> RpcEndpoint::Call(ConnectionId to, uint32_t method, s
       [&waiter] { return waiter.state.load(std::memory_order_acquire) == Waiter::kDone; });
   // Not driven: the progress thread receives the reply. A reply that comes within the spin
   // is taken without a sleep, a wake-up and the Notification's making.
-  if (!drove && !SpinUntil(
-                    [&waiter] {
-                      return waiter.state.load(std::memory_order_acquire) == Waiter::kDone;
-                    },
-                    wait_spin_)) {
+  if (drove) return std::move(waiter.result);
+  if (wait_spin_ > absl::ZeroDuration() &&
+      SpinUntil([&waiter] { return waiter.state.load(std::memory_order_acquire) == Waiter::kDone; },
+                wait_spin_)) {
+    replies_taken_spinning_.fetch_add(1, std::memory_order_relaxed);
+  } else {
     waiter.wake.emplace();
     int expected = Waiter::kWaiting;
     if (waiter.state.compare_exchange_strong(expected, Waiter::kSleeping,

@@ -141,8 +141,12 @@ class RpcEndpoint final : public MessageHandler {
 
   [[nodiscard]] Transport& transport() { return *transport_; }
   // How long a thread that waits for what the progress thread hands it polls before it
-  // sleeps (TransportOptions::wait_spin, resolved).
+  // sleeps (TransportOptions::wait_spin, resolved; zero under caller-driven progress).
   [[nodiscard]] absl::Duration wait_spin() const { return wait_spin_; }
+  // Calls whose reply this endpoint's callers took while polling, without sleeping.
+  [[nodiscard]] int64_t replies_taken_spinning() const {
+    return replies_taken_spinning_.load(std::memory_order_relaxed);
+  }
 
   // MessageHandler (on the thread driving the transport).
   PayloadDestination ChoosePayloadDestination(ConnectionId from, absl::string_view header,
@@ -175,6 +179,7 @@ class RpcEndpoint final : public MessageHandler {
   void FailCall(uint64_t request_id, const absl::Status& status);
 
   const absl::Duration wait_spin_;
+  std::atomic<int64_t> replies_taken_spinning_{0};
   std::unique_ptr<ThreadPool> handlers_pool_;
   std::unique_ptr<Transport> transport_;
   struct Handler {

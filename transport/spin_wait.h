@@ -24,15 +24,19 @@
 
 namespace sluice::transport {
 
-// The default spin where waiters may spin.
+// The default spin where waiters may spin, and the most a waiter may be asked to spin (it
+// sleeps after that; longer only burns a core).
 inline constexpr absl::Duration kDefaultWaitSpin = absl::Microseconds(50);
+inline constexpr absl::Duration kMaxWaitSpin = absl::Milliseconds(10);
 
-// `requested` when set (zero: never spin); else kDefaultWaitSpin on more usable CPUs than
-// kMaxCpusForCallerProgress, and none on fewer.
+// `requested` when set (zero: never spin; at most kMaxWaitSpin); else kDefaultWaitSpin on
+// more usable CPUs than kMaxCpusForCallerProgress, and none on fewer. The CPUs are counted
+// from the affinity mask: a container held to two CPUs' worth by a CPU quota but shown all
+// the host's cores spins by default, and should set zero.
 [[nodiscard]] absl::Duration ResolveWaitSpin(std::optional<absl::Duration> requested);
 
-// "auto" (nullopt: ResolveWaitSpin decides) or a duration, e.g. "50us" or "0" (never spin);
-// anything else is InvalidArgument.
+// "auto" (nullopt: ResolveWaitSpin decides) or a duration up to kMaxWaitSpin, e.g. "50us" or
+// "0" (never spin); anything else is InvalidArgument.
 [[nodiscard]] absl::StatusOr<std::optional<absl::Duration>> ParseWaitSpin(absl::string_view text);
 
 // Tells the CPU this is a polling loop (a pause on x86: the sibling hyperthread runs on).

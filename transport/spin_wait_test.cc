@@ -18,8 +18,8 @@ TEST(SpinWaitTest, SeesWhatAnotherThreadDoesWithinTheBudget) {
     done.store(true, std::memory_order_release);
   });
   // A budget far above the setter's delay, so a busy machine cannot make it miss.
-  EXPECT_TRUE(SpinUntil([&done] { return done.load(std::memory_order_acquire); },
-                        absl::Seconds(10)));
+  EXPECT_TRUE(
+      SpinUntil([&done] { return done.load(std::memory_order_acquire); }, absl::Seconds(10)));
   setter.join();
 }
 
@@ -50,9 +50,9 @@ TEST(SpinWaitTest, AZeroBudgetLooksOnce) {
 TEST(SpinWaitTest, SpinsByDefaultOnlyWhereCpusAreToSpare) {
   EXPECT_EQ(ResolveWaitSpin(absl::Microseconds(7)), absl::Microseconds(7));
   EXPECT_EQ(ResolveWaitSpin(absl::Microseconds(-1)), absl::ZeroDuration());
-  EXPECT_EQ(ResolveWaitSpin(std::nullopt), UsableCpus() > kMaxCpusForCallerProgress
-                                               ? kDefaultWaitSpin
-                                               : absl::ZeroDuration());
+  EXPECT_EQ(ResolveWaitSpin(absl::InfiniteDuration()), kMaxWaitSpin);
+  EXPECT_EQ(ResolveWaitSpin(std::nullopt),
+            UsableCpus() > kMaxCpusForCallerProgress ? kDefaultWaitSpin : absl::ZeroDuration());
 }
 
 TEST(SpinWaitTest, ParsesAutoOrADuration) {
@@ -65,7 +65,7 @@ TEST(SpinWaitTest, ParsesAutoOrADuration) {
   auto never = ParseWaitSpin("0");
   ASSERT_TRUE(never.ok());
   EXPECT_EQ(*never, absl::ZeroDuration());
-  for (const char* bad : {"", "fast", "-5us", "50"}) {
+  for (const char* bad : {"", "fast", "-5us", "50", "inf", "11ms"}) {
     EXPECT_EQ(ParseWaitSpin(bad).status().code(), absl::StatusCode::kInvalidArgument) << bad;
   }
 }

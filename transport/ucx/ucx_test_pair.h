@@ -29,8 +29,7 @@ struct UcxPair {
                                                             MessageHandler* client_handler) {
   UcxPair pair;
   SLUICE_ASSIGN_OR_RETURN(pair.server, UcxTransport::Create(options, server_handler));
-  SLUICE_ASSIGN_OR_RETURN(const Address bound,
-                          pair.server->Listen(Address{"ucx", "127.0.0.1", 0}));
+  SLUICE_ASSIGN_OR_RETURN(const Address bound, pair.server->Listen(Address{"ucx", "127.0.0.1", 0}));
   SLUICE_ASSIGN_OR_RETURN(pair.client, UcxTransport::Create(options, client_handler));
   SLUICE_ASSIGN_OR_RETURN(pair.connection, pair.client->Connect(bound));
   return pair;
