@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/await.h"
 #include "common/status_macros.h"
 
 #if SLUICE_HAVE_CUDA
@@ -95,10 +96,9 @@ DeviceBufferPool::DeviceBufferPool(int device, size_t buffer_bytes,
 std::optional<DeviceBufferLease> DeviceBufferPool::Acquire(absl::Duration timeout) {
   absl::MutexLock lock(&mu_);
   auto available = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !free_.empty(); };
-  // No wait for a zero timeout: AwaitWithTimeout would sleep in the kernel regardless (see
-  // SlabPool::Acquire).
-  if (!available() && (timeout <= absl::ZeroDuration() ||
-                       !mu_.AwaitWithTimeout(absl::Condition(&available), timeout))) {
+  // A zero timeout must not sleep: a reader polls its pool after every batch (see
+  // common/await.h).
+  if (!AwaitAtMost(mu_, absl::Condition(&available), timeout)) {
     return std::nullopt;
   }
   size_t index = free_.back();

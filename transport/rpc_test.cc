@@ -15,83 +15,13 @@
 #include <thread>
 
 #include "absl/synchronization/notification.h"
+#include "transport/rpc_test_fixture.h"
 #include "transport/slab_pool.h"
 
 namespace sluice::transport {
 namespace {
 
 using ::testing::HasSubstr;
-
-constexpr uint32_t kEcho = 1;
-constexpr uint32_t kBlob = 2;      // replies with a payload of N bytes (N = request as text)
-constexpr uint32_t kNoReply = 3;   // never replies
-constexpr uint32_t kSlowEcho = 4;  // replies after 50 ms, from a pool thread
-
-struct TransportCase {
-  const char* name;
-  const char* scheme;          // "ucx" or "ofi"
-  const char* setting;         // UCX_TLS for ucx, the libfabric provider for ofi
-  bool caller_driven = false;  // TransportOptions::caller_driven_progress
-  UcxPeerFailure peer_failure = UcxPeerFailure::kAuto;
-};
-
-class RpcTest : public ::testing::TestWithParam<TransportCase> {
- protected:
-  void SetUp() override {
-    const bool ofi = std::string_view(GetParam().scheme) == "ofi";
-#ifndef SLUICE_HAVE_LIBFABRIC
-    if (ofi) GTEST_SKIP() << "built without libfabric (libfabric-dev was not found at configure)";
-#endif
-    RpcOptions& options = options_;
-    options.scheme = GetParam().scheme;
-    (ofi ? options.transport.ofi_provider : options.transport.ucx_tls) = GetParam().setting;
-    options.transport.caller_driven_progress = GetParam().caller_driven;
-    options.transport.ucx_peer_failure = GetParam().peer_failure;
-    auto server = RpcEndpoint::Create(options);
-    ASSERT_TRUE(server.ok()) << server.status();
-    server_ = std::move(*server);
-    server_->Handle(kEcho, [](std::shared_ptr<ServerCall> call) {
-      call->Reply(absl::OkStatus(), "echo:" + call->request());
-    });
-    server_->Handle(kBlob, [this](std::shared_ptr<ServerCall> call) {
-      size_t n = std::stoul(call->request());
-      auto blob = std::make_shared<std::vector<uint8_t>>(n);
-      std::iota(blob->begin(), blob->end(), uint8_t{7});
-      call->Reply(absl::OkStatus(), "blob", Payload{blob->data(), blob->size()},
-                  [blob](absl::Status) {});
-    });
-    server_->Handle(kSlowEcho, [](std::shared_ptr<ServerCall> call) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      call->Reply(absl::OkStatus(), "slow:" + call->request());
-    });
-    server_->Handle(kNoReply, [this](std::shared_ptr<ServerCall> call) {
-      absl::MutexLock lock(&mu_);
-      parked_.push_back(call);
-    });
-    auto bound = server_->Listen(Address{GetParam().scheme, "127.0.0.1", 0});
-    ASSERT_TRUE(bound.ok()) << bound.status();
-    ASSERT_NE(bound->port, 0);
-    address_ = *bound;
-    auto client = RpcEndpoint::Create(options);
-    ASSERT_TRUE(client.ok()) << client.status();
-    client_ = std::move(*client);
-  }
-
-  // Waits (up to 5 s) until `calls` kNoReply calls have reached the server's handler.
-  void WaitUntilTheServerHoldsACall(size_t calls = 1) {
-    absl::MutexLock lock(&mu_);
-    auto held = [this, calls]()
-                    ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return parked_.size() >= calls; };
-    mu_.AwaitWithTimeout(absl::Condition(&held), absl::Seconds(5));
-  }
-
-  RpcOptions options_;
-  absl::Mutex mu_;
-  std::vector<std::shared_ptr<ServerCall>> parked_;
-  std::unique_ptr<RpcEndpoint> server_;
-  std::unique_ptr<RpcEndpoint> client_;
-  Address address_;
-};
 
 TEST_P(RpcTest, RequestResponseRoundTrip) {
   auto connection = client_->ConnectTo(address_);
@@ -437,111 +367,7 @@ TEST_P(RpcTest, DescribeNamesTheLibraryAndWhoNoticesDeadPeers) {
   }
 }
 
-// With caller-driven progress a synchronous caller handles its own reply; without it (and on
-// libfabric, which does not offer it) the progress thread does.
-TEST_P(RpcTest, CallerDrivesProgressOnlyWhenAskedTo) {
-  // A driver gives up after spin_before_sleep without events. With the default 50 µs, a
-  // loaded CI machine (other test binaries spinning on the same two vCPUs) delayed every one
-  // of 20 replies past it; 20 ms keeps this test about who drives, not about timing.
-  RpcOptions patient = options_;
-  patient.transport.spin_before_sleep = absl::Milliseconds(20);
-  patient.transport.max_spin_before_sleep = absl::Milliseconds(20);
-  auto created = RpcEndpoint::Create(patient);
-  ASSERT_TRUE(created.ok()) << created.status();
-  client_ = std::move(*created);
-  auto connection = client_->ConnectTo(address_);
-  ASSERT_TRUE(connection.ok());
-  // Some replies may still be handled by the progress thread; count over several calls.
-  int drove_calls = 0;
-  for (int call = 0; call < 20; ++call) {
-    absl::Notification done;
-    std::thread::id replied_on;
-    const bool drove = client_->transport().DriveUntil(
-        [&] {
-          client_->CallAsync(*connection, kEcho, "x", {}, [&](absl::StatusOr<CallResult> r) {
-            EXPECT_TRUE(r.ok()) << r.status();
-            replied_on = std::this_thread::get_id();
-            done.Notify();
-          });
-        },
-        [&] { return done.HasBeenNotified(); });
-    ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(10)));
-    if (drove) {
-      ++drove_calls;
-      // While this thread holds the worker, no other thread runs its callbacks.
-      EXPECT_EQ(replied_on, std::this_thread::get_id());
-    } else {
-      EXPECT_NE(replied_on, std::this_thread::get_id());
-    }
-  }
-  if (GetParam().caller_driven) {
-    EXPECT_GT(drove_calls, 0);
-  } else {
-    EXPECT_EQ(drove_calls, 0);
-  }
-}
-
-TEST_P(RpcTest, ConcurrentCallersAndSlowRepliesAllComplete) {
-  auto connection = client_->ConnectTo(address_);
-  ASSERT_TRUE(connection.ok());
-  std::vector<std::thread> callers;
-  std::atomic<int> good{0};
-  for (int t = 0; t < 4; ++t) {
-    callers.emplace_back([&, t] {
-      for (int i = 0; i < 150; ++i) {
-        const std::string text = std::to_string(t) + "/" + std::to_string(i);
-        const bool slow = i % 50 == 0;  // a few replies outlast any spin
-        auto result = client_->Call(*connection, slow ? kSlowEcho : kEcho, text, {});
-        if (result.ok() && result->response == (slow ? "slow:" : "echo:") + text) ++good;
-      }
-    });
-  }
-  for (auto& t : callers) t.join();
-  EXPECT_EQ(good.load(), 4 * 150);
-}
-
-// A caller that polls for its reply first (TransportOptions::wait_spin; 5 ms, so that most
-// replies come within it even on a busy machine) gets every reply: those that came while it
-// polled, a slow one it went to sleep for, and a failure. A caller that drives the transport
-// waits on its own thread and does not spin.
-TEST_P(RpcTest, ACallerThatSpinsFirstGetsEveryReply) {
-  RpcOptions spinning = options_;
-  spinning.transport.wait_spin = absl::Milliseconds(5);
-  auto client = RpcEndpoint::Create(spinning);
-  ASSERT_TRUE(client.ok()) << client.status();
-  const bool spins = !GetParam().caller_driven;
-  EXPECT_EQ((*client)->wait_spin(), spins ? absl::Milliseconds(5) : absl::ZeroDuration());
-  auto connection = (*client)->ConnectTo(address_);
-  ASSERT_TRUE(connection.ok()) << connection.status();
-  int good = 0;
-  for (int i = 0; i < 300; ++i) {
-    const std::string text = std::to_string(i);
-    const bool slow = i % 100 == 99;  // 50 ms: past the spin
-    auto result = (*client)->Call(*connection, slow ? kSlowEcho : kEcho, text, {});
-    if (result.ok() && result->response == (slow ? "slow:" : "echo:") + text) ++good;
-  }
-  EXPECT_EQ(good, 300);
-  auto unknown = (*client)->Call(*connection, 999, "", {});
-  EXPECT_EQ(unknown.status().code(), absl::StatusCode::kUnimplemented);
-  if (spins) {
-    EXPECT_GT((*client)->replies_taken_spinning(), 0) << "no reply came while the caller polled";
-  } else {
-    EXPECT_EQ((*client)->replies_taken_spinning(), 0);
-  }
-}
-
-INSTANTIATE_TEST_SUITE_P(Transports, RpcTest,
-                         ::testing::Values(TransportCase{"shm", "ucx", "posix,sysv,cma,self"},
-                                           TransportCase{"shm_caller", "ucx", "posix,sysv,cma,self",
-                                                         true},
-                                           TransportCase{"tcp_caller", "ucx", "tcp,self", true},
-                                           TransportCase{"shmalias", "ucx", "shm,self"},
-                                           TransportCase{"tcp", "ucx", "tcp,self"},
-                                           TransportCase{"tcp_ucx_peer_failure", "ucx", "tcp,self",
-                                                         false, UcxPeerFailure::kUcx},
-                                           TransportCase{"ofi_tcp", "ofi", "tcp;ofi_rxm"},
-                                           TransportCase{"ofi_shm", "ofi", "shm"}),
-                         [](const auto& info) { return std::string(info.param.name); });
+INSTANTIATE_TEST_SUITE_P(Transports, RpcTest, AllTransportCases(), TransportCaseName);
 
 class NullHandler : public MessageHandler {
  public:

@@ -14,6 +14,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/await.h"
 #include "common/capability.h"
 #include "common/status_macros.h"
 
@@ -167,12 +168,9 @@ SlabPool::~SlabPool() {
 std::optional<Slab> SlabPool::Acquire(absl::Duration timeout) {
   absl::MutexLock lock(&mu_);
   auto available = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !free_.empty(); };
-  // Abseil's AwaitWithTimeout queues a waiter and sleeps in the kernel even for a zero
-  // timeout, and every Unlock then has a waiter to wake: a reader with all its slabs in
-  // flight, asking for one after each batch from two threads, fell from 150k to 6k 4 KiB
-  // batches a second (perf/RESULTS.md, session 28). Nothing free and no wait: answer now.
-  if (!available() && (timeout <= absl::ZeroDuration() ||
-                       !mu_.AwaitWithTimeout(absl::Condition(&available), timeout))) {
+  // A zero timeout must not sleep: a reader polls its pool after every batch (see
+  // common/await.h).
+  if (!AwaitAtMost(mu_, absl::Condition(&available), timeout)) {
     return std::nullopt;
   }
   size_t index = free_.back();

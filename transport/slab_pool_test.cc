@@ -28,13 +28,20 @@ class NullHandler : public MessageHandler {
   void OnDisconnect(ConnectionId, absl::Status) override {}
 };
 
-TEST(SlabPoolTest, HandsOutDistinctRegisteredSlabsAndTakesThemBack) {
-  NullHandler handler;
-  TransportOptions options;
-  options.ucx_tls = "tcp,self";
-  auto transport = CreateTransport("ucx", options, &handler);
-  ASSERT_TRUE(transport.ok()) << transport.status();
-  auto pool = SlabPool::Create(**transport, 10000, 3);
+// Pools over the UCX transport as UCX_TLS leaves it.
+class SlabPoolOverUcxTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto transport = CreateTransport("ucx", {}, &handler_);
+    ASSERT_TRUE(transport.ok()) << transport.status();
+    transport_ = std::move(*transport);
+  }
+  NullHandler handler_;
+  std::unique_ptr<Transport> transport_;
+};
+
+TEST_F(SlabPoolOverUcxTest, HandsOutDistinctRegisteredSlabsAndTakesThemBack) {
+  auto pool = SlabPool::Create(*transport_, 10000, 3);
   ASSERT_TRUE(pool.ok()) << pool.status();
   EXPECT_EQ((*pool)->slab_bytes() % 4096, 0u);
   EXPECT_GE((*pool)->slab_bytes(), 10000u);
@@ -64,13 +71,8 @@ int64_t VoluntaryContextSwitchesOfThisThread() {
 // time. Abseil's AwaitWithTimeout with a zero timeout sleeps in the kernel all the same (a
 // voluntary context switch per try, about 1,000 here) and leaves a waiter for the next
 // Unlock to wake: 4 KiB batches fell from ~150k to ~6k a second with 32 in flight.
-TEST(SlabPoolTest, TryAcquireOnAnExhaustedPoolAnswersWithoutSleeping) {
-  NullHandler handler;
-  TransportOptions options;
-  options.ucx_tls = "tcp,self";
-  auto transport = CreateTransport("ucx", options, &handler);
-  ASSERT_TRUE(transport.ok()) << transport.status();
-  auto pool = SlabPool::Create(**transport, 4096, 1);
+TEST_F(SlabPoolOverUcxTest, TryAcquireOnAnExhaustedPoolAnswersWithoutSleeping) {
+  auto pool = SlabPool::Create(*transport_, 4096, 1);
   ASSERT_TRUE(pool.ok()) << pool.status();
   std::optional<Slab> held = (*pool)->TryAcquire();
   ASSERT_TRUE(held.has_value());
@@ -114,18 +116,6 @@ size_t AnonHugeKiB(const MemoryRegion& region) {
   }
   return kib;
 }
-
-// Pools over the UCX transport as UCX_TLS leaves it.
-class SlabPoolOverUcxTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    auto transport = CreateTransport("ucx", {}, &handler_);
-    ASSERT_TRUE(transport.ok()) << transport.status();
-    transport_ = std::move(*transport);
-  }
-  NullHandler handler_;
-  std::unique_ptr<Transport> transport_;
-};
 
 TEST_F(SlabPoolOverUcxTest, MemoryIsCommittedOnlyWhereBatchesWereWritten) {
   constexpr size_t kSlabBytes = 4 << 20;
@@ -184,12 +174,9 @@ TEST(SlabPoolTest, HugePagesCanBeTurnedOffFromTheEnvironment) {
   EXPECT_EQ(DefaultPageBacking(), PageBacking::kHugeWhereAvailable);
 }
 
-TEST(SlabPoolTest, RejectsEmptyPools) {
-  NullHandler handler;
-  auto transport = CreateTransport("ucx", {}, &handler);
-  ASSERT_TRUE(transport.ok());
-  EXPECT_FALSE(SlabPool::Create(**transport, 0, 4).ok());
-  EXPECT_FALSE(SlabPool::Create(**transport, 4096, 0).ok());
+TEST_F(SlabPoolOverUcxTest, RejectsEmptyPools) {
+  EXPECT_FALSE(SlabPool::Create(*transport_, 0, 4).ok());
+  EXPECT_FALSE(SlabPool::Create(*transport_, 4096, 0).ok());
 }
 
 // A registration that fails under a memlock limit below the pool says so, and how to fix it;
