@@ -88,9 +88,10 @@ void UcxTransport::DoSend(ConnectionId to, absl::string_view header, Payload pay
   const Endpoint& endpoint = it->second;
   // Inside ucp_worker_progress only where every lane is shared memory (see RunDeferred for
   // tcp's hazard), only behind nothing deferred (a connection's messages keep their order),
-  // and only on a progress thread: a reader driving its own transport (caller progress) that
-  // sent its next fetch from inside the callback of the last reply fell into ~200 µs stalls
-  // far more often (4 KiB batches, perf/RESULTS.md, session 27).
+  // and only on a progress thread: for a reader driving its own transport (caller progress)
+  // sending its next fetch from inside the last reply's callback gained nothing (4 KiB
+  // batches: 137-203k/s against 152-206k; the ~200 µs stalls session 27 blamed on it were the
+  // slab pool's sleeping TryAcquire; perf/RESULTS.md, sessions 27 and 29).
   // While RunDeferred issues a batch, a send from one of its callbacks waits behind the rest.
   const bool may_send_now =
       endpoint.ep != nullptr && !running_deferred_ &&
