@@ -121,6 +121,7 @@ absl::Status BatchReader::HeartbeatOnce(absl::Duration timeout) {
   }
   std::vector<Task> added;
   std::vector<std::pair<transport::ConnectionId, std::string>> given_up;
+  absl::Status bad_address;
   {
     absl::MutexLock lock(&mu_);
     for (int64_t lost : response.lost_tasks()) {
@@ -143,9 +144,13 @@ absl::Status BatchReader::HeartbeatOnce(absl::Duration timeout) {
         t.ending_round = info.ending_round();  // set once its worker is lost
       }
       if (known) continue;
-      SLUICE_ASSIGN_OR_RETURN(transport::Address worker,
-                              transport::ParseAddress(info.worker_address()));
-      Task task{info.task_id(), worker, info.worker_address()};
+      absl::StatusOr<transport::Address> worker = transport::ParseAddress(info.worker_address());
+      if (!worker.ok()) {
+        // The rest of the reply (losses above, other tasks, the horizon) still applies.
+        if (bad_address.ok()) bad_address = worker.status();
+        continue;
+      }
+      Task task{info.task_id(), *worker, info.worker_address()};
       task.starting_round = info.starting_round();
       task.ending_round = info.ending_round();
       task.recovery = info.recovery();
@@ -183,7 +188,7 @@ absl::Status BatchReader::HeartbeatOnce(absl::Duration timeout) {
     return absl::UnavailableError(absl::StrCat("no worker joined job ", job_id_, " within ",
                                                absl::FormatDuration(options_.no_worker_timeout)));
   }
-  return absl::OkStatus();
+  return bad_address;
 }
 
 void BatchReader::HeartbeatLoop() {
@@ -285,21 +290,37 @@ void BatchReader::Fetch(size_t task_index, std::shared_ptr<transport::Slab> slab
   int64_t task_id;
   transport::Address worker;
   Sent sent_request;
+  // A heartbeat may declare the task lost after Pump chose it. Asked before connecting and
+  // again before sending: a connection stored before the loss is closed by that heartbeat,
+  // and a request sent afterwards to a worker behind a partition would hold its slab until
+  // the request's deadline.
+  auto lost_meanwhile = [&]() -> absl::Status {
+    return absl::UnavailableError(absl::StrCat("worker ", tasks_[task_index].worker_text,
+                                               " was declared lost before this request"));
+  };
+  absl::Status lost;
   {
     absl::MutexLock lock(&mu_);
-    task_id = tasks_[task_index].id;
-    worker = tasks_[task_index].worker;
-    sent_request.acked = tasks_[task_index].unconfirmed;
-    sent_request.epoch = tasks_[task_index].delivery_epoch;
+    const Task& task = tasks_[task_index];
+    task_id = task.id;
+    worker = task.worker;
+    sent_request.acked = task.unconfirmed;
+    sent_request.epoch = task.delivery_epoch;
+    if (task.lost) lost = lost_meanwhile();
   }
-  absl::StatusOr<transport::ConnectionId> connection = rpc_->ConnectTo(worker);
+  absl::StatusOr<transport::ConnectionId> connection =
+      lost.ok() ? rpc_->ConnectTo(worker) : absl::StatusOr<transport::ConnectionId>(lost);
+  if (connection.ok()) {
+    absl::MutexLock lock(&mu_);
+    if (tasks_[task_index].lost) {
+      connection = lost_meanwhile();
+    } else {
+      tasks_[task_index].connection = *connection;
+    }
+  }
   if (!connection.ok()) {
     OnFetched(task_index, std::move(*slab), absl::Now(), connection.status(), round, sent_request);
     return;
-  }
-  {
-    absl::MutexLock lock(&mu_);
-    tasks_[task_index].connection = *connection;
   }
   proto::GetElementRequest request;
   request.set_task_id(task_id);
@@ -346,16 +367,20 @@ BatchReader::FetchOutcome BatchReader::Examine(Task& task, const transport::Slab
     return FetchOutcome::kFailed;
   }
   if (!response->ParseFromString(result->response)) {
-    error_ = absl::DataLossError(
-        absl::StrCat("malformed GetElementResponse from worker ", task.worker_text));
+    if (error_.ok()) {
+      error_ = absl::DataLossError(
+          absl::StrCat("malformed GetElementResponse from worker ", task.worker_text));
+    }
     return FetchOutcome::kFailed;
   }
   const bool carries_batch = !response->retry_later() && !response->end_of_sequence();
   if (carries_batch &&
       (result->payload.size != response->batch_bytes() || result->payload.data != slab.data())) {
-    error_ = absl::DataLossError(absl::StrCat("worker ", task.worker_text, " announced a batch of ",
-                                              response->batch_bytes(), " bytes but ",
-                                              result->payload.size, " bytes arrived"));
+    if (error_.ok()) {
+      error_ = absl::DataLossError(absl::StrCat(
+          "worker ", task.worker_text, " announced a batch of ", response->batch_bytes(),
+          " bytes but ", result->payload.size, " bytes arrived"));
+    }
     return FetchOutcome::kFailed;
   }
   if (carries_batch) task.unreachable_since = absl::InfiniteFuture();
@@ -401,9 +426,10 @@ void BatchReader::OnFetched(size_t task_index, transport::Slab slab, absl::Time 
       pump = true;
     }
     to_drop = std::exchange(connection_to_drop_, transport::kNoConnection);
+    // Under mu_: a reader reads `seen` under it too, so a change always means a completion
+    // after that read, and the wait counters count only waits that ended in one.
+    fetches_completed_.fetch_add(1, std::memory_order_release);
   }
-  // After the unlock: a reader spinning on this counter goes straight for mu_.
-  fetches_completed_.fetch_add(1, std::memory_order_release);
   if (to_drop != transport::kNoConnection) {
     rpc_->Disconnect(to_drop, absl::UnavailableError("connection dropped by fault injection "
                                                      "(ReadOptions::disconnect_every_batches)"));
@@ -433,7 +459,12 @@ bool BatchReader::OnTaskFetched(Task& task, transport::Slab slab, absl::Time sen
       break;
   }
   // retry_later: the worker does not run the task yet, so nobody took the acknowledgements.
-  if (response.retry_later()) return false;  // the next heartbeat tick asks again
+  if (response.retry_later()) {
+    // Asked again after a short pause, not at round-trip rate: the worker learns the task
+    // at its next heartbeat (it asks for one early), which may take a while.
+    task.retry_at = now + kTaskRetryLater;
+    return false;
+  }
   // Any other reply means the task took the acknowledgements the request carried.
   std::erase_if(task.unconfirmed, [&request](int64_t index) {
     return std::find(request.acked.begin(), request.acked.end(), index) != request.acked.end();
@@ -503,6 +534,15 @@ bool BatchReader::Done() const {
   return true;
 }
 
+absl::Duration BatchReader::UntilTheNextRetry() const {
+  absl::Duration wait = kRetryLater;
+  const absl::Time now = absl::Now();
+  for (const Task& task : tasks_) {
+    if (task.retry_at > now) wait = std::min(wait, task.retry_at - now);
+  }
+  return wait;
+}
+
 bool BatchReader::DriveUntilAFetchCompletes() {
   uint64_t seen;
   {
@@ -546,7 +586,7 @@ absl::StatusOr<std::optional<Batch>> BatchReader::Next() {
       // The job's end is known from the dispatcher's heartbeat reply: ask for it now.
       if (!can_return() && WaitsOnlyForTheDispatcher()) heartbeat_pacer_.Soon();
       // Wake periodically: new tasks or a retry may need a Pump from this thread.
-      mu_.AwaitWithTimeout(absl::Condition(&can_return), kRetryLater);
+      mu_.AwaitWithTimeout(absl::Condition(&can_return), UntilTheNextRetry());
       if (!ready_.empty()) {
         ready.emplace(std::move(ready_.front()));
         ready_.pop_front();

@@ -189,6 +189,9 @@ class BatchReader {
 
   // A worker that does not know a task yet is asked again after this long.
   static constexpr absl::Duration kRetryLater = absl::Milliseconds(20);
+  // The same for a task (not a round): its first request often comes before the worker's
+  // early heartbeat brings it the task, and the caller waits for that request's batch.
+  static constexpr absl::Duration kTaskRetryLater = absl::Milliseconds(2);
   // Heartbeats asked for early (HeartbeatPacer::Soon) come at most this often.
   static constexpr absl::Duration kMinHeartbeatGap = absl::Milliseconds(5);
   // A worker that could not be reached is asked again after this long.
@@ -254,6 +257,8 @@ class BatchReader {
   // the thread that wants it, with no hand-off from the progress thread; false when it could
   // not drive or the reply was slow (Transport::DriveUntil), and Next() waits as usual.
   bool DriveUntilAFetchCompletes() ABSL_LOCKS_EXCLUDED(mu_);
+  // How long Next() may sleep before a task is due to be asked again (at most kRetryLater).
+  absl::Duration UntilTheNextRetry() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Every task has ended and every batch was handed out: only the dispatcher's word that
   // the job finished is missing (it may yet add a task, e.g. for a lost worker's splits).
   bool WaitsOnlyForTheDispatcher() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
