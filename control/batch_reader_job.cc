@@ -1,0 +1,221 @@
+// BatchReader's life in its job: joining it (the landing pool, the first heartbeat), the
+// heartbeats that bring tasks, lost workers, the round horizon and the job's end, and
+// leaving it. The data path is in batch_reader.cc, coordinated rounds in
+// batch_reader_rounds.cc.
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "common/thread_name.h"
+#include "control/batch_reader.h"
+
+namespace sluice::control {
+namespace {
+absl::Status ReaderStopped() { return absl::CancelledError("the reader stopped"); }
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<BatchReader>> BatchReader::Start(transport::RpcEndpoint* rpc,
+                                                                transport::Address dispatcher,
+                                                                std::string dataset_id,
+                                                                const ReadOptions& options) {
+  if (options.max_outstanding_requests < 1 || options.prefetch_batches < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_outstanding_requests must be >= 1 and prefetch_batches >= 0, got ",
+                     options.max_outstanding_requests, " and ", options.prefetch_batches));
+  }
+  if (options.num_consumers < 0 ||
+      (options.num_consumers > 0 &&
+       (options.consumer_index < 0 || options.consumer_index >= options.num_consumers))) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("expected num_consumers >= 0 and 0 <= consumer_index < num_consumers, got ",
+                     options.num_consumers, " and ", options.consumer_index));
+  }
+  std::unique_ptr<BatchReader> reader(new BatchReader(rpc, std::move(dispatcher), options));
+  proto::GetOrCreateJobRequest request;
+  request.set_dataset_id(std::move(dataset_id));
+  request.set_mode(options.mode);
+  request.set_job_name(options.job_name);
+  request.set_num_consumers(options.num_consumers);
+  request.set_consumer_index(options.consumer_index);
+  proto::GetOrCreateJobResponse response;
+  SLUICE_RETURN_IF_ERROR(rpc->CallProto(reader->dispatcher_, proto::GET_OR_CREATE_JOB, request,
+                                        &response, options.request_timeout));
+  reader->job_id_ = response.job_id();
+  reader->client_id_ = response.client_id();
+  {
+    absl::MutexLock lock(&reader->mu_);
+    reader->next_round_ = response.starting_round();
+    reader->next_round_to_request_ = response.starting_round();
+  }
+  SLUICE_ASSIGN_OR_RETURN(reader->pool_, transport::SlabPool::Create(
+                                             rpc->transport(), options.slab_bytes,
+                                             static_cast<size_t>(options.max_outstanding_requests +
+                                                                 options.prefetch_batches)));
+  SLUICE_RETURN_IF_ERROR(reader->HeartbeatOnce());
+  reader->heartbeat_thread_ = std::thread([r = reader.get()] {
+    SetCurrentThreadName("sluice-reader");
+    r->HeartbeatLoop();
+  });
+  return reader;
+}
+
+BatchReader::BatchReader(transport::RpcEndpoint* rpc, transport::Address dispatcher,
+                         const ReadOptions& options)
+    : rpc_(rpc), dispatcher_(std::move(dispatcher)), options_(options), started_(absl::Now()) {}
+
+BatchReader::~BatchReader() {
+  stop_.Notify();
+  heartbeat_pacer_.Stop();
+  if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
+  // Best effort: tell the dispatcher this client is gone, so the job does not wait for it
+  // (a client that dies instead times out).
+  proto::ReleaseClientRequest release;
+  release.set_job_id(job_id_);
+  release.set_client_id(client_id_);
+  proto::ReleaseClientResponse released;
+  (void)rpc_->CallProto(dispatcher_, proto::RELEASE_CLIENT, release, &released, absl::Seconds(1));
+  // Calls in flight hold `this` in their callbacks; each ends by reply, failure or deadline.
+  // Replies on their way are waited for: cancelling those would leave their payloads
+  // landing while the transport may be torn down next (UCX 1.13 aborts on an endpoint
+  // destroyed mid-receive). Requests still parked at a worker after kStopGrace (a
+  // coordinated round waiting for the other consumers, up to the round wait) are cancelled.
+  absl::MutexLock lock(&mu_);
+  auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return outstanding_ == 0 && callbacks_running_ == 0;
+  };
+  while (!mu_.AwaitWithTimeout(absl::Condition(&idle), kStopGrace)) {
+    mu_.Unlock();
+    rpc_->CancelGroup(this, ReaderStopped());
+    mu_.Lock();
+  }
+}
+
+absl::Status BatchReader::HeartbeatOnce(absl::Duration timeout) {
+  proto::ClientHeartbeatRequest request;
+  request.set_job_id(job_id_);
+  request.set_client_id(client_id_);
+  {
+    absl::MutexLock lock(&mu_);
+    // Deliveries first, then the abandoned tasks: the dispatcher re-issues a lost task's
+    // splits only once it has every delivery this client got from it.
+    request.mutable_delivered()->Swap(&unreported_);
+    request.set_current_round(next_round_);
+    horizon_beat_asked_ = false;
+    for (const Task& task : tasks_) {
+      if (task.lost) request.add_abandoned_tasks(task.id);
+    }
+  }
+  proto::ClientHeartbeatResponse response;
+  absl::Status called =
+      rpc_->CallProto(dispatcher_, proto::CLIENT_HEARTBEAT, request, &response, timeout);
+  if (!called.ok()) {
+    absl::MutexLock lock(&mu_);
+    // Report them next time (a report that did arrive twice is harmless).
+    request.mutable_delivered()->MergeFrom(unreported_);
+    unreported_.Swap(request.mutable_delivered());
+    return called;
+  }
+  std::vector<Task> added;
+  std::vector<std::pair<transport::ConnectionId, std::string>> given_up;
+  absl::Status bad_address;
+  {
+    absl::MutexLock lock(&mu_);
+    for (int64_t lost : response.lost_tasks()) {
+      for (Task& task : tasks_) {
+        if (task.id == lost && !task.lost) {
+          task.lost = true;
+          task.ended = true;
+          HandOutHeld(task);
+          if (task.connection != transport::kNoConnection) {
+            given_up.emplace_back(task.connection, task.worker_text);
+          }
+        }
+      }
+    }
+    for (const proto::TaskInfo& info : response.tasks()) {
+      bool known = false;
+      for (Task& t : tasks_) {
+        if (t.id != info.task_id()) continue;
+        known = true;
+        t.ending_round = info.ending_round();  // set once its worker is lost
+      }
+      if (known) continue;
+      absl::StatusOr<transport::Address> worker = transport::ParseAddress(info.worker_address());
+      if (!worker.ok()) {
+        // The rest of the reply (losses above, other tasks, the horizon) still applies.
+        if (bad_address.ok()) bad_address = worker.status();
+        continue;
+      }
+      Task task{info.task_id(), *worker, info.worker_address()};
+      task.starting_round = info.starting_round();
+      task.ending_round = info.ending_round();
+      task.recovery = info.recovery();
+      task.lost = info.lost();
+      task.ended = info.lost();
+      added.push_back(std::move(task));
+    }
+  }
+  // A lost worker may be alive behind a partition, where nothing ever closes the connection:
+  // stop waiting for its replies now rather than at their deadline (its splits are re-issued
+  // to others, and this client's abandonment is what lets the dispatcher do so).
+  // By connection, not by address: a worker restarted on the same address may already be
+  // served over a new connection, by this reader or another one sharing the endpoint.
+  for (const auto& [connection, text] : given_up) {
+    rpc_->Disconnect(connection, absl::UnavailableError(absl::StrCat(
+                                     "the dispatcher declared worker ", text, " lost")));
+  }
+  // Connect here, off the transport's progress thread, so fetches find the connection ready
+  // (a worker that cannot be reached is retried by Pump, and reported lost by the dispatcher).
+  for (const Task& task : added) (void)rpc_->ConnectTo(task.worker);
+  absl::MutexLock lock(&mu_);
+  for (Task& task : added) {
+    // Another heartbeat, replied to meanwhile, may have added it.
+    const bool known = std::any_of(tasks_.begin(), tasks_.end(),
+                                   [&task](const Task& t) { return t.id == task.id; });
+    if (!known) tasks_.push_back(std::move(task));
+  }
+  // A finished job stays finished, whatever an older reply to a concurrent heartbeat says.
+  job_finished_ = job_finished_ || response.job_finished();
+  // Only now that the task list is current may rounds up to the horizon be read.
+  round_horizon_ = std::max(round_horizon_, response.round_horizon());
+  horizon_lead_ = round_horizon_ - request.current_round();
+  if (tasks_.empty() && response.num_workers() == 0 &&
+      absl::Now() - started_ > options_.no_worker_timeout) {
+    return absl::UnavailableError(absl::StrCat("no worker joined job ", job_id_, " within ",
+                                               absl::FormatDuration(options_.no_worker_timeout)));
+  }
+  return bad_address;
+}
+
+void BatchReader::HeartbeatLoop() {
+  absl::Time last_success = absl::Now();
+  while (heartbeat_pacer_.Wait()) {
+    absl::Status status = HeartbeatOnce();
+    if (status.ok()) {
+      last_success = absl::Now();
+    } else if (absl::IsFailedPrecondition(status)) {
+      absl::MutexLock lock(&mu_);
+      if (error_.ok()) error_ = status;
+    } else if (status.code() == absl::StatusCode::kNotFound) {
+      absl::MutexLock lock(&mu_);
+      if (error_.ok()) {
+        error_ = absl::FailedPreconditionError(
+            absl::StrCat("the dispatcher at ", dispatcher_.ToString(),
+                         " restarted without its state (", status.message(),
+                         "); run it with --work-dir and --fault-tolerant to survive restarts"));
+      }
+    } else if (absl::Now() - last_success > options_.request_timeout) {
+      absl::MutexLock lock(&mu_);
+      if (error_.ok()) {
+        error_ = absl::Status(
+            status.code(),
+            absl::StrCat("lost the dispatcher at ", dispatcher_.ToString(), " for ",
+                         absl::FormatDuration(options_.request_timeout), ": ", status.message()));
+      }
+    }
+    Pump();
+  }
+}
+
+}  // namespace sluice::control
