@@ -172,14 +172,27 @@ BatchReader::FetchOutcome BatchReader::Examine(Task& task, const transport::Slab
     return FetchOutcome::kFailed;
   }
   const bool carries_batch = !response->retry_later() && !response->end_of_sequence();
-  if (carries_batch &&
-      (result->payload.size != response->batch_bytes() || result->payload.data != slab.data())) {
+  const uint64_t provenance_bytes = response->provenance_bytes_in_payload();
+  if (carries_batch && (result->payload.size != response->batch_bytes() + provenance_bytes ||
+                        result->payload.data != slab.data())) {
     if (error_.ok()) {
       error_ = absl::DataLossError(absl::StrCat(
           "worker ", task.worker_text, " announced a batch of ", response->batch_bytes(),
           " bytes but ", result->payload.size, " bytes arrived"));
     }
     return FetchOutcome::kFailed;
+  }
+  if (carries_batch && provenance_bytes > 0) {
+    proto::BatchProvenance provenance;
+    if (!provenance.ParseFromArray(slab.data() + response->batch_bytes(),
+                                   static_cast<int>(provenance_bytes))) {
+      if (error_.ok()) {
+        error_ = absl::DataLossError(
+            absl::StrCat("malformed batch provenance from worker ", task.worker_text));
+      }
+      return FetchOutcome::kFailed;
+    }
+    response->mutable_provenance()->Swap(provenance.mutable_runs());
   }
   if (carries_batch) task.unreachable_since = absl::InfiniteFuture();
   return FetchOutcome::kReply;
@@ -294,7 +307,7 @@ bool BatchReader::OnTaskFetched(Task& task, transport::Slab slab, absl::Time sen
   unreported_.MergeFrom(response.provenance());
   HandOutInOrder(task,
                  Ready{task.worker_text, response.batch_index(), std::move(slab),
-                       result->payload.size, now - sent, /*round=*/-1, task.id},
+                       response.batch_bytes(), now - sent, /*round=*/-1, task.id},
                  response);
   return true;
 }

@@ -147,7 +147,7 @@ bool BatchReader::OnRoundFetched(Task& task, transport::Slab slab, absl::Time se
     connection_to_drop_ = task.connection;
   }
   rounds_ready_.emplace(round, Ready{task.worker_text, response.batch_index(), std::move(slab),
-                                     result->payload.size, now - sent, round, task.id});
+                                     response.batch_bytes(), now - sent, round, task.id});
   AdvanceRounds();
   return true;
 }

@@ -4,9 +4,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <optional>
 #include <set>
 #include <string_view>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -92,6 +94,45 @@ TEST_P(DataPathTest, TransportAddsNoCopyBeyondAssembly) {
   EXPECT_EQ(stats.bytes_served(), delivered);
   EXPECT_EQ(stats.bytes_assembled(), delivered) << "exactly one copy: assembly into the slab";
   EXPECT_EQ(stats.batches_served(), 10);
+}
+
+// A shuffled DYNAMIC batch carries a provenance run per element: 2,000 runs are longer than
+// a reply's header may be. They travel after the batch in the payload, and every element
+// arrives once. Before, the worker's reply was never sent, and the read failed at its
+// deadline (60 s) with "no reply to method 6".
+TEST_P(DataPathTest, AShuffledBatchsLongProvenanceTravelsAfterItInThePayload) {
+  auto cluster = StartCluster(GetParam());
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  auto client = ConnectClient(**cluster, GetParam());
+  ASSERT_TRUE(client.ok()) << client.status();
+  constexpr int64_t kValues = 20000;
+  absl::StatusOr<proto::PipelineDef> pipeline = engine::ParsePipeline(
+      absl::StrCat("range(", kValues, ") | shuffle(", kValues, ") | batch(2000)"));
+  ASSERT_TRUE(pipeline.ok()) << pipeline.status();
+  absl::StatusOr<std::string> dataset = (*client)->RegisterDataset(*pipeline);
+  ASSERT_TRUE(dataset.ok()) << dataset.status();
+  ReadOptions read;
+  read.mode = proto::DYNAMIC;
+  read.slab_bytes = 1 << 20;
+  read.request_timeout = absl::Seconds(20);  // a reply that never comes fails in 20 s
+  auto reader = (*client)->Read(*dataset, read);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  std::vector<int> seen(kValues, 0);
+  int64_t values = 0;
+  while (true) {
+    auto batch = (*reader)->Next();
+    ASSERT_TRUE(batch.ok()) << batch.status();
+    if (!batch->has_value()) break;
+    for (int64_t v : (**batch).view().tensor(0).values<int64_t>()) {
+      ASSERT_TRUE(v >= 0 && v < kValues) << v;
+      ++seen[v];
+      ++values;
+    }
+  }
+  EXPECT_EQ(values, kValues);
+  EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), kValues) << "an element twice or never";
+  EXPECT_GT((*cluster)->workers()[0]->stats().batches_with_provenance_in_payload(), 0)
+      << "no batch needed its provenance in the payload: the test no longer tests that";
 }
 
 // tf.data's "ideal model speed" set-up: the cached batch is assembled once and every repeat

@@ -1,6 +1,7 @@
 #include "control/task_runner.h"
 
 #include <algorithm>
+#include <cstring>
 #include <functional>
 #include <limits>
 
@@ -439,12 +440,49 @@ void TaskRunner::Reply(const Waiter& waiter, ReadyBatch batch) {
     response.set_sequence_stream(batch.sequence_stream);
   }
   response.mutable_provenance()->Swap(&batch.provenance);
+  if (response.ByteSizeLong() > waiter.call->max_body_with_payload()) {
+    ReplyWithProvenanceInPayload(waiter, std::move(batch), std::move(response));
+    return;
+  }
   transport::Payload payload{batch.slab->data() + batch.offset, batch.size};
   // The slab goes back to the pool once the transport no longer reads it.
   waiter.call->Reply(absl::OkStatus(), response.SerializeAsString(), payload,
                      [in_flight = sends_in_flight_, slab = std::move(batch.slab)](absl::Status) {
                        in_flight->fetch_sub(1);
                      });
+}
+
+void TaskRunner::ReplyWithProvenanceInPayload(const Waiter& waiter, ReadyBatch batch,
+                                              proto::GetElementResponse response) {
+  proto::BatchProvenance provenance;
+  provenance.mutable_runs()->Swap(response.mutable_provenance());
+  const size_t provenance_bytes = provenance.ByteSizeLong();
+  const size_t total = batch.size + provenance_bytes;
+  if (total > waiter.max_batch_bytes) {
+    waiter.call->Reply(absl::ResourceExhaustedError(
+        absl::StrCat("batch ", batch.index, " of task ", task_.task_id(), " is ", batch.size,
+                     " bytes and its provenance (", provenance.runs_size(), " runs) ",
+                     provenance_bytes, " more, but the client's landing buffers hold ",
+                     waiter.max_batch_bytes, "; raise the client's slab size")));
+    sends_in_flight_->fetch_sub(1);
+    return;
+  }
+  // One contiguous payload: the batch, copied out of its slab (which may hold other batches
+  // or be served to other clients with other provenance), then the runs.
+  auto bytes = std::make_shared<std::string>(total, '\0');
+  std::memcpy(bytes->data(), batch.slab->data() + batch.offset, batch.size);
+  provenance.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(bytes->data()) +
+                                             batch.size);
+  response.set_provenance_bytes_in_payload(provenance_bytes);
+  {
+    absl::MutexLock lock(&mu_);
+    ++stats_.batches_with_provenance_in_payload;
+  }
+  batch.slab.reset();  // copied: back to the pool now
+  waiter.call->Reply(
+      absl::OkStatus(), response.SerializeAsString(),
+      transport::Payload{bytes->data(), bytes->size()},
+      [in_flight = sends_in_flight_, bytes](absl::Status) { in_flight->fetch_sub(1); });
 }
 
 bool TaskRunner::finished() const {

@@ -66,6 +66,9 @@ struct TaskRunnerStats {
   // Kept batches let go before their client acknowledged them (kept_budget_, or a
   // producer short of slabs): lost for good, should their delivery have failed.
   int64_t kept_batches_released = 0;
+  // Batches whose provenance was too long for the reply's header, sent with it in the
+  // payload: the batch's bytes are copied once more for these (TaskRunner::Reply).
+  int64_t batches_with_provenance_in_payload = 0;
 };
 
 // What an uncoordinated request says about delivery (GetElementRequest fields 7, 8).
@@ -209,7 +212,10 @@ class TaskRunner {
   // Serve() for coordinated reads; fills `matched` and `ended` under mu_.
   void MatchRounds(std::vector<std::pair<Waiter, ReadyBatch>>& matched, std::vector<Waiter>& ended)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void Reply(const Waiter& waiter, ReadyBatch batch);
+  void Reply(const Waiter& waiter, ReadyBatch batch) ABSL_LOCKS_EXCLUDED(mu_);
+  // Reply() for a batch whose provenance does not fit the reply's header.
+  void ReplyWithProvenanceInPayload(const Waiter& waiter, ReadyBatch batch,
+                                    proto::GetElementResponse response) ABSL_LOCKS_EXCLUDED(mu_);
   // Serve() for uncoordinated reads, under mu_; requests of an epoch their client has left
   // behind go to `stale`, to be told to retry.
   void MatchRequests(std::vector<std::pair<Waiter, ReadyBatch>>& matched,

@@ -139,6 +139,8 @@ void AddTaskStats(const TaskRunnerStats& task, proto::WorkerStats* worker) {
   worker->set_buffer_full_waits(worker->buffer_full_waits() + task.buffer_full_waits);
   worker->set_batches_redelivered(worker->batches_redelivered() + task.batches_redelivered);
   worker->set_kept_batches_released(worker->kept_batches_released() + task.kept_batches_released);
+  worker->set_batches_with_provenance_in_payload(worker->batches_with_provenance_in_payload() +
+                                                 task.batches_with_provenance_in_payload);
 }
 
 }  // namespace

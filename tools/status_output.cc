@@ -16,18 +16,20 @@ double SecondsSince(int64_t unix_ms) {
 nlohmann::json StatusToJson(const proto::GetStatusResponse& status) {
   nlohmann::json workers = nlohmann::json::array();
   for (const proto::WorkerStatus& w : status.workers()) {
-    workers.push_back({{"address", w.address()},
-                       {"seconds_since_heartbeat", SecondsSince(w.last_heartbeat_unix_ms())},
-                       {"tasks", std::vector<int64_t>(w.task_ids().begin(), w.task_ids().end())},
-                       {"batches_served", w.stats().batches_served()},
-                       {"bytes_served", w.stats().bytes_served()},
-                       {"bytes_assembled", w.stats().bytes_assembled()},
-                       {"bytes_reused", w.stats().bytes_reused()},
-                       {"buffer_full_waits", w.stats().buffer_full_waits()},
-                       {"bad_records_skipped", w.stats().bad_records_skipped()},
-                       {"batches_redelivered", w.stats().batches_redelivered()},
-                       {"kept_batches_released", w.stats().kept_batches_released()},
-                       {"lost", w.lost()}});
+    workers.push_back(
+        {{"address", w.address()},
+         {"seconds_since_heartbeat", SecondsSince(w.last_heartbeat_unix_ms())},
+         {"tasks", std::vector<int64_t>(w.task_ids().begin(), w.task_ids().end())},
+         {"batches_served", w.stats().batches_served()},
+         {"bytes_served", w.stats().bytes_served()},
+         {"bytes_assembled", w.stats().bytes_assembled()},
+         {"bytes_reused", w.stats().bytes_reused()},
+         {"buffer_full_waits", w.stats().buffer_full_waits()},
+         {"bad_records_skipped", w.stats().bad_records_skipped()},
+         {"batches_redelivered", w.stats().batches_redelivered()},
+         {"kept_batches_released", w.stats().kept_batches_released()},
+         {"batches_with_provenance_in_payload", w.stats().batches_with_provenance_in_payload()},
+         {"lost", w.lost()}});
   }
   nlohmann::json datasets = nlohmann::json::array();
   for (const proto::DatasetStatus& d : status.datasets()) {

@@ -88,6 +88,10 @@ bool LandingMayStillBeWritten(const absl::Status& status) {
   return status.GetPayload(kLandingInUse).has_value();
 }
 
+size_t ServerCall::max_body_with_payload() const {
+  return endpoint_->transport_->max_header_size() - sizeof(Frame);
+}
+
 void ServerCall::Reply(const absl::Status& status, std::string response, Payload payload,
                        SendCallback on_sent) {
   endpoint_->SendFrame(peer_, kResponse, method_, request_id_, status, std::move(response), payload,
@@ -188,10 +192,16 @@ void RpcEndpoint::SendFrame(ConnectionId to, uint8_t kind, uint32_t method, uint
     return;
   }
   if (payload.size != 0) {
-    if (on_sent) {
-      on_sent(absl::InvalidArgumentError(
-          absl::StrCat("message body of ", body.size(), " bytes and a data payload together")));
+    const absl::Status too_big = absl::ResourceExhaustedError(
+        absl::StrCat("a message body of ", body.size(), " bytes cannot go with a data payload (",
+                     transport_->max_header_size() - sizeof(Frame), " bytes at most)"));
+    // A caller waiting for this reply is told now, not at its deadline.
+    if (kind == kResponse) {
+      SendFrame(to, kResponse, method, request_id,
+                absl::Status(too_big.code(), absl::StrCat("the reply: ", too_big.message())),
+                std::string(), {}, {});
     }
+    if (on_sent) on_sent(too_big);
     return;
   }
   // Too big for a header: the body rides as the payload, kept alive until sent.

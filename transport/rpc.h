@@ -71,6 +71,9 @@ class ServerCall {
   [[nodiscard]] ConnectionId peer() const { return peer_; }
   [[nodiscard]] uint32_t method() const { return method_; }
   [[nodiscard]] const std::string& request() const { return request_; }
+  // The largest response body that can go with a payload: a longer one cannot (Reply
+  // answers the caller with ResourceExhausted instead). Without a payload any size goes.
+  [[nodiscard]] size_t max_body_with_payload() const;
 
   // A non-OK status is delivered to the caller as that status. `payload` must stay valid
   // until `on_sent` runs.

@@ -121,6 +121,24 @@ TEST_P(RpcTest, PayloadLargerThanLandingBufferIsAnError) {
   EXPECT_THAT(result.status().message(), HasSubstr("does not fit"));
 }
 
+// A reply whose body cannot go with its payload (a header limit) is not sent; its caller is
+// told so at once instead of waiting for its deadline, and so is the handler.
+TEST_P(RpcTest, AReplyTooLongForItsPayloadFailsTheCallAtOnce) {
+  auto connection = client_->ConnectTo(address_);
+  ASSERT_TRUE(connection.ok()) << connection.status();
+  CallOptions patient;
+  patient.timeout = absl::Seconds(60);
+  const absl::Time start = absl::Now();
+  auto result = client_->Call(*connection, kLongBodyAndPayload, "", patient);
+  EXPECT_LT(absl::Now() - start, absl::Seconds(10)) << "the caller waited for its deadline";
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kResourceExhausted) << result.status();
+  EXPECT_THAT(result.status().message(), HasSubstr("cannot go with a data payload"));
+  absl::MutexLock lock(&mu_);
+  auto sent = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return sent_.has_value(); };
+  ASSERT_TRUE(mu_.AwaitWithTimeout(absl::Condition(&sent), absl::Seconds(5)));
+  EXPECT_EQ(sent_->code(), absl::StatusCode::kResourceExhausted);
+}
+
 TEST_P(RpcTest, UnknownMethodIsUnimplemented) {
   auto connection = client_->ConnectTo(address_);
   ASSERT_TRUE(connection.ok());

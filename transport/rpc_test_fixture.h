@@ -16,6 +16,7 @@
 #include <chrono>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -30,6 +31,8 @@ constexpr uint32_t kEcho = 1;
 constexpr uint32_t kBlob = 2;      // replies with a payload of N bytes (N = request as text)
 constexpr uint32_t kNoReply = 3;   // never replies
 constexpr uint32_t kSlowEcho = 4;  // replies after 50 ms, from a pool thread
+// Replies with a body too long to go with a payload, and a payload: status in `sent_`.
+constexpr uint32_t kLongBodyAndPayload = 5;
 
 struct TransportCase {
   const char* name;
@@ -68,6 +71,14 @@ class RpcTest : public ::testing::TestWithParam<TransportCase> {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
       call->Reply(absl::OkStatus(), "slow:" + call->request());
     });
+    server_->Handle(kLongBodyAndPayload, [this](std::shared_ptr<ServerCall> call) {
+      static const char kData[64] = {};
+      call->Reply(absl::OkStatus(), std::string(call->max_body_with_payload() + 1, 'b'),
+                  Payload{kData, sizeof(kData)}, [this](absl::Status s) {
+                    absl::MutexLock lock(&mu_);
+                    sent_ = s;
+                  });
+    });
     server_->Handle(kNoReply, [this](std::shared_ptr<ServerCall> call) {
       absl::MutexLock lock(&mu_);
       parked_.push_back(call);
@@ -92,6 +103,7 @@ class RpcTest : public ::testing::TestWithParam<TransportCase> {
   RpcOptions options_;
   absl::Mutex mu_;
   std::vector<std::shared_ptr<ServerCall>> parked_;
+  std::optional<absl::Status> sent_;  // kLongBodyAndPayload's send, once it ended
   std::unique_ptr<RpcEndpoint> server_;
   std::unique_ptr<RpcEndpoint> client_;
   Address address_;
