@@ -49,13 +49,14 @@ TEST(AwaitAtMostTest, ATrueConditionAnswersAtOnceWhateverTheTimeout) {
 TEST(AwaitAtMostTest, APositiveTimeoutWaitsForAnotherThreadAndReleasesTheMutex) {
   absl::Mutex mu;
   bool ready = false;
-  std::thread setter([&] {
-    absl::SleepFor(absl::Milliseconds(20));
-    absl::MutexLock lock(&mu);  // would deadlock if the waiter kept the mutex
-    ready = true;
-  });
+  std::thread setter;
   {
+    // Held before the setter exists: it can set `ready` only once the wait releases `mu`.
     absl::MutexLock lock(&mu);
+    setter = std::thread([&] {
+      absl::MutexLock setter_lock(&mu);
+      ready = true;
+    });
     EXPECT_TRUE(AwaitAtMost(mu, absl::Condition(&ready), absl::Seconds(30)));
   }
   setter.join();

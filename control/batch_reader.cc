@@ -5,6 +5,7 @@
 #include "control/batch_reader.h"
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -92,7 +93,7 @@ void BatchReader::Fetch(size_t task_index, std::shared_ptr<transport::Slab> slab
   // again before sending: a connection stored before the loss is closed by that heartbeat,
   // and a request sent afterwards to a worker behind a partition would hold its slab until
   // the request's deadline.
-  auto lost_meanwhile = [&]() -> absl::Status {
+  auto lost_meanwhile = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::Status {
     return absl::UnavailableError(absl::StrCat("worker ", tasks_[task_index].worker_text,
                                                " was declared lost before this request"));
   };
@@ -173,12 +174,16 @@ BatchReader::FetchOutcome BatchReader::Examine(Task& task, const transport::Slab
   }
   const bool carries_batch = !response->retry_later() && !response->end_of_sequence();
   const uint64_t provenance_bytes = response->provenance_bytes_in_payload();
-  if (carries_batch && (result->payload.size != response->batch_bytes() + provenance_bytes ||
+  if (carries_batch && (response->batch_bytes() > result->payload.size ||
+                        result->payload.size - response->batch_bytes() != provenance_bytes ||
+                        provenance_bytes > static_cast<uint64_t>(std::numeric_limits<int>::max()) ||
+                        (provenance_bytes > 0 && response->provenance_size() > 0) ||
                         result->payload.data != slab.data())) {
     if (error_.ok()) {
-      error_ = absl::DataLossError(absl::StrCat(
-          "worker ", task.worker_text, " announced a batch of ", response->batch_bytes(),
-          " bytes but ", result->payload.size, " bytes arrived"));
+      error_ = absl::DataLossError(
+          absl::StrCat("worker ", task.worker_text, " announced a batch of ",
+                       response->batch_bytes(), " bytes and ", provenance_bytes,
+                       " of provenance, but ", result->payload.size, " bytes arrived"));
     }
     return FetchOutcome::kFailed;
   }
@@ -269,11 +274,13 @@ bool BatchReader::OnTaskFetched(Task& task, transport::Slab slab, absl::Time sen
     case FetchOutcome::kReply:
       break;
   }
-  // retry_later: the worker does not run the task yet, so nobody took the acknowledgements.
+  // retry_later: the worker does not run the task yet (or the request was of an epoch it has
+  // left behind), so nobody took the acknowledgements.
   if (response.retry_later()) {
     // Asked again after a short pause, not at round-trip rate: the worker learns the task
     // at its next heartbeat (it asks for one early), which may take a while.
     task.retry_at = now + kTaskRetryLater;
+    retry_scheduled_ = true;
     return false;
   }
   // Any other reply means the task took the acknowledgements the request carried.
@@ -390,6 +397,7 @@ absl::StatusOr<std::optional<Batch>> BatchReader::Next() {
       auto can_return = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
         return !ready_.empty() || !error_.ok() || Done();
       };
+      auto retry_due = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return retry_scheduled_; };
       // This thread drives the transport: a wait below would leave the fetches in flight
       // unreceived until it timed out. Coordinated rounds from several workers arrive out of
       // order often, and round r+1 alone hands nothing out.
@@ -397,7 +405,11 @@ absl::StatusOr<std::optional<Batch>> BatchReader::Next() {
       // The job's end is known from the dispatcher's heartbeat reply: ask for it now.
       if (!can_return() && WaitsOnlyForTheDispatcher()) heartbeat_pacer_.Soon();
       // Wake periodically: new tasks or a retry may need a Pump from this thread.
-      mu_.AwaitWithTimeout(absl::Condition(&can_return), UntilTheNextRetry());
+      // A retry scheduled meanwhile (retry_scheduled_) ends the wait too: its Pump is due
+      // sooner than the wake-up.
+      retry_scheduled_ = false;
+      auto wake = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return can_return() || retry_due(); };
+      mu_.AwaitWithTimeout(absl::Condition(&wake), UntilTheNextRetry());
       if (!ready_.empty()) {
         ready.emplace(std::move(ready_.front()));
         ready_.pop_front();

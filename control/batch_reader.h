@@ -163,8 +163,9 @@ class BatchReader {
     // The dispatcher gave the task up (its worker was lost): nothing more is read from it,
     // and what still arrives is dropped (its splits are re-issued).
     bool lost = false;
-    // The worker could not be reached: not asked again before retry_at; an error once it
-    // stays unreachable for request_timeout without the dispatcher declaring it lost.
+    // The worker could not be reached, or answered retry_later: not asked again before
+    // retry_at. Unreachable for request_timeout without the dispatcher declaring it lost is
+    // an error.
     absl::Time unreachable_since = absl::InfiniteFuture();
     absl::Time retry_at = absl::InfinitePast();
     // Coordinated reads: the rounds [starting_round, ending_round) it serves (0: open).
@@ -187,10 +188,12 @@ class BatchReader {
     SequenceOrder<Ready> order;
   };
 
-  // A worker that does not know a task yet is asked again after this long.
+  // A coordinated round the worker answered retry_later for (it does not know the task yet)
+  // is asked for again after this long; Next() also wakes this often to Pump.
   static constexpr absl::Duration kRetryLater = absl::Milliseconds(20);
-  // The same for a task (not a round): its first request often comes before the worker's
+  // The same for a task's next batch: its first request often comes before the worker's
   // early heartbeat brings it the task, and the caller waits for that request's batch.
+  // (The worker also answers retry_later to a request of an epoch it has left behind.)
   static constexpr absl::Duration kTaskRetryLater = absl::Milliseconds(2);
   // Heartbeats asked for early (HeartbeatPacer::Soon) come at most this often.
   static constexpr absl::Duration kMinHeartbeatGap = absl::Milliseconds(5);
@@ -275,7 +278,9 @@ class BatchReader {
   mutable absl::Mutex mu_;
   std::deque<Task> tasks_ ABSL_GUARDED_BY(mu_);
   // Next() sent the last report of deliveries (it is not retried).
-  bool final_report_sent_ ABSL_GUARDED_BY(mu_) = false;  // only grows; indices stay valid
+  bool final_report_sent_ ABSL_GUARDED_BY(mu_) = false;
+  // A task's retry_at was set while Next() may be asleep: it wakes to sleep only that long.
+  bool retry_scheduled_ ABSL_GUARDED_BY(mu_) = false;  // only grows; indices stay valid
   size_t next_task_ ABSL_GUARDED_BY(mu_) = 0;
   int outstanding_ ABSL_GUARDED_BY(mu_) = 0;
   size_t largest_batch_bytes_ ABSL_GUARDED_BY(mu_) = 0;

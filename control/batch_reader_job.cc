@@ -144,7 +144,11 @@ absl::Status BatchReader::HeartbeatOnce(absl::Duration timeout) {
       absl::StatusOr<transport::Address> worker = transport::ParseAddress(info.worker_address());
       if (!worker.ok()) {
         // The rest of the reply (losses above, other tasks, the horizon) still applies.
-        if (bad_address.ok()) bad_address = worker.status();
+        if (bad_address.ok()) {
+          bad_address = absl::DataLossError(
+              absl::StrCat("the dispatcher named worker '", info.worker_address(), "' for task ",
+                           info.task_id(), ": ", worker.status().message()));
+        }
         continue;
       }
       Task task{info.task_id(), *worker, info.worker_address()};
@@ -175,6 +179,9 @@ absl::Status BatchReader::HeartbeatOnce(absl::Duration timeout) {
                                    [&task](const Task& t) { return t.id == task.id; });
     if (!known) tasks_.push_back(std::move(task));
   }
+  // A task that cannot be read fails the read, but the dispatcher did answer: this is no
+  // lost dispatcher (HeartbeatLoop) and the rest of the reply applies.
+  if (!bad_address.ok() && error_.ok()) error_ = bad_address;
   // A finished job stays finished, whatever an older reply to a concurrent heartbeat says.
   job_finished_ = job_finished_ || response.job_finished();
   // Only now that the task list is current may rounds up to the horizon be read.
@@ -185,7 +192,7 @@ absl::Status BatchReader::HeartbeatOnce(absl::Duration timeout) {
     return absl::UnavailableError(absl::StrCat("no worker joined job ", job_id_, " within ",
                                                absl::FormatDuration(options_.no_worker_timeout)));
   }
-  return bad_address;
+  return absl::OkStatus();
 }
 
 void BatchReader::HeartbeatLoop() {

@@ -133,6 +133,12 @@ TEST_P(DataPathTest, AShuffledBatchsLongProvenanceTravelsAfterItInThePayload) {
   EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), kValues) << "an element twice or never";
   EXPECT_GT((*cluster)->workers()[0]->stats().batches_with_provenance_in_payload(), 0)
       << "no batch needed its provenance in the payload: the test no longer tests that";
+  // The runs reached the dispatcher's delivery log (the reader reports them): without them
+  // a re-issue after a worker's loss would serve these elements again.
+  absl::StatusOr<proto::GetStatusResponse> status = (*client)->GetStatus();
+  ASSERT_TRUE(status.ok()) << status.status();
+  ASSERT_EQ(status->jobs_size(), 1);
+  EXPECT_GT(status->jobs(0).delivery_log_entries(), 0) << "no delivery was reported";
 }
 
 // tf.data's "ideal model speed" set-up: the cached batch is assembled once and every repeat

@@ -469,10 +469,9 @@ void TaskRunner::ReplyWithProvenanceInPayload(const Waiter& waiter, ReadyBatch b
   }
   // One contiguous payload: the batch, copied out of its slab (which may hold other batches
   // or be served to other clients with other provenance), then the runs.
-  auto bytes = std::make_shared<std::string>(total, '\0');
-  std::memcpy(bytes->data(), batch.slab->data() + batch.offset, batch.size);
-  provenance.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(bytes->data()) +
-                                             batch.size);
+  std::shared_ptr<char[]> bytes(new char[total]);  // written whole below
+  std::memcpy(bytes.get(), batch.slab->data() + batch.offset, batch.size);
+  provenance.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(bytes.get()) + batch.size);
   response.set_provenance_bytes_in_payload(provenance_bytes);
   {
     absl::MutexLock lock(&mu_);
@@ -480,8 +479,7 @@ void TaskRunner::ReplyWithProvenanceInPayload(const Waiter& waiter, ReadyBatch b
   }
   batch.slab.reset();  // copied: back to the pool now
   waiter.call->Reply(
-      absl::OkStatus(), response.SerializeAsString(),
-      transport::Payload{bytes->data(), bytes->size()},
+      absl::OkStatus(), response.SerializeAsString(), transport::Payload{bytes.get(), total},
       [in_flight = sends_in_flight_, bytes](absl::Status) { in_flight->fetch_sub(1); });
 }
 

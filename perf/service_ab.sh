@@ -34,13 +34,14 @@ for build in "${builds[@]}"; do
 done
 
 rows=$(mktemp)
-trap 'rm -f "$rows"' EXIT
+errors=$(mktemp)
+trap 'rm -f "$rows" "$errors"' EXIT
 echo "# $(date -u +%FT%TZ) load $(cut -d' ' -f1-3 /proc/loadavg): sluice-perf service $*"
 for round in $(seq "$rounds"); do
   for i in "${!binaries[@]}"; do
-    json=$("${binaries[$i]}" service "$@" --json 2>/dev/null) || {
+    json=$("${binaries[$i]}" service "$@" --json 2>"$errors") || {
       echo "service_ab.sh: ${builds[$i]} failed in round $round; its stderr:" >&2
-      "${binaries[$i]}" service "$@" --json >/dev/null || true
+      cat "$errors" >&2
       exit 1
     }
     printf '%s\n' "$json" | python3 -c '
