@@ -158,18 +158,14 @@ BatchReader::FetchOutcome BatchReader::Examine(Task& task, const transport::Slab
     return FetchOutcome::kUnreachable;
   }
   if (!result.ok()) {
-    if (error_.ok()) {
-      error_ = absl::Status(result.status().code(),
-                            absl::StrCat("reading ", what, " from worker ", task.worker_text, ": ",
-                                         result.status().message()));
-    }
+    Fail(absl::Status(result.status().code(),
+                      absl::StrCat("reading ", what, " from worker ", task.worker_text, ": ",
+                                   result.status().message())));
     return FetchOutcome::kFailed;
   }
   if (!response->ParseFromString(result->response)) {
-    if (error_.ok()) {
-      error_ = absl::DataLossError(
-          absl::StrCat("malformed GetElementResponse from worker ", task.worker_text));
-    }
+    Fail(absl::DataLossError(
+        absl::StrCat("malformed GetElementResponse from worker ", task.worker_text)));
     return FetchOutcome::kFailed;
   }
   const bool carries_batch = !response->retry_later() && !response->end_of_sequence();
@@ -179,22 +175,18 @@ BatchReader::FetchOutcome BatchReader::Examine(Task& task, const transport::Slab
                         provenance_bytes > static_cast<uint64_t>(std::numeric_limits<int>::max()) ||
                         (provenance_bytes > 0 && response->provenance_size() > 0) ||
                         result->payload.data != slab.data())) {
-    if (error_.ok()) {
-      error_ = absl::DataLossError(
-          absl::StrCat("worker ", task.worker_text, " announced a batch of ",
-                       response->batch_bytes(), " bytes and ", provenance_bytes,
-                       " of provenance, but ", result->payload.size, " bytes arrived"));
-    }
+    Fail(absl::DataLossError(absl::StrCat("worker ", task.worker_text, " announced a batch of ",
+                                          response->batch_bytes(), " bytes and ", provenance_bytes,
+                                          " of provenance, but ", result->payload.size,
+                                          " bytes arrived")));
     return FetchOutcome::kFailed;
   }
   if (carries_batch && provenance_bytes > 0) {
     proto::BatchProvenance provenance;
     if (!provenance.ParseFromArray(slab.data() + response->batch_bytes(),
                                    static_cast<int>(provenance_bytes))) {
-      if (error_.ok()) {
-        error_ = absl::DataLossError(
-            absl::StrCat("malformed batch provenance from worker ", task.worker_text));
-      }
+      Fail(absl::DataLossError(
+          absl::StrCat("malformed batch provenance from worker ", task.worker_text)));
       return FetchOutcome::kFailed;
     }
     response->mutable_provenance()->Swap(provenance.mutable_runs());
@@ -397,7 +389,6 @@ absl::StatusOr<std::optional<Batch>> BatchReader::Next() {
       auto can_return = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
         return !ready_.empty() || !error_.ok() || Done();
       };
-      auto retry_due = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return retry_scheduled_; };
       // This thread drives the transport: a wait below would leave the fetches in flight
       // unreceived until it timed out. Coordinated rounds from several workers arrive out of
       // order often, and round r+1 alone hands nothing out.
@@ -408,7 +399,9 @@ absl::StatusOr<std::optional<Batch>> BatchReader::Next() {
       // A retry scheduled meanwhile (retry_scheduled_) ends the wait too: its Pump is due
       // sooner than the wake-up.
       retry_scheduled_ = false;
-      auto wake = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return can_return() || retry_due(); };
+      auto wake = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return can_return() || retry_scheduled_;
+      };
       mu_.AwaitWithTimeout(absl::Condition(&wake), UntilTheNextRetry());
       if (!ready_.empty()) {
         ready.emplace(std::move(ready_.front()));

@@ -255,6 +255,10 @@ class BatchReader {
                       const absl::StatusOr<transport::CallResult>& result, int64_t round,
                       const Sent& request) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool Done() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Records the read's first error (Next() returns it); later ones are dropped.
+  void Fail(absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (error_.ok()) error_ = std::move(status);
+  }
   // Next() with nothing to hand out and fetches in flight: with caller-driven progress, this
   // thread drives the transport until one of them completes (true), so the batch lands on
   // the thread that wants it, with no hand-off from the progress thread; false when it could

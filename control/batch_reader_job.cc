@@ -181,7 +181,7 @@ absl::Status BatchReader::HeartbeatOnce(absl::Duration timeout) {
   }
   // A task that cannot be read fails the read, but the dispatcher did answer: this is no
   // lost dispatcher (HeartbeatLoop) and the rest of the reply applies.
-  if (!bad_address.ok() && error_.ok()) error_ = bad_address;
+  if (!bad_address.ok()) Fail(bad_address);
   // A finished job stays finished, whatever an older reply to a concurrent heartbeat says.
   job_finished_ = job_finished_ || response.job_finished();
   // Only now that the task list is current may rounds up to the horizon be read.
@@ -203,23 +203,18 @@ void BatchReader::HeartbeatLoop() {
       last_success = absl::Now();
     } else if (absl::IsFailedPrecondition(status)) {
       absl::MutexLock lock(&mu_);
-      if (error_.ok()) error_ = status;
+      Fail(status);
     } else if (status.code() == absl::StatusCode::kNotFound) {
       absl::MutexLock lock(&mu_);
-      if (error_.ok()) {
-        error_ = absl::FailedPreconditionError(
-            absl::StrCat("the dispatcher at ", dispatcher_.ToString(),
-                         " restarted without its state (", status.message(),
-                         "); run it with --work-dir and --fault-tolerant to survive restarts"));
-      }
+      Fail(absl::FailedPreconditionError(absl::StrCat(
+          "the dispatcher at ", dispatcher_.ToString(), " restarted without its state (",
+          status.message(), "); run it with --work-dir and --fault-tolerant to survive restarts")));
     } else if (absl::Now() - last_success > options_.request_timeout) {
       absl::MutexLock lock(&mu_);
-      if (error_.ok()) {
-        error_ = absl::Status(
-            status.code(),
-            absl::StrCat("lost the dispatcher at ", dispatcher_.ToString(), " for ",
-                         absl::FormatDuration(options_.request_timeout), ": ", status.message()));
-      }
+      Fail(absl::Status(
+          status.code(),
+          absl::StrCat("lost the dispatcher at ", dispatcher_.ToString(), " for ",
+                       absl::FormatDuration(options_.request_timeout), ": ", status.message())));
     }
     Pump();
   }

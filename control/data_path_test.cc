@@ -43,12 +43,17 @@ absl::StatusOr<std::unique_ptr<Client>> ConnectClient(
   return Client::Connect(options);
 }
 
+// Parses and registers `pipeline`; returns its dataset id.
+absl::StatusOr<std::string> Register(Client& client, std::string_view pipeline) {
+  absl::StatusOr<proto::PipelineDef> parsed = engine::ParsePipeline(pipeline);
+  if (!parsed.ok()) return parsed.status();
+  return client.RegisterDataset(*parsed);
+}
+
 // Registers `pipeline` and reads it in OFF mode into 1 MiB landing slabs.
 absl::StatusOr<std::unique_ptr<BatchReader>> ReadOff(Client& client, std::string_view pipeline,
                                                      int max_outstanding_requests = 4) {
-  absl::StatusOr<proto::PipelineDef> parsed = engine::ParsePipeline(pipeline);
-  if (!parsed.ok()) return parsed.status();
-  absl::StatusOr<std::string> dataset = client.RegisterDataset(*parsed);
+  absl::StatusOr<std::string> dataset = Register(client, pipeline);
   if (!dataset.ok()) return dataset.status();
   ReadOptions read;
   read.mode = proto::OFF;
@@ -106,10 +111,8 @@ TEST_P(DataPathTest, AShuffledBatchsLongProvenanceTravelsAfterItInThePayload) {
   auto client = ConnectClient(**cluster, GetParam());
   ASSERT_TRUE(client.ok()) << client.status();
   constexpr int64_t kValues = 20000;
-  absl::StatusOr<proto::PipelineDef> pipeline = engine::ParsePipeline(
-      absl::StrCat("range(", kValues, ") | shuffle(", kValues, ") | batch(2000)"));
-  ASSERT_TRUE(pipeline.ok()) << pipeline.status();
-  absl::StatusOr<std::string> dataset = (*client)->RegisterDataset(*pipeline);
+  absl::StatusOr<std::string> dataset = Register(
+      **client, absl::StrCat("range(", kValues, ") | shuffle(", kValues, ") | batch(2000)"));
   ASSERT_TRUE(dataset.ok()) << dataset.status();
   ReadOptions read;
   read.mode = proto::DYNAMIC;
@@ -273,9 +276,7 @@ TEST_P(DataPathTest, AStoppingReaderGivesUpTheRoundsItAskedFor) {
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   auto client = ConnectClient(**cluster, GetParam());
   ASSERT_TRUE(client.ok()) << client.status();
-  absl::StatusOr<proto::PipelineDef> pipeline = engine::ParsePipeline("range(100) | repeat()");
-  ASSERT_TRUE(pipeline.ok()) << pipeline.status();
-  absl::StatusOr<std::string> dataset = (*client)->RegisterDataset(*pipeline);
+  absl::StatusOr<std::string> dataset = Register(**client, "range(100) | repeat()");
   ASSERT_TRUE(dataset.ok()) << dataset.status();
   ReadOptions read;
   read.mode = proto::OFF;
