@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 
 #include "engine/pipeline_text.h"
@@ -251,6 +252,49 @@ TEST(DispatcherStateTest, JobsWithoutClientsAreCollectedAndDynamicNamesNotReused
   proto::ClientHeartbeatRequest late;
   late.set_job_id(job->job_id());
   EXPECT_THAT(state.ClientHeartbeat(late).status().message(), HasSubstr("garbage-collected"));
+}
+
+// Workers learn which clients still read each job of theirs, so that their tasks can let go
+// of what they keep for clients that left (TaskRunner::ForgetClients).
+TEST(DispatcherStateTest, WorkerHeartbeatsListTheClientsStillReadingEachJob) {
+  DispatcherState state({.client_timeout = absl::Milliseconds(200)});
+  std::string ds = *state.RegisterDataset(Pipeline("range(10)"));
+  auto first = state.GetOrCreateJob(JobRequest(ds, proto::DYNAMIC, "shared"));
+  auto second = state.GetOrCreateJob(JobRequest(ds, proto::DYNAMIC, "shared"));
+  auto other = state.GetOrCreateJob(JobRequest(ds, proto::OFF, ""));
+  ASSERT_TRUE(first.ok() && second.ok() && other.ok());
+  proto::WorkerHeartbeatRequest worker;
+  worker.set_worker_address("ucx://w:1");
+  auto listed = [&]() {
+    std::map<int64_t, std::set<int64_t>> clients;
+    auto response = state.WorkerHeartbeat(worker);
+    EXPECT_TRUE(response.ok()) << response.status();
+    for (const proto::JobClients& job : response->job_clients()) {
+      clients[job.job_id()].insert(job.client_ids().begin(), job.client_ids().end());
+    }
+    return clients;
+  };
+  std::map<int64_t, std::set<int64_t>> before = listed();
+  EXPECT_EQ(before.size(), 2u) << "one entry per job with a task here";
+  EXPECT_EQ(before[first->job_id()], (std::set<int64_t>{first->client_id(), second->client_id()}));
+  EXPECT_EQ(before[other->job_id()], (std::set<int64_t>{other->client_id()}));
+
+  proto::ReleaseClientRequest release;
+  release.set_job_id(first->job_id());
+  release.set_client_id(first->client_id());
+  ASSERT_TRUE(state.ReleaseClient(release).ok());
+  EXPECT_EQ(listed()[first->job_id()], (std::set<int64_t>{second->client_id()}));
+
+  // Silent past the client timeout: listed no more, though its job is still listed.
+  absl::SleepFor(absl::Milliseconds(300));
+  proto::ClientHeartbeatRequest alive;
+  alive.set_job_id(other->job_id());
+  alive.set_client_id(other->client_id());
+  ASSERT_TRUE(state.ClientHeartbeat(alive).ok());
+  std::map<int64_t, std::set<int64_t>> after = listed();
+  ASSERT_TRUE(after.contains(first->job_id()));
+  EXPECT_TRUE(after[first->job_id()].empty());
+  EXPECT_EQ(after[other->job_id()], (std::set<int64_t>{other->client_id()}));
 }
 
 // A consumer that restarts (a new client for a consumer index that had one) joins the others

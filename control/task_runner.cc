@@ -201,11 +201,28 @@ void TaskRunner::Fetch(std::shared_ptr<transport::ServerCall> call, uint64_t max
                      " coordinated consumers; got an uncoordinated request")));
     return;
   }
+  std::optional<Waiter> evicted;
   {
     absl::MutexLock lock(&mu_);
-    waiters_.push_back(Waiter{std::move(call), max_batch_bytes});
+    evicted = Park(Waiter{std::move(call), max_batch_bytes});
   }
+  if (evicted.has_value()) TellToRetry(*evicted);
   Serve();
+}
+
+std::optional<TaskRunner::Waiter> TaskRunner::Park(Waiter waiter) {
+  waiters_.push_back(std::move(waiter));
+  if (waiters_.size() <= options_.max_parked_requests) return std::nullopt;
+  std::optional<Waiter> oldest(std::move(waiters_.front()));
+  waiters_.pop_front();
+  ++stats_.parked_requests_evicted;
+  return oldest;
+}
+
+void TaskRunner::TellToRetry(const Waiter& waiter) {
+  proto::GetElementResponse response;
+  response.set_retry_later(true);
+  waiter.call->Reply(response);
 }
 
 void TaskRunner::Serve() {
@@ -224,11 +241,8 @@ void TaskRunner::Serve() {
     error = error_;
   }
   for (auto& [waiter, batch] : matched) Reply(waiter, std::move(batch));
-  for (const Waiter& waiter : stale) {
-    proto::GetElementResponse response;
-    response.set_retry_later(true);  // the client asks again, under its current epoch
-    waiter.call->Reply(response);
-  }
+  // The client asks again, under its current epoch.
+  for (const Waiter& waiter : stale) TellToRetry(waiter);
   for (const Waiter& waiter : ended) {
     if (!error.ok()) {
       waiter.call->Reply(error);
@@ -246,6 +260,7 @@ void TaskRunner::Fetch(std::shared_ptr<transport::ServerCall> call, uint64_t max
     Fetch(std::move(call), max_batch_bytes);
     return;
   }
+  std::optional<Waiter> evicted;
   {
     absl::MutexLock lock(&mu_);
     // Created on the client's first request, so that its epoch is known from then on.
@@ -257,6 +272,7 @@ void TaskRunner::Fetch(std::shared_ptr<transport::ServerCall> call, uint64_t max
         client.stream = absl::Uniform<uint64_t>(absl::IntervalClosed, bits, 1,
                                                 std::numeric_limits<uint64_t>::max());
       }
+      client.last_request = absl::Now();
       for (int64_t index : delivery.acked) {
         client.unacked.erase(index);
         client.released.erase(index);
@@ -282,9 +298,10 @@ void TaskRunner::Fetch(std::shared_ptr<transport::ServerCall> call, uint64_t max
       }
       // The entry stays even when empty: it remembers the client's epoch (see MatchRequests).
     }
-    waiters_.push_back(
-        Waiter{std::move(call), max_batch_bytes, -1, -1, delivery.client_id, delivery.epoch});
+    evicted =
+        Park(Waiter{std::move(call), max_batch_bytes, -1, -1, delivery.client_id, delivery.epoch});
   }
+  if (evicted.has_value()) TellToRetry(*evicted);
   Serve();
 }
 
@@ -361,6 +378,7 @@ size_t TaskRunner::KeptSlabs() const {
   std::vector<const transport::Slab*> slabs;
   for (const auto& [id, client] : deliveries_) {
     for (const auto& [index, kept] : client.unacked) slabs.push_back(kept.first.slab.get());
+    for (const ReadyBatch& lost : client.lost) slabs.push_back(lost.slab.get());
   }
   for (const auto& [consumer, rounds] : kept_rounds_) {
     for (const auto& [round, kept] : rounds) slabs.push_back(kept.slab.get());
@@ -392,6 +410,10 @@ bool TaskRunner::ReleaseOldestKept() {
       oldest = client.unacked.begin()->first;
       slab = client.unacked.begin()->second.first.slab.get();
     }
+    if (!client.lost.empty() && client.lost.front().index < oldest) {
+      oldest = client.lost.front().index;
+      slab = client.lost.front().slab.get();
+    }
   }
   for (const auto& [consumer, rounds] : kept_rounds_) {
     for (const auto& [round, kept] : rounds) {
@@ -413,13 +435,50 @@ bool TaskRunner::ReleaseOldestKept() {
       it = LetGo(client, it);
       ++released;
     }
+    // A lost batch let go is lost for good: the sequence floor passes it, and the client
+    // stops waiting for it.
+    released += static_cast<int64_t>(std::erase_if(
+        client.lost, [slab](const ReadyBatch& lost) { return lost.slab.get() == slab; }));
   }
   for (auto& [consumer, rounds] : kept_rounds_) {
-    released += static_cast<int64_t>(std::erase_if(
-        rounds, [slab](const auto& entry) { return entry.second.slab.get() == slab; }));
+    for (auto it = rounds.begin(); it != rounds.end();) {
+      if (it->second.slab.get() != slab) {
+        ++it;
+        continue;
+      }
+      NoteRoundLetGo(consumer, it->first);
+      it = rounds.erase(it);
+      ++released;
+    }
   }
   stats_.kept_batches_released += released;
   return true;
+}
+
+void TaskRunner::ForgetClients(const absl::flat_hash_set<int64_t>& readers,
+                               absl::Time quiet_since) {
+  std::vector<Waiter> to_retry;
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto it = deliveries_.begin(); it != deliveries_.end();) {
+      const auto& [id, client] = *it;
+      if (readers.contains(id) || client.last_request >= quiet_since) {
+        ++it;
+        continue;
+      }
+      for (auto waiter = waiters_.begin(); waiter != waiters_.end();) {
+        if (waiter->epoch > 0 && waiter->client_id == id) {
+          to_retry.push_back(std::move(*waiter));
+          waiter = waiters_.erase(waiter);
+        } else {
+          ++waiter;
+        }
+      }
+      ++stats_.clients_forgotten;
+      it = deliveries_.erase(it);
+    }
+  }
+  for (const Waiter& waiter : to_retry) TellToRetry(waiter);
 }
 
 void TaskRunner::Reply(const Waiter& waiter, ReadyBatch batch) {

@@ -27,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
 #include "control/service.pb.h"
 #include "engine/iterator.h"
@@ -49,6 +50,10 @@ struct TaskRunnerOptions {
   // one holds every slab in kept and buffered batches while the consumers wait for the other's
   // round. It gets the calling runner, which it must not hold on to.
   std::function<void(const TaskRunner*)> on_slabs_short;
+  // Requests a task holds while no batch is ready for them; beyond it the oldest is told to
+  // retry (a reader that is still there asks again), so that the requests of readers that
+  // went away cannot pile up behind a slow pipeline.
+  size_t max_parked_requests = 4096;
 };
 
 struct TaskRunnerStats {
@@ -69,6 +74,10 @@ struct TaskRunnerStats {
   // Batches whose provenance was too long for the reply's header, sent with it in the
   // payload: the batch's bytes are copied once more for these (TaskRunner::Reply).
   int64_t batches_with_provenance_in_payload = 0;
+  // Acknowledging clients forgotten (ForgetClients), with all they had kept and lost.
+  int64_t clients_forgotten = 0;
+  // Parked requests told to retry because max_parked_requests were parked.
+  int64_t parked_requests_evicted = 0;
 };
 
 // What an uncoordinated request says about delivery (GetElementRequest fields 7, 8).
@@ -122,6 +131,12 @@ class TaskRunner {
   // Lets the oldest batch kept for an acknowledgement go, with the kept batches packed into
   // its slab (see on_slabs_short); false when none is kept.
   bool ReleaseKeptBatch();
+  // Forgets the acknowledging clients not in `readers` that have not asked since
+  // `quiet_since`: their kept and lost batches go, and their parked requests are told to
+  // retry (a client that is still there asks again and is numbered afresh). The worker
+  // calls it with the readers the dispatcher lists for the job and the time its heartbeat
+  // went out, so that a client that joined after the list was made is not forgotten.
+  void ForgetClients(const absl::flat_hash_set<int64_t>& readers, absl::Time quiet_since);
   [[nodiscard]] TaskRunnerStats stats() const;
 
  private:
@@ -162,6 +177,7 @@ class TaskRunner {
     // until the client acknowledges it or reports a break since (a newer epoch). Until
     // then it may still be on its way, so the sequence floor stays at or below it.
     std::map<int64_t, std::pair<int64_t, int64_t>> released;
+    absl::Time last_request;  // ForgetClients spares a client that asked since it was listed
   };
   // A client that stops acknowledging (gone, or reading slowly) keeps no more of the worker's
   // batches than this; beyond it the oldest batch is let go (most likely it arrived). In
@@ -209,6 +225,10 @@ class TaskRunner {
   static bool SameBuffers(const engine::Element& a, const engine::Element& b);
   // Pairs parked requests with ready batches (or with the end); replies outside the lock.
   void Serve();
+  // Holds `waiter` until a batch is ready for it; returns the oldest request held if that
+  // makes more than options_.max_parked_requests (to be told to retry, outside the lock).
+  [[nodiscard]] std::optional<Waiter> Park(Waiter waiter) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  static void TellToRetry(const Waiter& waiter);
   // Serve() for coordinated reads; fills `matched` and `ended` under mu_.
   void MatchRounds(std::vector<std::pair<Waiter, ReadyBatch>>& matched, std::vector<Waiter>& ended)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -233,11 +253,16 @@ class TaskRunner {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The same for a coordinated consumer's batch of a round.
   void KeepRound(const Waiter& waiter, const ReadyBatch& batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Slabs the batches kept for acknowledgements hold, of all clients: a cached batch served
-  // again and again is one slab however many clients keep it.
+  // Remembers that `consumer`'s kept batch of `round` was let go unacknowledged.
+  void NoteRoundLetGo(int32_t consumer, int64_t round) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // `consumer` asks again for a round whose batch was let go (NoteRoundLetGo): that batch is
+  // lost, and the round serves it the next one at once.
+  void ServeRoundAfresh(int32_t consumer, int64_t round) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Slabs the batches kept for acknowledgements (or lost, to serve again) hold, of all
+  // clients: a cached batch served again and again is one slab however many clients keep it.
   [[nodiscard]] size_t KeptSlabs() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Lets the oldest (lowest index) kept batch go, with every kept batch packed into the same
-  // slab; false when none is kept.
+  // Lets the oldest (lowest index) kept or lost batch go, with every kept or lost batch packed
+  // into the same slab; false when none is kept.
   bool ReleaseOldestKept() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   [[nodiscard]] static ReadyBatch CopyOf(const ReadyBatch& batch) {
     return ReadyBatch{batch.slab,  batch.offset,     batch.size,
@@ -267,6 +292,9 @@ class TaskRunner {
   std::map<int64_t, ClientDeliveries> deliveries_ ABSL_GUARDED_BY(mu_);  // by client id
   // Coordinated reads, by consumer, then round: batches sent and not acknowledged yet.
   std::map<int32_t, std::map<int64_t, ReadyBatch>> kept_rounds_ ABSL_GUARDED_BY(mu_);
+  // Coordinated reads, by consumer: rounds whose kept batch was let go unacknowledged, until
+  // acknowledged after all or asked for again (at most kMaxReleasedPerClient each).
+  std::map<int32_t, std::set<int64_t>> rounds_let_go_ ABSL_GUARDED_BY(mu_);
   const size_t kept_budget_;
 
   bool produced_all_ ABSL_GUARDED_BY(mu_) = false;

@@ -2,6 +2,7 @@
 // and each consumer's batch of a round kept until it acknowledges it. The uncoordinated
 // serving is in task_runner.cc.
 #include <algorithm>
+#include <set>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -21,12 +22,17 @@ void TaskRunner::Fetch(std::shared_ptr<transport::ServerCall> call, uint64_t max
     return;
   }
   std::optional<ReadyBatch> again;
+  std::optional<Waiter> evicted;
   std::shared_ptr<transport::ServerCall> superseded;
   Waiter waiter{std::move(call), max_batch_bytes, consumer, round, -1, request.acknowledges};
   {
     absl::MutexLock lock(&mu_);
     std::map<int64_t, ReadyBatch>& kept = kept_rounds_[consumer];
-    for (int64_t acked : request.acked_rounds) kept.erase(acked);
+    std::set<int64_t>& let_go = rounds_let_go_[consumer];
+    for (int64_t acked : request.acked_rounds) {
+      kept.erase(acked);
+      let_go.erase(acked);
+    }
     if (auto it = kept.find(round); it != kept.end()) {
       // Served before, and the reply went nowhere (the consumer asks only once otherwise).
       again.emplace(CopyOf(it->second));
@@ -43,13 +49,15 @@ void TaskRunner::Fetch(std::shared_ptr<transport::ServerCall> call, uint64_t max
         superseded = std::move(same->call);
         waiters_.erase(same);
       }
-      waiters_.push_back(std::move(waiter));
+      if (let_go.erase(round) > 0) ServeRoundAfresh(consumer, round);
+      evicted = Park(std::move(waiter));
     }
   }
   if (superseded != nullptr) {
     superseded->Reply(absl::AbortedError(
         absl::StrCat("consumer ", consumer, " asked for round ", round, " again")));
   }
+  if (evicted.has_value()) TellToRetry(*evicted);
   if (again.has_value()) {
     Reply(waiter, std::move(*again));
     return;
@@ -57,9 +65,40 @@ void TaskRunner::Fetch(std::shared_ptr<transport::ServerCall> call, uint64_t max
   Serve();
 }
 
+void TaskRunner::NoteRoundLetGo(int32_t consumer, int64_t round) {
+  std::set<int64_t>& let_go = rounds_let_go_[consumer];
+  let_go.insert(round);
+  if (let_go.size() > kMaxReleasedPerClient) let_go.erase(let_go.begin());
+}
+
+void TaskRunner::ServeRoundAfresh(int32_t consumer, int64_t round) {
+  // The round may be gone (all its batches served) or wait for a consumer that never came,
+  // holding nothing for this one: waiting for it would take until the round is forgotten,
+  // a minute. The round goes ahead for this consumer as for one late to it: the next batch,
+  // and no waiting for the others, who had theirs.
+  const size_t n = static_cast<size_t>(task_.num_consumers());
+  Round& entry = rounds_[round];
+  if (entry.requested.empty()) {
+    entry.requested.resize(n);
+    entry.batches.resize(n);
+    entry.given.resize(n);
+    entry.opened = absl::Now();
+    entry.assigned = true;
+  }
+  if (!entry.requested[consumer]) {
+    entry.requested[consumer] = true;
+    ++entry.num_requested;
+  }
+  if (entry.given[consumer] && !entry.batches[consumer].has_value()) {
+    entry.given[consumer] = false;
+    --entry.served;  // served again below, when a batch is ready
+  }
+}
+
 void TaskRunner::KeepRound(const Waiter& waiter, const ReadyBatch& batch) {
   std::map<int64_t, ReadyBatch>& kept = kept_rounds_[waiter.consumer];
   if (kept.size() >= kMaxUnackedPerClient) {
+    NoteRoundLetGo(waiter.consumer, kept.begin()->first);
     kept.erase(kept.begin());
     ++stats_.kept_batches_released;
   }

@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/synchronization/notification.h"
 #include "common/status_macros.h"
 #include "engine/pipeline_text.h"
 
@@ -24,7 +25,9 @@ class DeliveryTest : public ::testing::Test {
 
   // A runner for `pipeline` (coordinated when num_consumers > 0) over a pool of `slabs`.
   void StartRunner(const std::string& pipeline_text, int num_consumers, size_t slabs,
-                   absl::Duration round_wait = absl::ZeroDuration()) {
+                   absl::Duration round_wait = absl::ZeroDuration(),
+                   std::unique_ptr<engine::SplitFeed> feed = nullptr,
+                   size_t max_parked_requests = TaskRunnerOptions().max_parked_requests) {
     TearDown();
     transport::RpcOptions options;
     options.transport.ucx_tls = "posix,sysv,cma,self";
@@ -41,7 +44,9 @@ class DeliveryTest : public ::testing::Test {
     auto pipeline = engine::ParsePipeline(pipeline_text);
     ASSERT_TRUE(pipeline.ok()) << pipeline.status();
     *task.mutable_pipeline() = *pipeline;
-    auto runner = TaskRunner::Start(task, *pool, nullptr, {.buffer_batches = 2});
+    auto runner =
+        TaskRunner::Start(task, *pool, std::move(feed),
+                          {.buffer_batches = 2, .max_parked_requests = max_parked_requests});
     ASSERT_TRUE(runner.ok()) << runner.status();
     runner_ = std::move(*runner);
     server_->Handle(proto::GET_ELEMENT, [this](std::shared_ptr<transport::ServerCall> call) {
@@ -394,6 +399,140 @@ TEST_F(DeliveryTest, TheFloorPassesABatchLetGoOnceItsFateIsKnown) {
     EXPECT_EQ(response.sequence_floor(), 4);
   }
   EXPECT_EQ(GetResponse(7, 2, {3, 4, 5, 6}).sequence_floor(), 8);
+}
+
+// A client that broke its connection and then left for good keeps nothing on the worker
+// once the dispatcher stops listing it: its lost batches no longer hold slabs, and the task
+// can finish. Before ForgetClients they were kept for ever, and the task never finished.
+TEST_F(DeliveryTest, AForgottenClientsLostBatchesGoAndTheTaskFinishes) {
+  for (int64_t i = 0; i < 3; ++i) EXPECT_EQ(Get(7, 1, {}), i);
+  EXPECT_EQ(Get(7, 2, {}), 0);  // a break: 0, 1 and 2 were lost; 0 comes again
+  // Client 7 is gone; client 8 reads the rest.
+  EXPECT_EQ(Get(8, 1, {}), 3);
+  EXPECT_EQ(Get(8, 1, {3}), 4);
+  EXPECT_EQ(Get(8, 1, {4}), kEnd);
+  EXPECT_FALSE(runner_->finished()) << "1 and 2 wait for client 7";
+
+  // A client that asked after the heartbeat went out is spared, listed or not.
+  runner_->ForgetClients({8}, absl::Now() - absl::Hours(1));
+  EXPECT_FALSE(runner_->finished());
+  EXPECT_EQ(runner_->stats().clients_forgotten, 0);
+  runner_->ForgetClients({8}, absl::Now());
+  EXPECT_TRUE(runner_->finished());
+  EXPECT_EQ(runner_->stats().clients_forgotten, 1);
+  // Should it come back after all, nothing is served to it again.
+  EXPECT_EQ(Get(7, 3, {}), kEnd);
+  EXPECT_EQ(runner_->stats().batches_redelivered, 1);
+}
+
+// Batches lost with a connection hold their slabs until served again: they count against
+// the kept budget like batches awaiting acknowledgement, and the oldest goes first.
+TEST_F(DeliveryTest, LostBatchesCountAgainstTheKeptBudget) {
+  StartRunner(kSlabEach, /*num_consumers=*/0, 8);  // keeps at most 4 slabs
+  for (int64_t i = 0; i < 4; ++i) EXPECT_EQ(Get(7, 1, {}), i);
+  EXPECT_EQ(Get(7, 2, {}), 0);  // a break: 1, 2 and 3 are lost, 0 is kept again
+  EXPECT_EQ(Get(8, 1, {}), 4);  // five slabs: 0 goes (its client may have it by now)
+  EXPECT_EQ(runner_->stats().kept_batches_released, 1);
+  EXPECT_EQ(Get(8, 1, {}), 5);  // five again: 1, lost, goes for good
+  EXPECT_EQ(runner_->stats().kept_batches_released, 2);
+  proto::GetElementResponse next = GetResponse(7, 2, {0});
+  EXPECT_EQ(next.batch_index(), 2);
+  EXPECT_EQ(next.client_sequence(), 3);
+  EXPECT_EQ(next.sequence_floor(), 3) << "client 7 stops waiting for batch 1 (number 2)";
+}
+
+// A consumer whose reply was lost asks again for a round whose kept batch was let go (the
+// kept budget): that batch is lost, and the consumer gets the next one at once. It used to
+// wait for the others' requests for a round they had long finished: the round wait (here 30
+// s) or, for a round still open, until the round was forgotten a minute later.
+TEST_F(DeliveryTest, ARepeatedRoundWhoseBatchWasLetGoGetsTheNextBatchAtOnce) {
+  using Pair = std::pair<int64_t, int64_t>;
+  StartRunner(kSlabEach, /*num_consumers=*/2, 8, absl::Seconds(30));  // keeps at most 4 slabs
+  auto round = [this](int64_t r) {
+    absl::StatusOr<int64_t> first;
+    std::thread consumer0([&] { first = GetRound(0, r, {}); });
+    absl::StatusOr<int64_t> second = GetRound(1, r, {});
+    consumer0.join();
+    return std::pair{first.value_or(-100), second.value_or(-100)};
+  };
+  EXPECT_EQ(round(0), (Pair{0, 1}));
+  EXPECT_EQ(round(1), (Pair{2, 3}));
+  EXPECT_EQ(round(2), (Pair{4, 5}));  // nothing acknowledged
+  EXPECT_EQ(runner_->stats().kept_batches_released, 2) << "round 0's batches went";
+  const absl::Time asked = absl::Now();
+  EXPECT_EQ(GetRound(0, 0, {}).value_or(-100), 6);
+  EXPECT_LT(absl::Now() - asked, absl::Seconds(5));
+  EXPECT_EQ(runner_->stats().batches_redelivered, 0);
+  // The rounds go on as before, each with consecutive batches.
+  EXPECT_EQ(round(3), (Pair{7, 8}));
+}
+
+// DYNAMIC splits that never come (a dispatcher that stopped answering), until cancelled.
+class StalledFeed : public engine::SplitFeed {
+ public:
+  absl::Status GetNext(int64_t, proto::Split*, bool*) override {
+    cancelled_.WaitForNotification();
+    return absl::CancelledError("stopping");
+  }
+  void Cancel() override {
+    if (!cancelled_.HasBeenNotified()) cancelled_.Notify();
+  }
+
+ private:
+  absl::Notification cancelled_;
+};
+
+// Requests parked behind a pipeline that makes nothing are bounded: past the bound the
+// oldest is told to retry, as a reader that is still there would be by a restarted worker.
+TEST_F(DeliveryTest, ParkedRequestsAreBoundedAndTheOldestIsToldToRetry) {
+  StartRunner("range(100) | batch(10)", /*num_consumers=*/0, 8, absl::ZeroDuration(),
+              std::make_unique<StalledFeed>(), /*max_parked_requests=*/2);
+  auto connection = client_->ConnectTo(address_);
+  ASSERT_TRUE(connection.ok()) << connection.status();
+  // Shared with the callbacks, which the client's teardown may run after a failed check.
+  struct Outcomes {
+    absl::Mutex mu;
+    std::vector<int> retried;  // which requests were told to retry, in order
+    int failed = 0;
+  };
+  auto outcomes = std::make_shared<Outcomes>();
+  for (int i = 0; i < 3; ++i) {
+    proto::GetElementRequest request;
+    request.set_task_id(kTaskId);
+    request.set_client_id(7);
+    request.set_max_batch_bytes(1 << 16);
+    request.set_delivery_epoch(1);
+    transport::CallOptions options;
+    options.timeout = absl::Seconds(20);
+    client_->CallAsync(
+        *connection, proto::GET_ELEMENT, request.SerializeAsString(), options,
+        [outcomes, i](absl::StatusOr<transport::CallResult> result) {
+          absl::MutexLock lock(&outcomes->mu);
+          proto::GetElementResponse response;
+          if (result.ok() && response.ParseFromString(result->response) && response.retry_later()) {
+            outcomes->retried.push_back(i);
+          } else {
+            ++outcomes->failed;  // the runner's shutdown answers the rest
+          }
+        });
+    if (i == 0) absl::SleepFor(absl::Milliseconds(50));  // parked first
+  }
+  {
+    absl::MutexLock lock(&outcomes->mu);
+    auto answered = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(outcomes->mu) {
+      return !outcomes->retried.empty();
+    };
+    EXPECT_TRUE(outcomes->mu.AwaitWithTimeout(absl::Condition(&answered), absl::Seconds(10)));
+    EXPECT_THAT(outcomes->retried, ::testing::ElementsAre(0));
+    EXPECT_EQ(outcomes->failed, 0) << "the other two stay parked";
+  }
+  EXPECT_EQ(runner_->stats().parked_requests_evicted, 1);
+  runner_.reset();  // cancels the feed and answers the requests still parked
+  absl::MutexLock lock(&outcomes->mu);
+  auto all = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(outcomes->mu) {
+    return outcomes->retried.size() + outcomes->failed == 3;
+  };
+  EXPECT_TRUE(outcomes->mu.AwaitWithTimeout(absl::Condition(&all), absl::Seconds(10)));
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 #include <deque>
 #include <iostream>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -141,6 +143,9 @@ void AddTaskStats(const TaskRunnerStats& task, proto::WorkerStats* worker) {
   worker->set_kept_batches_released(worker->kept_batches_released() + task.kept_batches_released);
   worker->set_batches_with_provenance_in_payload(worker->batches_with_provenance_in_payload() +
                                                  task.batches_with_provenance_in_payload);
+  worker->set_clients_forgotten(worker->clients_forgotten() + task.clients_forgotten);
+  worker->set_parked_requests_evicted(worker->parked_requests_evicted() +
+                                      task.parked_requests_evicted);
 }
 
 }  // namespace
@@ -186,11 +191,15 @@ Worker::~Worker() {
   heartbeat_pacer_.Stop();
   if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
   std::map<int64_t, std::shared_ptr<TaskRunner>> runners;
+  std::vector<std::shared_ptr<TaskRunner>> removing;
   {
     absl::MutexLock lock(&mu_);
     runners.swap(runners_);
+    removing.swap(removing_);
   }
-  runners.clear();  // stops producers and answers parked requests before the transport goes
+  // Stops producers and answers parked requests before the transport goes.
+  runners.clear();
+  removing.clear();
   rpc_.reset();
 }
 
@@ -246,6 +255,7 @@ absl::Status Worker::Heartbeat() {
     }
   }
   proto::WorkerHeartbeatResponse response;
+  const absl::Time sent_at = absl::Now();
   SLUICE_RETURN_IF_ERROR(rpc_->CallProto(options_.dispatcher, proto::WORKER_HEARTBEAT, request,
                                          &response, options_.dispatcher_timeout));
   {
@@ -271,15 +281,38 @@ absl::Status Worker::Heartbeat() {
     absl::MutexLock lock(&mu_);
     runners_[task.task_id()] = std::move(runner);
   }
-  std::vector<std::shared_ptr<TaskRunner>> removed;
+  std::vector<std::shared_ptr<TaskRunner>> runners;
+  std::vector<std::shared_ptr<TaskRunner>> stopped;
   {
     absl::MutexLock lock(&mu_);
     for (int64_t id : response.tasks_to_delete()) {
       if (auto it = runners_.find(id); it != runners_.end()) {
         AddTaskStats(it->second->stats(), &retired_stats_);
-        removed.push_back(std::move(it->second));
+        removing_.push_back(std::move(it->second));
         runners_.erase(it);
       }
+    }
+    // Destroyed here, by this thread, once no request handler holds one any more: a
+    // runner's destructor joins its producer, which must happen neither on the transport's
+    // progress thread nor on another runner's producer (ReleaseKeptBatches).
+    for (auto it = removing_.begin(); it != removing_.end();) {
+      if (it->use_count() == 1) {
+        stopped.push_back(std::move(*it));
+        it = removing_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    for (const auto& [id, runner] : runners_) runners.push_back(runner);
+  }
+  stopped.clear();
+  absl::flat_hash_map<int64_t, absl::flat_hash_set<int64_t>> readers;
+  for (const proto::JobClients& job : response.job_clients()) {
+    readers[job.job_id()].insert(job.client_ids().begin(), job.client_ids().end());
+  }
+  for (const std::shared_ptr<TaskRunner>& runner : runners) {
+    if (auto job = readers.find(runner->job_id()); job != readers.end()) {
+      runner->ForgetClients(job->second, sent_at);
     }
   }
   return absl::OkStatus();

@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
@@ -82,6 +83,9 @@ class Worker {
 
   absl::Mutex mu_;
   std::map<int64_t, std::shared_ptr<TaskRunner>> runners_ ABSL_GUARDED_BY(mu_);
+  // Deleted by the dispatcher, to be destroyed by the heartbeat thread once no request
+  // handler holds them (Heartbeat).
+  std::vector<std::shared_ptr<TaskRunner>> removing_ ABSL_GUARDED_BY(mu_);
   std::string last_heartbeat_error_ ABSL_GUARDED_BY(mu_);
   bool warned_kept_released_ ABSL_GUARDED_BY(mu_) = false;
   std::string dispatcher_id_ ABSL_GUARDED_BY(mu_);

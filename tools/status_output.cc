@@ -29,6 +29,8 @@ nlohmann::json StatusToJson(const proto::GetStatusResponse& status) {
          {"batches_redelivered", w.stats().batches_redelivered()},
          {"kept_batches_released", w.stats().kept_batches_released()},
          {"batches_with_provenance_in_payload", w.stats().batches_with_provenance_in_payload()},
+         {"clients_forgotten", w.stats().clients_forgotten()},
+         {"parked_requests_evicted", w.stats().parked_requests_evicted()},
          {"lost", w.lost()}});
   }
   nlohmann::json datasets = nlohmann::json::array();
