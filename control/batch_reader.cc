@@ -266,8 +266,10 @@ bool BatchReader::OnTaskFetched(Task& task, transport::Slab slab, absl::Time sen
     case FetchOutcome::kReply:
       break;
   }
-  // retry_later: the worker does not run the task yet (or the request was of an epoch it has
-  // left behind), so nobody took the acknowledgements.
+  // retry_later: the worker does not run the task yet, the request was of an epoch it has
+  // left behind, or it held too many requests (or forgot this client) and let this one go.
+  // The acknowledgements stay unconfirmed and go again with the next request: taking them
+  // twice is harmless.
   if (response.retry_later()) {
     // Asked again after a short pause, not at round-trip rate: the worker learns the task
     // at its next heartbeat (it asks for one early), which may take a while.

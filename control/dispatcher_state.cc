@@ -431,16 +431,18 @@ absl::StatusOr<proto::WorkerHeartbeatResponse> DispatcherState::WorkerHeartbeat(
   }
   // The worker's tasks keep batches for clients until acknowledged; these lists let them
   // forget the clients that left, whose kept batches would otherwise hold slabs and keep
-  // their tasks from finishing.
+  // their tasks from finishing. Not before the dispatcher knows its clients (started_).
   const absl::Time now = absl::Now();
-  absl::flat_hash_set<int64_t> jobs_listed;
-  for (int64_t id : worker.task_ids) {
-    const int64_t job_id = tasks_.at(id).job_id;
-    if (!jobs_listed.insert(job_id).second) continue;
-    proto::JobClients* listed = response.add_job_clients();
-    listed->set_job_id(job_id);
-    for (const auto& [client, last] : jobs_.at(job_id).clients) {
-      if (now - last <= config_.client_timeout) listed->add_client_ids(client);
+  if (now - started_ >= config_.client_timeout) {
+    absl::flat_hash_set<int64_t> jobs_listed;
+    for (int64_t id : worker.task_ids) {
+      const int64_t job_id = tasks_.at(id).job_id;
+      if (!jobs_listed.insert(job_id).second) continue;
+      proto::JobClients* listed = response.add_job_clients();
+      listed->set_job_id(job_id);
+      for (const auto& [client, last] : jobs_.at(job_id).clients) {
+        if (now - last <= config_.client_timeout) listed->add_client_ids(client);
+      }
     }
   }
   return response;

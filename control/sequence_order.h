@@ -7,7 +7,9 @@
 // and numbers below it that never landed are skipped. Numbers below the next one due are
 // either skipped ones arriving after all (handed out at once, late rather than lost) or
 // copies of items handed out already (a resend that crossed an acknowledgement), which are
-// refused. A new stream id starts the numbering again at 1.
+// refused. A new stream id starts the numbering again at 1; an item of a stream given up
+// for a newer one (a reply that was on its way when the sender renumbered) is handed out
+// at once, without going back to the old numbering.
 //
 //   SequenceOrder<Batch> order;
 //   if (order.HandedOut(stream, n)) return;  // a copy: drop it
@@ -21,6 +23,7 @@
 #include <map>
 #include <set>
 #include <utility>
+#include <vector>
 
 namespace sluice::control {
 
@@ -29,6 +32,8 @@ class SequenceOrder {
  public:
   // Skipped numbers remembered at most; an older one arriving after all counts as a copy.
   static constexpr int64_t kMaxSkipped = 1024;
+  // Streams given up for newer ones, remembered at most (a sender renumbers rarely).
+  static constexpr size_t kMaxRetired = 8;
 
   // Whether item `sequence` of `stream` was handed out already, or is held.
   [[nodiscard]] bool HandedOut(uint64_t stream, int64_t sequence) const {
@@ -41,10 +46,19 @@ class SequenceOrder {
   // item now due to `hand_out`, in order.
   template <typename HandOut>
   void Add(uint64_t stream, int64_t sequence, int64_t floor, T item, HandOut&& hand_out) {
+    if (stream != stream_ &&
+        std::find(retired_.begin(), retired_.end(), stream) != retired_.end()) {
+      // Late, from a numbering given up: going back to it would hold the new numbering's
+      // items for numbers handed out long ago.
+      hand_out(std::move(item));
+      return;
+    }
     if (stream != stream_) {
-      // A new numbering (the first item, or a sender that restarted): what waited under the
-      // old one goes first.
+      // A new numbering (the first item, or a sender that restarted or forgot this client):
+      // what waited under the old one goes first.
       Flush(hand_out);
+      if (stream_ != 0) retired_.push_back(stream_);
+      if (retired_.size() > kMaxRetired) retired_.erase(retired_.begin());
       stream_ = stream;
       next_ = 1;
       skipped_.clear();
@@ -102,6 +116,9 @@ class SequenceOrder {
   int64_t next_ = 1;     // the number due next
   std::map<int64_t, T> held_;
   std::set<int64_t> skipped_;
+  // A vector, not a deque: its move is noexcept, so a vector of readers' tasks that hold
+  // one moves them when it grows instead of trying to copy them.
+  std::vector<uint64_t> retired_;
 };
 
 }  // namespace sluice::control

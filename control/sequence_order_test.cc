@@ -93,6 +93,21 @@ TEST_F(SequenceOrderTest, ANewStreamStartsAtOneAfterWhatWaitedUnderTheOld) {
   EXPECT_THAT(out_, ElementsAre(1, 3, 1, 2));
 }
 
+// A reply of the old numbering that lands after the new one began (it was on its way when
+// the worker forgot the client) goes out at once, and the new numbering carries on. It used
+// to switch back to the old stream, then forward again, each time starting over at 1: the
+// new stream's item 2 then waited for its item 1, handed out long before.
+TEST_F(SequenceOrderTest, ALateItemOfAnOldStreamDoesNotTakeTheNumberingBack) {
+  EXPECT_TRUE(Add(1, 1));
+  EXPECT_TRUE(Add(2, 1));
+  EXPECT_TRUE(Add(1, 1, kStream + 1));
+  EXPECT_TRUE(Add(3, 1));  // old stream, late
+  EXPECT_TRUE(Add(2, 1, kStream + 1));
+  EXPECT_THAT(out_, ElementsAre(1, 2, 1, 3, 2));
+  EXPECT_EQ(order_.held(), 0u);
+  EXPECT_FALSE(Add(2, 1, kStream + 1)) << "the new stream still knows its copies";
+}
+
 TEST_F(SequenceOrderTest, FlushHandsOutWhatIsHeldAndKnowsItsCopies) {
   EXPECT_TRUE(Add(1, 1));
   EXPECT_TRUE(Add(4, 2));

@@ -348,15 +348,14 @@ void TaskRunner::MatchRequests(std::vector<std::pair<Waiter, ReadyBatch>>& match
 
 void TaskRunner::SetReplyOrder(const ClientDeliveries& client, ReadyBatch& batch) const {
   // The lowest number that may still reach the client: a batch on its way (kept until
-  // acknowledged, or let go since), one to serve again, or the next one. A client's
-  // numbers rise with the batch index (new batches leave ready_ in index order, and a
-  // batch served again keeps its number), so each map's lowest index has its lowest number.
+  // acknowledged, or let go since), one to serve again, or the next one. Numbers mostly
+  // rise with the batch index, but not always (a forgotten client's lost batches go back
+  // to ready_, behind batches others already had), so all are looked at: a few each
+  // (about one per request in flight).
   int64_t floor = client.last_sequence + 1;
-  if (!client.unacked.empty()) {
-    floor = std::min(floor, client.unacked.begin()->second.first.sequence);
-  }
-  if (!client.released.empty()) floor = std::min(floor, client.released.begin()->second.first);
-  if (!client.lost.empty()) floor = std::min(floor, client.lost.front().sequence);
+  for (const auto& [index, kept] : client.unacked) floor = std::min(floor, kept.first.sequence);
+  for (const auto& [index, let_go] : client.released) floor = std::min(floor, let_go.first);
+  for (const ReadyBatch& lost : client.lost) floor = std::min(floor, lost.sequence);
   batch.sequence_floor = floor;
   batch.sequence_stream = client.stream;
 }
@@ -461,10 +460,19 @@ void TaskRunner::ForgetClients(const absl::flat_hash_set<int64_t>& readers,
   {
     absl::MutexLock lock(&mu_);
     for (auto it = deliveries_.begin(); it != deliveries_.end();) {
-      const auto& [id, client] = *it;
+      auto& [id, client] = *it;
       if (readers.contains(id) || client.last_request >= quiet_since) {
         ++it;
         continue;
+      }
+      // Its lost batches never reached it, so others may have them: back to the front of
+      // ready_, unless the readers were all told the end (no one would take them).
+      if (!(produced_all_ && ready_.empty())) {
+        for (auto lost = client.lost.rbegin(); lost != client.lost.rend(); ++lost) {
+          lost->sequence = 0;
+          ready_.push_front(std::move(*lost));
+        }
+        stats_.batches_handed_on += static_cast<int64_t>(client.lost.size());
       }
       for (auto waiter = waiters_.begin(); waiter != waiters_.end();) {
         if (waiter->epoch > 0 && waiter->client_id == id) {
@@ -479,6 +487,7 @@ void TaskRunner::ForgetClients(const absl::flat_hash_set<int64_t>& readers,
     }
   }
   for (const Waiter& waiter : to_retry) TellToRetry(waiter);
+  Serve();  // the batches handed on may be what parked requests wait for
 }
 
 void TaskRunner::Reply(const Waiter& waiter, ReadyBatch batch) {

@@ -78,6 +78,8 @@ struct TaskRunnerStats {
   int64_t clients_forgotten = 0;
   // Parked requests told to retry because max_parked_requests were parked.
   int64_t parked_requests_evicted = 0;
+  // Batches a forgotten client lost with a connection, served to other readers instead.
+  int64_t batches_handed_on = 0;
 };
 
 // What an uncoordinated request says about delivery (GetElementRequest fields 7, 8).
@@ -132,8 +134,9 @@ class TaskRunner {
   // its slab (see on_slabs_short); false when none is kept.
   bool ReleaseKeptBatch();
   // Forgets the acknowledging clients not in `readers` that have not asked since
-  // `quiet_since`: their kept and lost batches go, and their parked requests are told to
-  // retry (a client that is still there asks again and is numbered afresh). The worker
+  // `quiet_since`: the batches kept for them go (they may have arrived), those they lost go
+  // to the other readers, and their parked requests are told to retry (a client that is
+  // still there asks again and is numbered afresh). The worker
   // calls it with the readers the dispatcher lists for the job and the time its heartbeat
   // went out, so that a client that joined after the list was made is not forgotten.
   void ForgetClients(const absl::flat_hash_set<int64_t>& readers, absl::Time quiet_since);

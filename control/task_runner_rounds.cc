@@ -72,19 +72,20 @@ void TaskRunner::NoteRoundLetGo(int32_t consumer, int64_t round) {
 }
 
 void TaskRunner::ServeRoundAfresh(int32_t consumer, int64_t round) {
-  // The round may be gone (all its batches served) or wait for a consumer that never came,
-  // holding nothing for this one: waiting for it would take until the round is forgotten,
-  // a minute. The round goes ahead for this consumer as for one late to it: the next batch,
-  // and no waiting for the others, who had theirs.
+  // The round may be gone (all its batches served), wait for a consumer that never came,
+  // holding nothing for this one, or have been opened again by a late consumer's request:
+  // waiting would take the round wait, or until the round is forgotten, a minute. The round
+  // goes ahead for this consumer as for one late to it: the next batch, and no waiting for
+  // the others, who had theirs. Opened anew, it is not forgotten before that batch is ready.
   const size_t n = static_cast<size_t>(task_.num_consumers());
   Round& entry = rounds_[round];
   if (entry.requested.empty()) {
     entry.requested.resize(n);
     entry.batches.resize(n);
     entry.given.resize(n);
-    entry.opened = absl::Now();
-    entry.assigned = true;
   }
+  entry.opened = absl::Now();
+  entry.assigned = true;
   if (!entry.requested[consumer]) {
     entry.requested[consumer] = true;
     ++entry.num_requested;

@@ -412,6 +412,7 @@ TEST_F(DeliveryTest, AForgottenClientsLostBatchesGoAndTheTaskFinishes) {
   EXPECT_EQ(Get(8, 1, {3}), 4);
   EXPECT_EQ(Get(8, 1, {4}), kEnd);
   EXPECT_FALSE(runner_->finished()) << "1 and 2 wait for client 7";
+  // Client 8 was told the end: no reader is left to take 1 and 2 when 7 is forgotten.
 
   // A client that asked after the heartbeat went out is spared, listed or not.
   runner_->ForgetClients({8}, absl::Now() - absl::Hours(1));
@@ -420,9 +421,42 @@ TEST_F(DeliveryTest, AForgottenClientsLostBatchesGoAndTheTaskFinishes) {
   runner_->ForgetClients({8}, absl::Now());
   EXPECT_TRUE(runner_->finished());
   EXPECT_EQ(runner_->stats().clients_forgotten, 1);
+  EXPECT_EQ(runner_->stats().batches_handed_on, 0);
   // Should it come back after all, nothing is served to it again.
   EXPECT_EQ(Get(7, 3, {}), kEnd);
   EXPECT_EQ(runner_->stats().batches_redelivered, 1);
+}
+
+// Forgotten while others still read, a client's lost batches (they never reached it) go
+// to them: nothing of the task is lost with the client but what it was sent.
+TEST_F(DeliveryTest, AForgottenClientsLostBatchesGoToTheReadersStillThere) {
+  for (int64_t i = 0; i < 3; ++i) EXPECT_EQ(Get(7, 1, {}), i);
+  EXPECT_EQ(Get(7, 2, {}), 0);  // a break: 1 and 2 are lost
+  EXPECT_EQ(Get(8, 1, {}), 3);
+  runner_->ForgetClients({8}, absl::Now());
+  EXPECT_EQ(runner_->stats().batches_handed_on, 2);
+  proto::GetElementResponse next = GetResponse(8, 1, {3});
+  EXPECT_EQ(next.batch_index(), 1) << "the lost batches first";
+  EXPECT_EQ(next.client_sequence(), 2) << "numbered in what client 8 got";
+  EXPECT_EQ(next.sequence_floor(), 2);
+  EXPECT_EQ(Get(8, 1, {1}), 2);
+  EXPECT_EQ(Get(8, 1, {2}), 4);
+  EXPECT_EQ(Get(8, 1, {4}), kEnd);
+  EXPECT_TRUE(runner_->finished());
+}
+
+// Numbers need not rise with the batch index (a batch handed on from a forgotten client
+// comes after later ones): the floor is the lowest number still on its way, not the number
+// of the lowest index.
+TEST_F(DeliveryTest, TheFloorIsTheLowestNumberOnItsWayWhateverItsIndex) {
+  for (int64_t i = 0; i < 3; ++i) EXPECT_EQ(Get(7, 1, {}), i);
+  EXPECT_EQ(Get(7, 2, {}), 0);  // 1 and 2 are lost
+  EXPECT_EQ(Get(8, 1, {}), 3);  // number 1 of client 8, not acknowledged
+  runner_->ForgetClients({8}, absl::Now());
+  proto::GetElementResponse handed_on = GetResponse(8, 1, {});
+  EXPECT_EQ(handed_on.batch_index(), 1);
+  EXPECT_EQ(handed_on.client_sequence(), 2);
+  EXPECT_EQ(handed_on.sequence_floor(), 1) << "batch 3, number 1, may still be on its way";
 }
 
 // Batches lost with a connection hold their slabs until served again: they count against

@@ -146,6 +146,7 @@ void AddTaskStats(const TaskRunnerStats& task, proto::WorkerStats* worker) {
   worker->set_clients_forgotten(worker->clients_forgotten() + task.clients_forgotten);
   worker->set_parked_requests_evicted(worker->parked_requests_evicted() +
                                       task.parked_requests_evicted);
+  worker->set_batches_handed_on(worker->batches_handed_on() + task.batches_handed_on);
 }
 
 }  // namespace
@@ -233,7 +234,27 @@ proto::WorkerStats Worker::stats() {
   return stats;
 }
 
+void Worker::DestroyRemovedRunners() {
+  std::vector<std::shared_ptr<TaskRunner>> unused;
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto it = removing_.begin(); it != removing_.end();) {
+      // Only copies of runners_ entries are ever made, under mu_: one no one else holds now
+      // stays so.
+      if (it->use_count() == 1) {
+        unused.push_back(std::move(*it));
+        it = removing_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  unused.clear();  // joins their producers, outside mu_ (a producer may want it)
+}
+
 absl::Status Worker::Heartbeat() {
+  // Also while the dispatcher is unreachable: a removed runner's producer holds slabs.
+  DestroyRemovedRunners();
   proto::WorkerHeartbeatRequest request;
   request.set_worker_address(address_);
   request.set_worker_uid(uid_);
@@ -282,7 +303,6 @@ absl::Status Worker::Heartbeat() {
     runners_[task.task_id()] = std::move(runner);
   }
   std::vector<std::shared_ptr<TaskRunner>> runners;
-  std::vector<std::shared_ptr<TaskRunner>> stopped;
   {
     absl::MutexLock lock(&mu_);
     for (int64_t id : response.tasks_to_delete()) {
@@ -292,20 +312,9 @@ absl::Status Worker::Heartbeat() {
         runners_.erase(it);
       }
     }
-    // Destroyed here, by this thread, once no request handler holds one any more: a
-    // runner's destructor joins its producer, which must happen neither on the transport's
-    // progress thread nor on another runner's producer (ReleaseKeptBatches).
-    for (auto it = removing_.begin(); it != removing_.end();) {
-      if (it->use_count() == 1) {
-        stopped.push_back(std::move(*it));
-        it = removing_.erase(it);
-      } else {
-        ++it;
-      }
-    }
     for (const auto& [id, runner] : runners_) runners.push_back(runner);
   }
-  stopped.clear();
+  DestroyRemovedRunners();
   absl::flat_hash_map<int64_t, absl::flat_hash_set<int64_t>> readers;
   for (const proto::JobClients& job : response.job_clients()) {
     readers[job.job_id()].insert(job.client_ids().begin(), job.client_ids().end());

@@ -71,6 +71,10 @@ class Worker {
   absl::Status Heartbeat();
   void HeartbeatLoop();
   void HandleGetElement(std::shared_ptr<transport::ServerCall> call);
+  // Destroys the removed runners no request handler holds any more, on the calling thread
+  // (the heartbeat's): a runner's destructor joins its producer, which must happen neither
+  // on the transport's progress thread nor on another runner's producer (ReleaseKeptBatches).
+  void DestroyRemovedRunners();
   // TaskRunnerOptions::on_slabs_short: one kept batch of every other task of its job goes.
   void ReleaseKeptBatches(const TaskRunner* except);
 

@@ -266,9 +266,17 @@ int Main(int argc, char** argv) {
   std::string worker_timeout = "10s";
   std::string round_wait;  // empty: derived from --worker-timeout
   std::string job_gc_timeout = "5m";
+  std::string client_timeout = "1m";
   dispatcher_cmd
       ->add_option("--job-gc-timeout", job_gc_timeout,
                    "A job whose clients all left (or went silent) this long is garbage-collected")
+      ->capture_default_str();
+  dispatcher_cmd
+      ->add_option("--client-timeout", client_timeout,
+                   "A client silent this long (killed, or cut off) no longer counts as a "
+                   "reader: lost workers' splits stop waiting for its report, workers let go "
+                   "of the batches they keep for it, and a job it alone read is collected "
+                   "--job-gc-timeout later. At least 1s (clients report every 100 ms)")
       ->capture_default_str();
   dispatcher_cmd
       ->add_option("--worker-timeout", worker_timeout,
@@ -380,6 +388,17 @@ int Main(int argc, char** argv) {
     absl::StatusOr<absl::Duration> parsed_gc = ParseDurationFlag("job-gc-timeout", job_gc_timeout);
     if (!parsed_gc.ok()) return Fail(parsed_gc.status(), "dispatcher");
     options.config.job_gc_timeout = *parsed_gc;
+    absl::StatusOr<absl::Duration> parsed_client_timeout =
+        ParseDurationFlag("client-timeout", client_timeout);
+    if (!parsed_client_timeout.ok()) return Fail(parsed_client_timeout.status(), "dispatcher");
+    if (*parsed_client_timeout < absl::Seconds(1)) {
+      return Fail(absl::InvalidArgumentError(absl::StrCat(
+                      "--client-timeout must be at least 1s (clients report every 100 ms, "
+                      "and a live client taken for gone loses what workers kept for it); got ",
+                      client_timeout)),
+                  "dispatcher");
+    }
+    options.config.client_timeout = *parsed_client_timeout;
     options.fault_tolerant = fault_tolerant;
     if (fault_tolerant && work_dir.empty()) {
       return Fail(absl::InvalidArgumentError("--fault-tolerant needs --work-dir"), "dispatcher");

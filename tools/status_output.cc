@@ -31,6 +31,7 @@ nlohmann::json StatusToJson(const proto::GetStatusResponse& status) {
          {"batches_with_provenance_in_payload", w.stats().batches_with_provenance_in_payload()},
          {"clients_forgotten", w.stats().clients_forgotten()},
          {"parked_requests_evicted", w.stats().parked_requests_evicted()},
+         {"batches_handed_on", w.stats().batches_handed_on()},
          {"lost", w.lost()}});
   }
   nlohmann::json datasets = nlohmann::json::array();

@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 
@@ -118,6 +120,39 @@ TEST(FaultToleranceTest, DroppedConnectionsLoseAndDuplicateNothing) {
   ExpectEachValueTimes(Values(*read), 100000, 1);
   ExpectEachWorkersBatchesInOrder(*read);
   EXPECT_THAT(read->stderr_text(), Not(HasSubstr("error")));
+}
+
+// A reader killed mid-read (it never releases its job) is forgotten by the workers once
+// the dispatcher's --client-timeout has passed: what they kept for it goes. Before, a reader
+// that died after a broken connection held its lost batches, and its task, for ever. A
+// reader of the same job that is still there is not forgotten, however long it reads.
+TEST(FaultToleranceTest, WorkersForgetAKilledReaderOnceTheDispatcherDoes) {
+  Cluster cluster({.workers = 1, .dispatcher_args = {"--client-timeout", "2s"}});
+  auto reader = [&cluster]() {
+    return std::make_unique<Subprocess>(
+        std::vector<std::string>{Binary(), "read", "--dispatcher", cluster.address(), "--pipeline",
+                                 "range(1000) | batch(8) | repeat()", "--mode", "off", "--job-name",
+                                 "shared", "--format", "summary", "--max-outstanding", "2"});
+  };
+  auto forgotten = [&cluster]() -> int64_t {
+    Subprocess status({Binary(), "status", "--dispatcher", cluster.address(), "--json"});
+    EXPECT_EQ(status.Wait(absl::Seconds(30)), 0) << status.stderr_text();
+    const nlohmann::json parsed = nlohmann::json::parse(status.stdout_text());
+    return parsed["workers"][0]["clients_forgotten"].get<int64_t>();
+  };
+  std::unique_ptr<Subprocess> survivor = reader();
+  std::unique_ptr<Subprocess> victim = reader();
+  absl::SleepFor(absl::Seconds(2));  // both read (a reader that failed shows below)
+  EXPECT_EQ(forgotten(), 0);
+  victim->Kill(SIGKILL);
+  EXPECT_EQ(victim->Wait(absl::Seconds(10)), -9);
+  const absl::Time give_up = absl::Now() + absl::Seconds(30);
+  while (forgotten() == 0 && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(200));
+  EXPECT_EQ(forgotten(), 1) << "the killed reader is forgotten";
+  absl::SleepFor(absl::Seconds(3));  // past the client timeout again
+  EXPECT_EQ(forgotten(), 1) << "the reader that reads on is not";
+  EXPECT_EQ(survivor->TryWait(), std::nullopt)
+      << "the survivor stopped: " << survivor->stderr_text();
 }
 
 int PortOf(const std::string& address) {
