@@ -13,6 +13,9 @@
 // (SequenceOrder). Only a batch the worker let go unacknowledged is skipped, once this
 // reader has acknowledged past it or reported a failed request since; should it arrive after
 // all, it is handed out late rather than lost. A copy of a batch handed out is dropped.
+// One exception to the order: a batch another reader of a shared job lost with a broken
+// connection, handed on to this one once that reader was forgotten (it left), comes when
+// it is handed on, after batches the pipeline made later.
 // Coordinated reads (num_consumers > 0) hand out rounds in order.
 //
 //   absl::StatusOr<std::unique_ptr<BatchReader>> reader = client.Read(dataset_id, options);

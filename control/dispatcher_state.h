@@ -237,12 +237,12 @@ class DispatcherState {
 
   const DispatcherConfig config_;
   const WorkerList worker_list_;
+  mutable absl::Mutex mu_;
   // A state restored from the journal knows its jobs but not their clients (they are not
   // journaled) until each client's next heartbeat: until client_timeout has passed since
-  // this, workers are not told who reads their jobs (WorkerHeartbeatResponse.job_clients),
-  // lest they forget live clients.
-  const absl::Time started_ = absl::Now();
-  mutable absl::Mutex mu_;
+  // it started serving, workers are not told who reads their jobs
+  // (WorkerHeartbeatResponse.job_clients), lest they forget live clients.
+  absl::Time started_ ABSL_GUARDED_BY(mu_) = absl::Now();
   int64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
   absl::flat_hash_map<std::string, proto::PipelineDef> datasets_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, std::string> dataset_by_definition_ ABSL_GUARDED_BY(mu_);

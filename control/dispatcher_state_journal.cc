@@ -15,6 +15,9 @@ void DispatcherState::AttachJournal(JournalWriter* journal, int64_t compact_ever
   absl::MutexLock lock(&mu_);
   journal_ = journal;
   compact_every_ = compact_every;
+  // The last step before serving, after any Restore (which may take a while): clients can
+  // only report from now on.
+  started_ = absl::Now();
 }
 
 int64_t DispatcherState::journaled_updates() const {

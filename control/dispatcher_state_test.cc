@@ -257,7 +257,7 @@ TEST(DispatcherStateTest, JobsWithoutClientsAreCollectedAndDynamicNamesNotReused
 // Workers learn which clients still read each job of theirs, so that their tasks can let go
 // of what they keep for clients that left (TaskRunner::ForgetClients).
 TEST(DispatcherStateTest, WorkerHeartbeatsListTheClientsStillReadingEachJob) {
-  DispatcherState state({.client_timeout = absl::Milliseconds(300)});
+  DispatcherState state({.client_timeout = absl::Seconds(1)});
   std::string ds = *state.RegisterDataset(Pipeline("range(10)"));
   auto first = state.GetOrCreateJob(JobRequest(ds, proto::DYNAMIC, "shared"));
   auto second = state.GetOrCreateJob(JobRequest(ds, proto::DYNAMIC, "shared"));
@@ -283,7 +283,7 @@ TEST(DispatcherStateTest, WorkerHeartbeatsListTheClientsStillReadingEachJob) {
   // Within a client timeout of its start (a restart from the journal, which does not hold
   // clients) the dispatcher does not know who reads: it lists no job.
   EXPECT_TRUE(listed().empty());
-  absl::SleepFor(absl::Milliseconds(350));
+  absl::SleepFor(absl::Milliseconds(1100));
   beat(first);
   beat(second);
   beat(other);
@@ -299,7 +299,7 @@ TEST(DispatcherStateTest, WorkerHeartbeatsListTheClientsStillReadingEachJob) {
   EXPECT_EQ(listed()[first->job_id()], (std::set<int64_t>{second->client_id()}));
 
   // Silent past the client timeout: listed no more, though its job is still listed.
-  absl::SleepFor(absl::Milliseconds(400));
+  absl::SleepFor(absl::Milliseconds(1200));
   beat(other);
   std::map<int64_t, std::set<int64_t>> after = listed();
   ASSERT_TRUE(after.contains(first->job_id()));

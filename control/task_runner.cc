@@ -364,10 +364,15 @@ void TaskRunner::KeepUntilAcknowledged(const Waiter& waiter, const ReadyBatch& b
   ClientDeliveries& client = deliveries_[waiter.client_id];
   client.epoch = std::max(client.epoch, waiter.epoch);
   if (client.unacked.size() >= kMaxUnackedPerClient) {
-    LetGo(client, client.unacked.begin());
+    LetGo(client, std::min_element(client.unacked.begin(), client.unacked.end(),
+                                   [](const auto& a, const auto& b) {
+                                     return a.second.first.kept_since < b.second.first.kept_since;
+                                   }));
     ++stats_.kept_batches_released;
   }
-  client.unacked.insert_or_assign(batch.index, std::pair{CopyOf(batch), waiter.epoch});
+  ReadyBatch kept = CopyOf(batch);
+  kept.kept_since = ++batches_kept_;
+  client.unacked.insert_or_assign(batch.index, std::pair{std::move(kept), waiter.epoch});
   while (KeptSlabs() > kept_budget_ && ReleaseOldestKept()) {
   }
 }
@@ -401,26 +406,28 @@ bool TaskRunner::ReleaseKeptBatch() {
 }
 
 bool TaskRunner::ReleaseOldestKept() {
-  // Few clients: a scan is cheaper than keeping an index of all kept batches.
-  int64_t oldest = std::numeric_limits<int64_t>::max();
+  // Few kept batches (about one per request in flight): a scan is cheaper than keeping an
+  // index of them. A batch awaiting its acknowledgement goes before a lost one: it has most
+  // likely arrived, while a lost one let go is lost for good. Among them the one kept
+  // longest goes first, not the lowest index: a batch handed on from a forgotten client has
+  // a low index but was sent just now.
+  uint64_t oldest = std::numeric_limits<uint64_t>::max();
   const transport::Slab* slab = nullptr;
+  auto consider = [&oldest, &slab](const ReadyBatch& kept) {
+    if (kept.kept_since < oldest) {
+      oldest = kept.kept_since;
+      slab = kept.slab.get();
+    }
+  };
   for (const auto& [id, client] : deliveries_) {
-    if (!client.unacked.empty() && client.unacked.begin()->first < oldest) {
-      oldest = client.unacked.begin()->first;
-      slab = client.unacked.begin()->second.first.slab.get();
-    }
-    if (!client.lost.empty() && client.lost.front().index < oldest) {
-      oldest = client.lost.front().index;
-      slab = client.lost.front().slab.get();
-    }
+    for (const auto& [index, kept] : client.unacked) consider(kept.first);
   }
   for (const auto& [consumer, rounds] : kept_rounds_) {
-    for (const auto& [round, kept] : rounds) {
-      if (kept.index < oldest) {
-        oldest = kept.index;
-        slab = kept.slab.get();
-      }
-    }
+    for (const auto& [round, kept] : rounds) consider(kept);
+  }
+  for (const auto& [id, client] : deliveries_) {
+    if (slab != nullptr) break;
+    for (const ReadyBatch& lost : client.lost) consider(lost);
   }
   if (slab == nullptr) return false;
   // Its slab-mates go with it: letting one packed batch go alone would free no memory.
@@ -473,6 +480,8 @@ void TaskRunner::ForgetClients(const absl::flat_hash_set<int64_t>& readers,
           ready_.push_front(std::move(*lost));
         }
         stats_.batches_handed_on += static_cast<int64_t>(client.lost.size());
+      } else {
+        stats_.lost_batches_dropped += static_cast<int64_t>(client.lost.size());
       }
       for (auto waiter = waiters_.begin(); waiter != waiters_.end();) {
         if (waiter->epoch > 0 && waiter->client_id == id) {

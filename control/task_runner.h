@@ -80,6 +80,8 @@ struct TaskRunnerStats {
   int64_t parked_requests_evicted = 0;
   // Batches a forgotten client lost with a connection, served to other readers instead.
   int64_t batches_handed_on = 0;
+  // The same, dropped: every reader had been told the end. Lost for good.
+  int64_t lost_batches_dropped = 0;
 };
 
 // What an uncoordinated request says about delivery (GetElementRequest fields 7, 8).
@@ -157,6 +159,8 @@ class TaskRunner {
     // Set for the reply only: GetElementResponse.sequence_floor and sequence_stream.
     int64_t sequence_floor = 0;
     uint64_t sequence_stream = 0;
+    // Kept for an acknowledgement: when, in batches_kept_ (the oldest goes first).
+    uint64_t kept_since = 0;
   };
   struct Waiter {
     std::shared_ptr<transport::ServerCall> call;
@@ -264,12 +268,13 @@ class TaskRunner {
   // Slabs the batches kept for acknowledgements (or lost, to serve again) hold, of all
   // clients: a cached batch served again and again is one slab however many clients keep it.
   [[nodiscard]] size_t KeptSlabs() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Lets the oldest (lowest index) kept or lost batch go, with every kept or lost batch packed
-  // into the same slab; false when none is kept.
+  // Lets the batch kept longest for an acknowledgement go (a lost one only when none is), with
+  // every kept or lost batch packed into the same slab; false when none is kept.
   bool ReleaseOldestKept() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   [[nodiscard]] static ReadyBatch CopyOf(const ReadyBatch& batch) {
-    return ReadyBatch{batch.slab,  batch.offset,     batch.size,
-                      batch.index, batch.provenance, batch.sequence};
+    return ReadyBatch{batch.slab,           batch.offset,          batch.size,
+                      batch.index,          batch.provenance,      batch.sequence,
+                      /*sequence_floor=*/0, /*sequence_stream=*/0, batch.kept_since};
   }
   const proto::TaskDef task_;
   const absl::Duration round_wait_;  // coordinated reads (TaskDef.round_wait_ms)
@@ -298,6 +303,7 @@ class TaskRunner {
   // Coordinated reads, by consumer: rounds whose kept batch was let go unacknowledged, until
   // acknowledged after all or asked for again (at most kMaxReleasedPerClient each).
   std::map<int32_t, std::set<int64_t>> rounds_let_go_ ABSL_GUARDED_BY(mu_);
+  uint64_t batches_kept_ ABSL_GUARDED_BY(mu_) = 0;  // numbers ReadyBatch::kept_since
   const size_t kept_budget_;
 
   bool produced_all_ ABSL_GUARDED_BY(mu_) = false;

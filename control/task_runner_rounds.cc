@@ -103,7 +103,9 @@ void TaskRunner::KeepRound(const Waiter& waiter, const ReadyBatch& batch) {
     kept.erase(kept.begin());
     ++stats_.kept_batches_released;
   }
-  kept.insert_or_assign(waiter.round, CopyOf(batch));
+  ReadyBatch copy = CopyOf(batch);
+  copy.kept_since = ++batches_kept_;
+  kept.insert_or_assign(waiter.round, std::move(copy));
   while (KeptSlabs() > kept_budget_ && ReleaseOldestKept()) {
   }
 }

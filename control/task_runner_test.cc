@@ -422,6 +422,7 @@ TEST_F(DeliveryTest, AForgottenClientsLostBatchesGoAndTheTaskFinishes) {
   EXPECT_TRUE(runner_->finished());
   EXPECT_EQ(runner_->stats().clients_forgotten, 1);
   EXPECT_EQ(runner_->stats().batches_handed_on, 0);
+  EXPECT_EQ(runner_->stats().lost_batches_dropped, 2);
   // Should it come back after all, nothing is served to it again.
   EXPECT_EQ(Get(7, 3, {}), kEnd);
   EXPECT_EQ(runner_->stats().batches_redelivered, 1);
@@ -460,18 +461,33 @@ TEST_F(DeliveryTest, TheFloorIsTheLowestNumberOnItsWayWhateverItsIndex) {
 }
 
 // Batches lost with a connection hold their slabs until served again: they count against
-// the kept budget like batches awaiting acknowledgement, and the oldest goes first.
+// the kept budget like batches awaiting acknowledgement. Those awaiting acknowledgement go
+// first, oldest first: they have most likely arrived, while a lost one let go is lost.
 TEST_F(DeliveryTest, LostBatchesCountAgainstTheKeptBudget) {
   StartRunner(kSlabEach, /*num_consumers=*/0, 8);  // keeps at most 4 slabs
   for (int64_t i = 0; i < 4; ++i) EXPECT_EQ(Get(7, 1, {}), i);
   EXPECT_EQ(Get(7, 2, {}), 0);  // a break: 1, 2 and 3 are lost, 0 is kept again
   EXPECT_EQ(Get(8, 1, {}), 4);  // five slabs: 0 goes (its client may have it by now)
   EXPECT_EQ(runner_->stats().kept_batches_released, 1);
-  EXPECT_EQ(Get(8, 1, {}), 5);  // five again: 1, lost, goes for good
+  EXPECT_EQ(Get(8, 1, {}), 5);  // five again: 4 goes, not the lost 1
+  EXPECT_EQ(runner_->stats().kept_batches_released, 2);
+  proto::GetElementResponse next = GetResponse(7, 2, {0});
+  EXPECT_EQ(next.batch_index(), 1);
+  EXPECT_EQ(next.client_sequence(), 2);
+  EXPECT_EQ(next.sequence_floor(), 2) << "nothing of client 7 was lost for good";
+}
+
+// Only when nothing awaits an acknowledgement does a lost batch go, for good: its client
+// stops waiting for it.
+TEST_F(DeliveryTest, ALostBatchGoesOnlyWhenNothingElseIsKept) {
+  StartRunner(kSlabEach, /*num_consumers=*/0, 8);  // keeps at most 4 slabs
+  for (int64_t i = 0; i < 4; ++i) EXPECT_EQ(Get(7, 1, {}), i);
+  EXPECT_EQ(Get(7, 2, {}), 0);               // 1, 2 and 3 are lost, 0 is kept again
+  EXPECT_TRUE(runner_->ReleaseKeptBatch());  // 0, awaiting its acknowledgement
+  EXPECT_TRUE(runner_->ReleaseKeptBatch());  // 1, lost
   EXPECT_EQ(runner_->stats().kept_batches_released, 2);
   proto::GetElementResponse next = GetResponse(7, 2, {0});
   EXPECT_EQ(next.batch_index(), 2);
-  EXPECT_EQ(next.client_sequence(), 3);
   EXPECT_EQ(next.sequence_floor(), 3) << "client 7 stops waiting for batch 1 (number 2)";
 }
 

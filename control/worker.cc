@@ -147,6 +147,7 @@ void AddTaskStats(const TaskRunnerStats& task, proto::WorkerStats* worker) {
   worker->set_parked_requests_evicted(worker->parked_requests_evicted() +
                                       task.parked_requests_evicted);
   worker->set_batches_handed_on(worker->batches_handed_on() + task.batches_handed_on);
+  worker->set_lost_batches_dropped(worker->lost_batches_dropped() + task.lost_batches_dropped);
 }
 
 }  // namespace

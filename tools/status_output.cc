@@ -32,6 +32,7 @@ nlohmann::json StatusToJson(const proto::GetStatusResponse& status) {
          {"clients_forgotten", w.stats().clients_forgotten()},
          {"parked_requests_evicted", w.stats().parked_requests_evicted()},
          {"batches_handed_on", w.stats().batches_handed_on()},
+         {"lost_batches_dropped", w.stats().lost_batches_dropped()},
          {"lost", w.lost()}});
   }
   nlohmann::json datasets = nlohmann::json::array();

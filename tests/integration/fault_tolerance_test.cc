@@ -128,11 +128,11 @@ TEST(FaultToleranceTest, DroppedConnectionsLoseAndDuplicateNothing) {
 // reader of the same job that is still there is not forgotten, however long it reads.
 TEST(FaultToleranceTest, WorkersForgetAKilledReaderOnceTheDispatcherDoes) {
   Cluster cluster({.workers = 1, .dispatcher_args = {"--client-timeout", "2s"}});
-  auto reader = [&cluster]() {
+  auto reader = [&cluster](const std::string& format) {
     return std::make_unique<Subprocess>(
         std::vector<std::string>{Binary(), "read", "--dispatcher", cluster.address(), "--pipeline",
                                  "range(1000) | batch(8) | repeat()", "--mode", "off", "--job-name",
-                                 "shared", "--format", "summary", "--max-outstanding", "2"});
+                                 "shared", "--format", format, "--max-outstanding", "2"});
   };
   auto forgotten = [&cluster]() -> int64_t {
     Subprocess status({Binary(), "status", "--dispatcher", cluster.address(), "--json"});
@@ -140,9 +140,9 @@ TEST(FaultToleranceTest, WorkersForgetAKilledReaderOnceTheDispatcherDoes) {
     const nlohmann::json parsed = nlohmann::json::parse(status.stdout_text());
     return parsed["workers"][0]["clients_forgotten"].get<int64_t>();
   };
-  std::unique_ptr<Subprocess> survivor = reader();
-  std::unique_ptr<Subprocess> victim = reader();
-  absl::SleepFor(absl::Seconds(2));  // both read (a reader that failed shows below)
+  std::unique_ptr<Subprocess> survivor = reader("summary");  // prints only at its end
+  std::unique_ptr<Subprocess> victim = reader("jsonl");
+  ASSERT_FALSE(victim->WaitForOutput("values", absl::Seconds(30)).empty()) << victim->stderr_text();
   EXPECT_EQ(forgotten(), 0);
   victim->Kill(SIGKILL);
   EXPECT_EQ(victim->Wait(absl::Seconds(10)), -9);
