@@ -1,140 +1,19 @@
-// Delivery without loss (TaskRunner::Fetch with a Delivery or a RoundRequest): a real
-// worker-side runner behind a real RPC endpoint over UCX, and a client sending GetElement
-// requests by hand, so that each acknowledgement, epoch and round is chosen by the test.
-#include "control/task_runner.h"
-
+// Delivery without loss on one TaskRunner (TaskRunner::Fetch with a Delivery): batches
+// numbered per client and kept until acknowledged, served again after a break, let go
+// under slab pressure, handed on from a forgotten client; and the bound on parked requests.
+// Coordinated rounds are in task_runner_rounds_test.cc.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <set>
-#include <thread>
 #include <vector>
 
 #include "absl/synchronization/notification.h"
-#include "common/status_macros.h"
-#include "engine/pipeline_text.h"
+#include "control/task_runner_test_fixture.h"
 
-namespace sluice::control {
+namespace sluice::control::testing {
 namespace {
-
-constexpr int64_t kTaskId = 1;
-
-class DeliveryTest : public ::testing::Test {
- protected:
-  void SetUp() override { StartRunner("range(50) | batch(10)", /*num_consumers=*/0, 8); }
-
-  // A runner for `pipeline` (coordinated when num_consumers > 0) over a pool of `slabs`.
-  void StartRunner(const std::string& pipeline_text, int num_consumers, size_t slabs,
-                   absl::Duration round_wait = absl::ZeroDuration(),
-                   std::unique_ptr<engine::SplitFeed> feed = nullptr,
-                   size_t max_parked_requests = TaskRunnerOptions().max_parked_requests) {
-    TearDown();
-    transport::RpcOptions options;
-    options.transport.ucx_tls = "posix,sysv,cma,self";
-    auto server = transport::RpcEndpoint::Create(options);
-    ASSERT_TRUE(server.ok()) << server.status();
-    server_ = std::move(*server);
-    auto pool = transport::SlabPool::Create(server_->transport(), 1 << 16, slabs);
-    ASSERT_TRUE(pool.ok()) << pool.status();
-    pool_ = *pool;
-    proto::TaskDef task;
-    task.set_task_id(kTaskId);
-    task.set_num_consumers(num_consumers);
-    task.set_round_wait_ms(absl::ToInt64Milliseconds(round_wait));
-    auto pipeline = engine::ParsePipeline(pipeline_text);
-    ASSERT_TRUE(pipeline.ok()) << pipeline.status();
-    *task.mutable_pipeline() = *pipeline;
-    auto runner =
-        TaskRunner::Start(task, *pool, std::move(feed),
-                          {.buffer_batches = 2, .max_parked_requests = max_parked_requests});
-    ASSERT_TRUE(runner.ok()) << runner.status();
-    runner_ = std::move(*runner);
-    server_->Handle(proto::GET_ELEMENT, [this](std::shared_ptr<transport::ServerCall> call) {
-      proto::GetElementRequest request;
-      ASSERT_TRUE(request.ParseFromString(call->request()));
-      if (request.coordinated()) {
-        runner_->Fetch(
-            std::move(call), request.max_batch_bytes(),
-            RoundRequest{request.consumer_index(),
-                         request.round(),
-                         request.delivery_epoch() > 0,
-                         {request.acked_rounds().begin(), request.acked_rounds().end()}});
-        return;
-      }
-      runner_->Fetch(
-          std::move(call), request.max_batch_bytes(),
-          Delivery{request.client_id(),
-                   request.delivery_epoch(),
-                   {request.acked_batch_indices().begin(), request.acked_batch_indices().end()}});
-    });
-    auto address = server_->Listen(transport::Address{"ucx", "127.0.0.1", 0});
-    ASSERT_TRUE(address.ok()) << address.status();
-    address_ = *address;
-    auto client = transport::RpcEndpoint::Create(options);
-    ASSERT_TRUE(client.ok()) << client.status();
-    client_ = std::move(*client);
-  }
-  void TearDown() override {
-    // Requests of other threads end with the server (nothing answers them any more).
-    client_.reset();
-    server_.reset();  // no more calls into the runner
-    runner_.reset();
-    pool_.reset();
-  }
-
-  static constexpr int64_t kEnd = -1;
-  static constexpr int64_t kRetryLater = -2;
-
-  // The batch index the worker answers `client` with, or kEnd, or kRetryLater.
-  int64_t Get(int64_t client, int64_t epoch, std::vector<int64_t> acked) {
-    proto::GetElementResponse response = GetResponse(client, epoch, std::move(acked));
-    if (response.end_of_sequence()) return kEnd;
-    if (response.retry_later()) return kRetryLater;
-    EXPECT_GT(response.batch_bytes(), 0u);
-    return response.batch_index();
-  }
-
-  // The worker's whole answer to `client`.
-  proto::GetElementResponse GetResponse(int64_t client, int64_t epoch, std::vector<int64_t> acked) {
-    proto::GetElementRequest request;
-    request.set_task_id(kTaskId);
-    request.set_client_id(client);
-    request.set_max_batch_bytes(1 << 16);
-    request.set_delivery_epoch(epoch);
-    for (int64_t index : acked) request.add_acked_batch_indices(index);
-    proto::GetElementResponse response;
-    absl::Status status =
-        client_->CallProto(address_, proto::GET_ELEMENT, request, &response, absl::Seconds(10));
-    EXPECT_TRUE(status.ok()) << status;
-    return response;
-  }
-
-  // Coordinated: the batch index `consumer` gets for `round`, or kEnd, or the call's
-  // failure (code).
-  absl::StatusOr<int64_t> GetRound(int32_t consumer, int64_t round, std::vector<int64_t> acked) {
-    proto::GetElementRequest request;
-    request.set_task_id(kTaskId);
-    request.set_client_id(100 + consumer);
-    request.set_max_batch_bytes(1 << 16);
-    request.set_delivery_epoch(1);
-    request.set_coordinated(true);
-    request.set_consumer_index(consumer);
-    request.set_round(round);
-    for (int64_t r : acked) request.add_acked_rounds(r);
-    proto::GetElementResponse response;
-    SLUICE_RETURN_IF_ERROR(
-        client_->CallProto(address_, proto::GET_ELEMENT, request, &response, absl::Seconds(10)));
-    EXPECT_FALSE(response.retry_later());
-    if (response.end_of_sequence()) return kEnd;
-    return response.batch_index();
-  }
-
-  std::unique_ptr<transport::RpcEndpoint> server_;
-  std::shared_ptr<transport::SlabPool> pool_;
-  std::unique_ptr<TaskRunner> runner_;
-  std::unique_ptr<transport::RpcEndpoint> client_;
-  transport::Address address_;
-};
 
 TEST_F(DeliveryTest, ABatchLostWithItsConnectionIsServedAgainToItsClientOnly) {
   EXPECT_EQ(Get(7, 1, {}), 0);
@@ -212,97 +91,6 @@ TEST_F(DeliveryTest, ClientsThatDoNotAcknowledgeGetNothingTwice) {
   EXPECT_EQ(Get(7, 0, {}), 2);
   EXPECT_EQ(runner_->stats().batches_redelivered, 0);
 }
-
-constexpr const char* kEndless = "range(1000) | batch(10) | repeat()";
-
-TEST_F(DeliveryTest, ARoundLostWithItsConnectionIsServedAgainWithTheSameBatch) {
-  StartRunner(kEndless, /*num_consumers=*/2, 16);
-  absl::StatusOr<int64_t> first;
-  std::thread consumer0([&] { first = GetRound(0, 0, {}); });
-  absl::StatusOr<int64_t> second = GetRound(1, 0, {});
-  consumer0.join();
-  ASSERT_TRUE(first.ok()) << first.status();
-  ASSERT_TRUE(second.ok()) << second.status();
-  EXPECT_EQ(*first, 0);
-  EXPECT_EQ(*second, 1);
-  // Consumer 1 never saw its reply: asking for round 0 again gets batch 1 again, at once
-  // (not a fresh batch after the round wait, as before acknowledgements).
-  EXPECT_EQ(GetRound(1, 0, {}).value_or(-1), 1);
-  EXPECT_EQ(runner_->stats().batches_redelivered, 1);
-  // Acknowledged, round 0 is gone: the next round takes the next two batches.
-  std::thread consumer0_next([&] { first = GetRound(0, 1, {0}); });
-  second = GetRound(1, 1, {0});
-  consumer0_next.join();
-  EXPECT_EQ(first.value_or(-1), 2);
-  EXPECT_EQ(second.value_or(-1), 3);
-  EXPECT_EQ(runner_->stats().batches_served, 5);
-}
-
-TEST_F(DeliveryTest, ARepeatedRequestForAWaitingRoundReplacesTheFirst) {
-  StartRunner(kEndless, /*num_consumers=*/2, 16);
-  // Consumer 0 waits for consumer 1; its request is then "lost" and sent again.
-  absl::StatusOr<int64_t> lost;
-  // The sleeps order the requests' arrival (there is no waiting-request counter to poll);
-  // 300 ms leaves room for a loaded machine.
-  std::thread stale([&] { lost = GetRound(0, 0, {}); });
-  absl::SleepFor(absl::Milliseconds(300));
-  absl::StatusOr<int64_t> again;
-  std::thread repeated([&] { again = GetRound(0, 0, {}); });
-  absl::SleepFor(absl::Milliseconds(300));
-  stale.join();  // answered once the repeat arrived, without a batch
-  EXPECT_EQ(lost.status().code(), absl::StatusCode::kAborted) << lost.status();
-  EXPECT_EQ(GetRound(1, 0, {}).value_or(-1), 1);
-  repeated.join();
-  EXPECT_EQ(again.value_or(-1), 0) << "the repeat gets consumer 0's batch of the round";
-  EXPECT_EQ(runner_->stats().batches_served, 2);
-}
-
-// A finite pipeline (a coordinated recovery task's) ends mid-round: the round takes what is
-// left and the consumer it cannot serve is told the end. It used to wait for a full round
-// that never came, and every consumer stalled on it until its deadline.
-TEST_F(DeliveryTest, TheLastRoundOfAFinitePipelineTakesWhatIsLeft) {
-  StartRunner("range(30) | batch(10)", /*num_consumers=*/2, 16);
-  absl::StatusOr<int64_t> first;
-  std::thread consumer0([&] { first = GetRound(0, 0, {}); });
-  absl::StatusOr<int64_t> second = GetRound(1, 0, {});
-  consumer0.join();
-  EXPECT_EQ(first.value_or(-100), 0);
-  EXPECT_EQ(second.value_or(-100), 1);
-  std::thread consumer0_next([&] { first = GetRound(0, 1, {0}); });
-  second = GetRound(1, 1, {0});
-  consumer0_next.join();
-  ASSERT_TRUE(first.ok()) << first.status();
-  ASSERT_TRUE(second.ok()) << second.status();
-  EXPECT_THAT((std::set<int64_t>{*first, *second}), ::testing::ElementsAre(kEnd, 2));
-}
-
-// A consumer held up elsewhere (by a lost worker's round) asks late, after the others asked
-// this round and the next. Within the round wait the rounds wait for it, and each round's
-// batches stay consecutive. With the old fixed 1 s wait both rounds went ahead without it,
-// and it got batches 2 and 3 for rounds 0 and 1 while the other got 0 and 1.
-TEST_F(DeliveryTest, ARoundWaitsTheTaskRoundWaitForALateConsumer) {
-  StartRunner(kEndless, /*num_consumers=*/2, 16, absl::Seconds(4));
-  absl::StatusOr<int64_t> early0;
-  absl::StatusOr<int64_t> early1;
-  std::thread early([&] {
-    early0 = GetRound(1, 0, {});
-    early1 = GetRound(1, 1, {0});
-  });
-  absl::SleepFor(absl::Milliseconds(1500));
-  runner_->Poll();  // as the worker does: past 1 s, nothing may go ahead yet
-  absl::SleepFor(absl::Milliseconds(300));  // time for the early one to ask for round 1
-  absl::StatusOr<int64_t> late0 = GetRound(0, 0, {});
-  absl::StatusOr<int64_t> late1 = GetRound(0, 1, {0});
-  early.join();
-  ASSERT_TRUE(early0.ok() && early1.ok() && late0.ok() && late1.ok());
-  EXPECT_THAT((std::set<int64_t>{*early0, *late0}), ::testing::ElementsAre(0, 1));
-  EXPECT_THAT((std::set<int64_t>{*early1, *late1}), ::testing::ElementsAre(2, 3));
-}
-
-// Batches of 40,000 bytes: over half a 64 KiB slab, so each takes a slab of its own.
-constexpr const char* kSlabEach = "range(5000) | batch(5000) | repeat()";
-// Batches of 20,000 bytes: three share a slab.
-constexpr const char* kThreePerSlab = "range(2500) | batch(2500) | repeat()";
 
 TEST_F(DeliveryTest, KeptBatchesAreBoundedByHalfThePool) {
   StartRunner(kSlabEach, /*num_consumers=*/0, 8);               // keeps at most 4 slabs
@@ -491,32 +279,6 @@ TEST_F(DeliveryTest, ALostBatchGoesOnlyWhenNothingElseIsKept) {
   EXPECT_EQ(next.sequence_floor(), 3) << "client 7 stops waiting for batch 1 (number 2)";
 }
 
-// A consumer whose reply was lost asks again for a round whose kept batch was let go (the
-// kept budget): that batch is lost, and the consumer gets the next one at once. It used to
-// wait for the others' requests for a round they had long finished: the round wait (here 30
-// s) or, for a round still open, until the round was forgotten a minute later.
-TEST_F(DeliveryTest, ARepeatedRoundWhoseBatchWasLetGoGetsTheNextBatchAtOnce) {
-  using Pair = std::pair<int64_t, int64_t>;
-  StartRunner(kSlabEach, /*num_consumers=*/2, 8, absl::Seconds(30));  // keeps at most 4 slabs
-  auto round = [this](int64_t r) {
-    absl::StatusOr<int64_t> first;
-    std::thread consumer0([&] { first = GetRound(0, r, {}); });
-    absl::StatusOr<int64_t> second = GetRound(1, r, {});
-    consumer0.join();
-    return std::pair{first.value_or(-100), second.value_or(-100)};
-  };
-  EXPECT_EQ(round(0), (Pair{0, 1}));
-  EXPECT_EQ(round(1), (Pair{2, 3}));
-  EXPECT_EQ(round(2), (Pair{4, 5}));  // nothing acknowledged
-  EXPECT_EQ(runner_->stats().kept_batches_released, 2) << "round 0's batches went";
-  const absl::Time asked = absl::Now();
-  EXPECT_EQ(GetRound(0, 0, {}).value_or(-100), 6);
-  EXPECT_LT(absl::Now() - asked, absl::Seconds(5));
-  EXPECT_EQ(runner_->stats().batches_redelivered, 0);
-  // The rounds go on as before, each with consecutive batches.
-  EXPECT_EQ(round(3), (Pair{7, 8}));
-}
-
 // DYNAMIC splits that never come (a dispatcher that stopped answering), until cancelled.
 class StalledFeed : public engine::SplitFeed {
  public:
@@ -586,4 +348,4 @@ TEST_F(DeliveryTest, ParkedRequestsAreBoundedAndTheOldestIsToldToRetry) {
 }
 
 }  // namespace
-}  // namespace sluice::control
+}  // namespace sluice::control::testing

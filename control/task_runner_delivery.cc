@@ -1,0 +1,260 @@
+// TaskRunner's acknowledged deliveries (uncoordinated reads by clients that acknowledge):
+// batches numbered per client and kept until acknowledged, served again after a broken
+// connection, let go under slab pressure, and handed on when the dispatcher no longer
+// lists their client. Producing and replying are in task_runner.cc, rounds in
+// task_runner_rounds.cc.
+#include <algorithm>
+#include <limits>
+#include <utility>
+
+#include "absl/random/random.h"
+#include "control/task_runner.h"
+
+namespace sluice::control {
+
+void TaskRunner::Fetch(std::shared_ptr<transport::ServerCall> call, uint64_t max_batch_bytes,
+                       Delivery delivery) {
+  if (task_.num_consumers() > 0 || delivery.client_id < 0 || delivery.epoch <= 0) {
+    Fetch(std::move(call), max_batch_bytes);
+    return;
+  }
+  std::optional<Waiter> evicted;
+  {
+    absl::MutexLock lock(&mu_);
+    // Created on the client's first request, so that its epoch is known from then on.
+    {
+      auto [entry, created] = deliveries_.try_emplace(delivery.client_id);
+      ClientDeliveries& client = entry->second;
+      if (created) {
+        absl::BitGen bits;
+        client.stream = absl::Uniform<uint64_t>(absl::IntervalClosed, bits, 1,
+                                                std::numeric_limits<uint64_t>::max());
+      }
+      client.last_request = absl::Now();
+      for (int64_t index : delivery.acked) {
+        client.unacked.erase(index);
+        client.released.erase(index);
+        std::erase_if(client.lost, [index](const ReadyBatch& b) { return b.index == index; });
+      }
+      if (delivery.epoch > client.epoch) {
+        // The client's connection broke since: what it has not acknowledged by now was lost.
+        client.epoch = delivery.epoch;
+        for (auto it = client.unacked.begin(); it != client.unacked.end();) {
+          if (it->second.second < delivery.epoch) {
+            client.lost.push_back(std::move(it->second.first));
+            it = client.unacked.erase(it);
+          } else {
+            ++it;
+          }
+        }
+        std::sort(client.lost.begin(), client.lost.end(),
+                  [](const ReadyBatch& a, const ReadyBatch& b) { return a.index < b.index; });
+        // What was let go under an older epoch and not acknowledged now was lost for good.
+        std::erase_if(client.released, [&delivery](const auto& entry) {
+          return entry.second.second < delivery.epoch;
+        });
+      }
+      // The entry stays even when empty: it remembers the client's epoch (see MatchRequests).
+    }
+    evicted =
+        Park(Waiter{std::move(call), max_batch_bytes, -1, -1, delivery.client_id, delivery.epoch});
+  }
+  if (evicted.has_value()) TellToRetry(*evicted);
+  Serve();
+}
+
+void TaskRunner::MatchRequests(std::vector<std::pair<Waiter, ReadyBatch>>& matched,
+                               std::vector<Waiter>& stale) {
+  for (auto it = waiters_.begin(); it != waiters_.end();) {
+    std::optional<ReadyBatch> batch;
+    bool again = false;
+    auto client = it->epoch > 0 ? deliveries_.find(it->client_id) : deliveries_.end();
+    if (client != deliveries_.end() && it->epoch < client->second.epoch) {
+      // Sent before its client saw a connection break (a newer epoch arrived first, over
+      // the new connection): its reply most likely goes nowhere, and a batch kept under the
+      // old epoch would never be counted lost again. It gets no batch.
+      stale.push_back(std::move(*it));
+      it = waiters_.erase(it);
+      continue;
+    }
+    if (client != deliveries_.end() && !client->second.lost.empty()) {
+      batch.emplace(std::move(client->second.lost.front()));
+      client->second.lost.pop_front();
+      again = true;
+    } else if (!ready_.empty()) {
+      batch.emplace(std::move(ready_.front()));
+      ready_.pop_front();
+    } else {
+      ++it;
+      continue;
+    }
+    if (client != deliveries_.end()) {
+      // A batch served again keeps the number it went out with the first time.
+      if (!again) batch->sequence = ++client->second.last_sequence;
+      KeepUntilAcknowledged(*it, *batch);
+      SetReplyOrder(client->second, *batch);
+    }
+    stats_.batches_served += 1;
+    stats_.batches_redelivered += again ? 1 : 0;
+    stats_.bytes_served += static_cast<int64_t>(batch->size);
+    // Counted before the batch leaves ready_, so finished() never sees it nowhere.
+    sends_in_flight_->fetch_add(1);
+    matched.emplace_back(std::move(*it), std::move(*batch));
+    it = waiters_.erase(it);
+  }
+}
+
+void TaskRunner::SetReplyOrder(const ClientDeliveries& client, ReadyBatch& batch) const {
+  // The lowest number that may still reach the client: a batch on its way (kept until
+  // acknowledged, or let go since), one to serve again, or the next one. Numbers mostly
+  // rise with the batch index, but not always (a forgotten client's lost batches go back
+  // to ready_, behind batches others already had), so all are looked at: a few each
+  // (about one per request in flight).
+  int64_t floor = client.last_sequence + 1;
+  for (const auto& [index, kept] : client.unacked) floor = std::min(floor, kept.first.sequence);
+  for (const auto& [index, let_go] : client.released) floor = std::min(floor, let_go.first);
+  for (const ReadyBatch& lost : client.lost) floor = std::min(floor, lost.sequence);
+  batch.sequence_floor = floor;
+  batch.sequence_stream = client.stream;
+}
+
+void TaskRunner::KeepUntilAcknowledged(const Waiter& waiter, const ReadyBatch& batch) {
+  ClientDeliveries& client = deliveries_[waiter.client_id];
+  client.epoch = std::max(client.epoch, waiter.epoch);
+  if (client.unacked.size() >= kMaxUnackedPerClient) {
+    LetGo(client, std::min_element(client.unacked.begin(), client.unacked.end(),
+                                   [](const auto& a, const auto& b) {
+                                     return a.second.first.kept_since < b.second.first.kept_since;
+                                   }));
+    ++stats_.kept_batches_released;
+  }
+  ReadyBatch kept = CopyOf(batch);
+  kept.kept_since = ++batches_kept_;
+  client.unacked.insert_or_assign(batch.index, std::pair{std::move(kept), waiter.epoch});
+  while (KeptSlabs() > kept_budget_ && ReleaseOldestKept()) {
+  }
+}
+
+size_t TaskRunner::KeptSlabs() const {
+  // Few kept batches (a handful per client): a sorted vector beats a hash set here.
+  std::vector<const transport::Slab*> slabs;
+  for (const auto& [id, client] : deliveries_) {
+    for (const auto& [index, kept] : client.unacked) slabs.push_back(kept.first.slab.get());
+    for (const ReadyBatch& lost : client.lost) slabs.push_back(lost.slab.get());
+  }
+  for (const auto& [consumer, rounds] : kept_rounds_) {
+    for (const auto& [round, kept] : rounds) slabs.push_back(kept.slab.get());
+  }
+  std::sort(slabs.begin(), slabs.end());
+  return static_cast<size_t>(std::unique(slabs.begin(), slabs.end()) - slabs.begin());
+}
+
+std::map<int64_t, std::pair<TaskRunner::ReadyBatch, int64_t>>::iterator TaskRunner::LetGo(
+    ClientDeliveries& client, std::map<int64_t, std::pair<ReadyBatch, int64_t>>::iterator kept) {
+  const auto& [batch, epoch] = kept->second;
+  client.released.insert_or_assign(batch.index, std::pair{batch.sequence, epoch});
+  if (client.released.size() > kMaxReleasedPerClient)
+    client.released.erase(client.released.begin());
+  return client.unacked.erase(kept);
+}
+
+bool TaskRunner::ReleaseKeptBatch() {
+  absl::MutexLock lock(&mu_);
+  return ReleaseOldestKept();
+}
+
+bool TaskRunner::ReleaseOldestKept() {
+  // Few kept batches (about one per request in flight): a scan is cheaper than keeping an
+  // index of them. A batch awaiting its acknowledgement goes before a lost one: it has most
+  // likely arrived, while a lost one let go is lost for good. Among them the one kept
+  // longest goes first, not the lowest index: a batch handed on from a forgotten client has
+  // a low index but was sent just now.
+  uint64_t oldest = std::numeric_limits<uint64_t>::max();
+  const transport::Slab* slab = nullptr;
+  auto consider = [&oldest, &slab](const ReadyBatch& kept) {
+    if (kept.kept_since < oldest) {
+      oldest = kept.kept_since;
+      slab = kept.slab.get();
+    }
+  };
+  for (const auto& [id, client] : deliveries_) {
+    for (const auto& [index, kept] : client.unacked) consider(kept.first);
+  }
+  for (const auto& [consumer, rounds] : kept_rounds_) {
+    for (const auto& [round, kept] : rounds) consider(kept);
+  }
+  for (const auto& [id, client] : deliveries_) {
+    if (slab != nullptr) break;
+    for (const ReadyBatch& lost : client.lost) consider(lost);
+  }
+  if (slab == nullptr) return false;
+  // Its slab-mates go with it: letting one packed batch go alone would free no memory.
+  int64_t released = 0;
+  for (auto& [id, client] : deliveries_) {
+    for (auto it = client.unacked.begin(); it != client.unacked.end();) {
+      if (it->second.first.slab.get() != slab) {
+        ++it;
+        continue;
+      }
+      it = LetGo(client, it);
+      ++released;
+    }
+    // A lost batch let go is lost for good: the sequence floor passes it, and the client
+    // stops waiting for it.
+    released += static_cast<int64_t>(std::erase_if(
+        client.lost, [slab](const ReadyBatch& lost) { return lost.slab.get() == slab; }));
+  }
+  for (auto& [consumer, rounds] : kept_rounds_) {
+    for (auto it = rounds.begin(); it != rounds.end();) {
+      if (it->second.slab.get() != slab) {
+        ++it;
+        continue;
+      }
+      NoteRoundLetGo(consumer, it->first);
+      it = rounds.erase(it);
+      ++released;
+    }
+  }
+  stats_.kept_batches_released += released;
+  return true;
+}
+
+void TaskRunner::ForgetClients(const absl::flat_hash_set<int64_t>& readers,
+                               absl::Time quiet_since) {
+  std::vector<Waiter> to_retry;
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto it = deliveries_.begin(); it != deliveries_.end();) {
+      auto& [id, client] = *it;
+      if (readers.contains(id) || client.last_request >= quiet_since) {
+        ++it;
+        continue;
+      }
+      // Its lost batches never reached it, so others may have them: back to the front of
+      // ready_, unless the readers were all told the end (no one would take them).
+      if (!(produced_all_ && ready_.empty())) {
+        for (auto lost = client.lost.rbegin(); lost != client.lost.rend(); ++lost) {
+          lost->sequence = 0;
+          ready_.push_front(std::move(*lost));
+        }
+        stats_.batches_handed_on += static_cast<int64_t>(client.lost.size());
+      } else {
+        stats_.lost_batches_dropped += static_cast<int64_t>(client.lost.size());
+      }
+      for (auto waiter = waiters_.begin(); waiter != waiters_.end();) {
+        if (waiter->epoch > 0 && waiter->client_id == id) {
+          to_retry.push_back(std::move(*waiter));
+          waiter = waiters_.erase(waiter);
+        } else {
+          ++waiter;
+        }
+      }
+      ++stats_.clients_forgotten;
+      it = deliveries_.erase(it);
+    }
+  }
+  for (const Waiter& waiter : to_retry) TellToRetry(waiter);
+  Serve();  // the batches handed on may be what parked requests wait for
+}
+
+}  // namespace sluice::control

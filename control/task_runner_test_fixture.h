@@ -1,0 +1,152 @@
+// The fixture task_runner_test.cc and task_runner_rounds_test.cc share: a real worker-side
+// TaskRunner behind a real RPC endpoint over UCX, and a client sending GetElement requests
+// by hand, so that each acknowledgement, epoch and round is chosen by the test.
+//
+//   TEST_F(DeliveryTest, Something) {
+//     StartRunner(kEndless, /*num_consumers=*/2, /*slabs=*/16);
+//     EXPECT_EQ(GetRound(0, 0, {}).value_or(-1), 0);
+//   }
+#ifndef SLUICE_CONTROL_TASK_RUNNER_TEST_FIXTURE_H_
+#define SLUICE_CONTROL_TASK_RUNNER_TEST_FIXTURE_H_
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/status_macros.h"
+#include "control/task_runner.h"
+#include "engine/pipeline_text.h"
+
+namespace sluice::control::testing {
+
+inline constexpr int64_t kTaskId = 1;
+
+// An endless pipeline of small batches.
+inline constexpr const char* kEndless = "range(1000) | batch(10) | repeat()";
+// Batches of 40,000 bytes: over half a 64 KiB slab, so each takes a slab of its own.
+inline constexpr const char* kSlabEach = "range(5000) | batch(5000) | repeat()";
+// Batches of 20,000 bytes: three share a slab.
+inline constexpr const char* kThreePerSlab = "range(2500) | batch(2500) | repeat()";
+
+class DeliveryTest : public ::testing::Test {
+ protected:
+  void SetUp() override { StartRunner("range(50) | batch(10)", /*num_consumers=*/0, 8); }
+
+  // A runner for `pipeline` (coordinated when num_consumers > 0) over a pool of `slabs`.
+  void StartRunner(const std::string& pipeline_text, int num_consumers, size_t slabs,
+                   absl::Duration round_wait = absl::ZeroDuration(),
+                   std::unique_ptr<engine::SplitFeed> feed = nullptr,
+                   size_t max_parked_requests = TaskRunnerOptions().max_parked_requests) {
+    TearDown();
+    transport::RpcOptions options;
+    options.transport.ucx_tls = "posix,sysv,cma,self";
+    auto server = transport::RpcEndpoint::Create(options);
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = std::move(*server);
+    auto pool = transport::SlabPool::Create(server_->transport(), 1 << 16, slabs);
+    ASSERT_TRUE(pool.ok()) << pool.status();
+    pool_ = *pool;
+    proto::TaskDef task;
+    task.set_task_id(kTaskId);
+    task.set_num_consumers(num_consumers);
+    task.set_round_wait_ms(absl::ToInt64Milliseconds(round_wait));
+    auto pipeline = engine::ParsePipeline(pipeline_text);
+    ASSERT_TRUE(pipeline.ok()) << pipeline.status();
+    *task.mutable_pipeline() = *pipeline;
+    auto runner =
+        TaskRunner::Start(task, *pool, std::move(feed),
+                          {.buffer_batches = 2, .max_parked_requests = max_parked_requests});
+    ASSERT_TRUE(runner.ok()) << runner.status();
+    runner_ = std::move(*runner);
+    server_->Handle(proto::GET_ELEMENT, [this](std::shared_ptr<transport::ServerCall> call) {
+      proto::GetElementRequest request;
+      ASSERT_TRUE(request.ParseFromString(call->request()));
+      if (request.coordinated()) {
+        runner_->Fetch(
+            std::move(call), request.max_batch_bytes(),
+            RoundRequest{request.consumer_index(),
+                         request.round(),
+                         request.delivery_epoch() > 0,
+                         {request.acked_rounds().begin(), request.acked_rounds().end()}});
+        return;
+      }
+      runner_->Fetch(
+          std::move(call), request.max_batch_bytes(),
+          Delivery{request.client_id(),
+                   request.delivery_epoch(),
+                   {request.acked_batch_indices().begin(), request.acked_batch_indices().end()}});
+    });
+    auto address = server_->Listen(transport::Address{"ucx", "127.0.0.1", 0});
+    ASSERT_TRUE(address.ok()) << address.status();
+    address_ = *address;
+    auto client = transport::RpcEndpoint::Create(options);
+    ASSERT_TRUE(client.ok()) << client.status();
+    client_ = std::move(*client);
+  }
+  void TearDown() override {
+    // Requests of other threads end with the server (nothing answers them any more).
+    client_.reset();
+    server_.reset();  // no more calls into the runner
+    runner_.reset();
+    pool_.reset();
+  }
+
+  static constexpr int64_t kEnd = -1;
+  static constexpr int64_t kRetryLater = -2;
+
+  // The batch index the worker answers `client` with, or kEnd, or kRetryLater.
+  int64_t Get(int64_t client, int64_t epoch, std::vector<int64_t> acked) {
+    proto::GetElementResponse response = GetResponse(client, epoch, std::move(acked));
+    if (response.end_of_sequence()) return kEnd;
+    if (response.retry_later()) return kRetryLater;
+    EXPECT_GT(response.batch_bytes(), 0u);
+    return response.batch_index();
+  }
+
+  // The worker's whole answer to `client`.
+  proto::GetElementResponse GetResponse(int64_t client, int64_t epoch, std::vector<int64_t> acked) {
+    proto::GetElementRequest request;
+    request.set_task_id(kTaskId);
+    request.set_client_id(client);
+    request.set_max_batch_bytes(1 << 16);
+    request.set_delivery_epoch(epoch);
+    for (int64_t index : acked) request.add_acked_batch_indices(index);
+    proto::GetElementResponse response;
+    absl::Status status =
+        client_->CallProto(address_, proto::GET_ELEMENT, request, &response, absl::Seconds(10));
+    EXPECT_TRUE(status.ok()) << status;
+    return response;
+  }
+
+  // Coordinated: the batch index `consumer` gets for `round`, or kEnd, or the call's
+  // failure (code).
+  absl::StatusOr<int64_t> GetRound(int32_t consumer, int64_t round, std::vector<int64_t> acked) {
+    proto::GetElementRequest request;
+    request.set_task_id(kTaskId);
+    request.set_client_id(100 + consumer);
+    request.set_max_batch_bytes(1 << 16);
+    request.set_delivery_epoch(1);
+    request.set_coordinated(true);
+    request.set_consumer_index(consumer);
+    request.set_round(round);
+    for (int64_t r : acked) request.add_acked_rounds(r);
+    proto::GetElementResponse response;
+    SLUICE_RETURN_IF_ERROR(
+        client_->CallProto(address_, proto::GET_ELEMENT, request, &response, absl::Seconds(10)));
+    EXPECT_FALSE(response.retry_later());
+    if (response.end_of_sequence()) return kEnd;
+    return response.batch_index();
+  }
+
+  std::unique_ptr<transport::RpcEndpoint> server_;
+  std::shared_ptr<transport::SlabPool> pool_;
+  std::unique_ptr<TaskRunner> runner_;
+  std::unique_ptr<transport::RpcEndpoint> client_;
+  transport::Address address_;
+};
+
+}  // namespace sluice::control::testing
+
+#endif  // SLUICE_CONTROL_TASK_RUNNER_TEST_FIXTURE_H_
