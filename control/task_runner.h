@@ -185,6 +185,11 @@ class TaskRunner {
     // then it may still be on its way, so the sequence floor stays at or below it.
     std::map<int64_t, std::pair<int64_t, int64_t>> released;
     absl::Time last_request;  // ForgetClients spares a client that asked since it was listed
+    // The highest batch index numbered for it, and whether a later number went to a lower
+    // index (a batch handed on from a forgotten client): SetReplyOrder then looks at every
+    // entry for the lowest number instead of taking the lowest index's.
+    int64_t highest_index = -1;
+    bool numbers_out_of_index_order = false;
   };
   // A client that stops acknowledging (gone, or reading slowly) keeps no more of the worker's
   // batches than this; beyond it the oldest batch is let go (most likely it arrived). In

@@ -36,6 +36,9 @@ void TaskRunner::Fetch(std::shared_ptr<transport::ServerCall> call, uint64_t max
         client.released.erase(index);
         std::erase_if(client.lost, [index](const ReadyBatch& b) { return b.index == index; });
       }
+      if (client.unacked.empty() && client.released.empty() && client.lost.empty()) {
+        client.numbers_out_of_index_order = false;  // nothing numbered out of order is left
+      }
       if (delivery.epoch > client.epoch) {
         // The client's connection broke since: what it has not acknowledged by now was lost.
         client.epoch = delivery.epoch;
@@ -90,7 +93,12 @@ void TaskRunner::MatchRequests(std::vector<std::pair<Waiter, ReadyBatch>>& match
     }
     if (client != deliveries_.end()) {
       // A batch served again keeps the number it went out with the first time.
-      if (!again) batch->sequence = ++client->second.last_sequence;
+      if (!again) {
+        ClientDeliveries& to = client->second;
+        batch->sequence = ++to.last_sequence;
+        to.numbers_out_of_index_order |= batch->index < to.highest_index;
+        to.highest_index = std::max(to.highest_index, batch->index);
+      }
       KeepUntilAcknowledged(*it, *batch);
       SetReplyOrder(client->second, *batch);
     }
@@ -106,14 +114,25 @@ void TaskRunner::MatchRequests(std::vector<std::pair<Waiter, ReadyBatch>>& match
 
 void TaskRunner::SetReplyOrder(const ClientDeliveries& client, ReadyBatch& batch) const {
   // The lowest number that may still reach the client: a batch on its way (kept until
-  // acknowledged, or let go since), one to serve again, or the next one. Numbers mostly
-  // rise with the batch index, but not always (a forgotten client's lost batches go back
-  // to ready_, behind batches others already had), so all are looked at: a few each
-  // (about one per request in flight).
+  // acknowledged, or let go since), one to serve again, or the next one. A client's
+  // numbers rise with the batch index (new batches leave ready_ in index order, and a
+  // batch served again keeps its number), so each map's lowest index has its lowest
+  // number; unless a batch handed on from a forgotten client went to it after later ones,
+  // and then all are looked at (not always: that walks up to 64 kept batches per reply).
   int64_t floor = client.last_sequence + 1;
-  for (const auto& [index, kept] : client.unacked) floor = std::min(floor, kept.first.sequence);
-  for (const auto& [index, let_go] : client.released) floor = std::min(floor, let_go.first);
-  for (const ReadyBatch& lost : client.lost) floor = std::min(floor, lost.sequence);
+  if (!client.numbers_out_of_index_order) {
+    if (!client.unacked.empty()) {
+      floor = std::min(floor, client.unacked.begin()->second.first.sequence);
+    }
+    if (!client.released.empty()) {
+      floor = std::min(floor, client.released.begin()->second.first);
+    }
+    if (!client.lost.empty()) floor = std::min(floor, client.lost.front().sequence);
+  } else {
+    for (const auto& [index, kept] : client.unacked) floor = std::min(floor, kept.first.sequence);
+    for (const auto& [index, let_go] : client.released) floor = std::min(floor, let_go.first);
+    for (const ReadyBatch& lost : client.lost) floor = std::min(floor, lost.sequence);
+  }
   batch.sequence_floor = floor;
   batch.sequence_stream = client.stream;
 }
