@@ -137,8 +137,9 @@ class TaskRunner {
   bool ReleaseKeptBatch();
   // Forgets the acknowledging clients not in `readers` that have not asked since
   // `quiet_since`: the batches kept for them go (they may have arrived), those they lost go
-  // to the other readers, and their parked requests are told to retry (a client that is
-  // still there asks again and is numbered afresh). The worker
+  // to the other readers (or, when every reader was told the end, are dropped and counted),
+  // and their parked requests are told to retry (a client that is still there asks again
+  // and is numbered afresh). The worker
   // calls it with the readers the dispatcher lists for the job and the time its heartbeat
   // went out, so that a client that joined after the list was made is not forgotten.
   void ForgetClients(const absl::flat_hash_set<int64_t>& readers, absl::Time quiet_since);
@@ -185,11 +186,12 @@ class TaskRunner {
     // then it may still be on its way, so the sequence floor stays at or below it.
     std::map<int64_t, std::pair<int64_t, int64_t>> released;
     absl::Time last_request;  // ForgetClients spares a client that asked since it was listed
-    // The highest batch index numbered for it, and whether a later number went to a lower
-    // index (a batch handed on from a forgotten client): SetReplyOrder then looks at every
-    // entry for the lowest number instead of taking the lowest index's.
+    // The highest batch index numbered for it, and the last number that went to a lower
+    // index (a batch handed on from a forgotten client; 0: none): while an entry numbered
+    // below it remains, SetReplyOrder looks at every entry for the lowest number instead
+    // of taking the lowest index's.
     int64_t highest_index = -1;
-    bool numbers_out_of_index_order = false;
+    int64_t out_of_order_sequence = 0;
   };
   // A client that stops acknowledging (gone, or reading slowly) keeps no more of the worker's
   // batches than this; beyond it the oldest batch is let go (most likely it arrived). In
@@ -254,7 +256,7 @@ class TaskRunner {
                      std::vector<Waiter>& stale) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Fills in the reply's sequence floor and stream for `batch`, numbered and kept for
   // `client`.
-  void SetReplyOrder(const ClientDeliveries& client, ReadyBatch& batch) const
+  void SetReplyOrder(ClientDeliveries& client, ReadyBatch& batch)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Lets `client`'s kept batch `kept` go unacknowledged; returns the next entry.
   std::map<int64_t, std::pair<ReadyBatch, int64_t>>::iterator LetGo(

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "absl/random/random.h"
+#include "absl/time/clock.h"
 #include "control/task_runner.h"
 
 namespace sluice::control {
@@ -35,9 +36,6 @@ void TaskRunner::Fetch(std::shared_ptr<transport::ServerCall> call, uint64_t max
         client.unacked.erase(index);
         client.released.erase(index);
         std::erase_if(client.lost, [index](const ReadyBatch& b) { return b.index == index; });
-      }
-      if (client.unacked.empty() && client.released.empty() && client.lost.empty()) {
-        client.numbers_out_of_index_order = false;  // nothing numbered out of order is left
       }
       if (delivery.epoch > client.epoch) {
         // The client's connection broke since: what it has not acknowledged by now was lost.
@@ -96,7 +94,7 @@ void TaskRunner::MatchRequests(std::vector<std::pair<Waiter, ReadyBatch>>& match
       if (!again) {
         ClientDeliveries& to = client->second;
         batch->sequence = ++to.last_sequence;
-        to.numbers_out_of_index_order |= batch->index < to.highest_index;
+        if (batch->index < to.highest_index) to.out_of_order_sequence = batch->sequence;
         to.highest_index = std::max(to.highest_index, batch->index);
       }
       KeepUntilAcknowledged(*it, *batch);
@@ -112,15 +110,16 @@ void TaskRunner::MatchRequests(std::vector<std::pair<Waiter, ReadyBatch>>& match
   }
 }
 
-void TaskRunner::SetReplyOrder(const ClientDeliveries& client, ReadyBatch& batch) const {
+void TaskRunner::SetReplyOrder(ClientDeliveries& client, ReadyBatch& batch) {
   // The lowest number that may still reach the client: a batch on its way (kept until
   // acknowledged, or let go since), one to serve again, or the next one. A client's
   // numbers rise with the batch index (new batches leave ready_ in index order, and a
   // batch served again keeps its number), so each map's lowest index has its lowest
   // number; unless a batch handed on from a forgotten client went to it after later ones,
-  // and then all are looked at (not always: that walks up to 64 kept batches per reply).
+  // and then all are looked at until every entry numbered before that batch is gone (not
+  // always: that walks every kept batch, up to 64, and every one let go, per reply).
   int64_t floor = client.last_sequence + 1;
-  if (!client.numbers_out_of_index_order) {
+  if (client.out_of_order_sequence == 0) {
     if (!client.unacked.empty()) {
       floor = std::min(floor, client.unacked.begin()->second.first.sequence);
     }
@@ -132,6 +131,9 @@ void TaskRunner::SetReplyOrder(const ClientDeliveries& client, ReadyBatch& batch
     for (const auto& [index, kept] : client.unacked) floor = std::min(floor, kept.first.sequence);
     for (const auto& [index, let_go] : client.released) floor = std::min(floor, let_go.first);
     for (const ReadyBatch& lost : client.lost) floor = std::min(floor, lost.sequence);
+    // Nothing numbered before the out-of-order batch is left: numbers rise with the index
+    // again in every entry.
+    if (floor >= client.out_of_order_sequence) client.out_of_order_sequence = 0;
   }
   batch.sequence_floor = floor;
   batch.sequence_stream = client.stream;
@@ -202,9 +204,10 @@ bool TaskRunner::ReleaseOldestKept() {
   for (const auto& [consumer, rounds] : kept_rounds_) {
     for (const auto& [round, kept] : rounds) consider(kept);
   }
-  for (const auto& [id, client] : deliveries_) {
-    if (slab != nullptr) break;
-    for (const ReadyBatch& lost : client.lost) consider(lost);
+  if (slab == nullptr) {
+    for (const auto& [id, client] : deliveries_) {
+      for (const ReadyBatch& lost : client.lost) consider(lost);
+    }
   }
   if (slab == nullptr) return false;
   // Its slab-mates go with it: letting one packed batch go alone would free no memory.

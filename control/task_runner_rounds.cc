@@ -1,6 +1,6 @@
 // TaskRunner's coordinated reads: rounds opened by requests, filled with consecutive batches,
 // and each consumer's batch of a round kept until it acknowledges it. The uncoordinated
-// serving is in task_runner.cc.
+// serving is in task_runner_delivery.cc.
 #include <algorithm>
 #include <set>
 #include <utility>

@@ -238,6 +238,7 @@ TEST_F(DeliveryTest, AForgottenClientsLostBatchesGoToTheReadersStillThere) {
 // comes after later ones): the floor is the lowest number still on its way, not the number
 // of the lowest index.
 TEST_F(DeliveryTest, TheFloorIsTheLowestNumberOnItsWayWhateverItsIndex) {
+  StartRunner(kEndless, /*num_consumers=*/0, 8);
   for (int64_t i = 0; i < 3; ++i) EXPECT_EQ(Get(7, 1, {}), i);
   EXPECT_EQ(Get(7, 2, {}), 0);  // 1 and 2 are lost
   EXPECT_EQ(Get(8, 1, {}), 3);  // number 1 of client 8, not acknowledged
@@ -246,6 +247,13 @@ TEST_F(DeliveryTest, TheFloorIsTheLowestNumberOnItsWayWhateverItsIndex) {
   EXPECT_EQ(handed_on.batch_index(), 1);
   EXPECT_EQ(handed_on.client_sequence(), 2);
   EXPECT_EQ(handed_on.sequence_floor(), 1) << "batch 3, number 1, may still be on its way";
+  EXPECT_EQ(GetResponse(8, 1, {}).sequence_floor(), 1);  // batch 2, handed on too
+  // Batch 4 comes in index order, but batch 3 still holds the lowest number.
+  proto::GetElementResponse in_order = GetResponse(8, 1, {});
+  EXPECT_EQ(in_order.batch_index(), 4);
+  EXPECT_EQ(in_order.sequence_floor(), 1);
+  // Once batch 3 is acknowledged the lowest index has the lowest number again.
+  EXPECT_EQ(GetResponse(8, 1, {3}).sequence_floor(), 2);
 }
 
 // Batches lost with a connection hold their slabs until served again: they count against
