@@ -267,6 +267,9 @@ class TaskRunner {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The same for a coordinated consumer's batch of a round.
   void KeepRound(const Waiter& waiter, const ReadyBatch& batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Opens `round` (opened at `now`) if it is not open, and marks `consumer` as asking for it.
+  Round& RequestRound(int64_t round, int32_t consumer, absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Remembers that `consumer`'s kept batch of `round` was let go unacknowledged.
   void NoteRoundLetGo(int32_t consumer, int64_t round) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // `consumer` asks again for a round whose batch was let go (NoteRoundLetGo): that batch is
@@ -278,6 +281,12 @@ class TaskRunner {
   // Lets the batch kept longest for an acknowledgement go (a lost one only when none is), with
   // every kept or lost batch packed into the same slab; false when none is kept.
   bool ReleaseOldestKept() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A copy of `batch` to keep for an acknowledgement, stamped as kept now (kept_since).
+  [[nodiscard]] ReadyBatch KeptCopyOf(const ReadyBatch& batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    ReadyBatch kept = CopyOf(batch);
+    kept.kept_since = ++batches_kept_;
+    return kept;
+  }
   [[nodiscard]] static ReadyBatch CopyOf(const ReadyBatch& batch) {
     return ReadyBatch{batch.slab,           batch.offset,          batch.size,
                       batch.index,          batch.provenance,      batch.sequence,

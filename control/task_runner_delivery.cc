@@ -149,9 +149,7 @@ void TaskRunner::KeepUntilAcknowledged(const Waiter& waiter, const ReadyBatch& b
                                    }));
     ++stats_.kept_batches_released;
   }
-  ReadyBatch kept = CopyOf(batch);
-  kept.kept_since = ++batches_kept_;
-  client.unacked.insert_or_assign(batch.index, std::pair{std::move(kept), waiter.epoch});
+  client.unacked.insert_or_assign(batch.index, std::pair{KeptCopyOf(batch), waiter.epoch});
   while (KeptSlabs() > kept_budget_ && ReleaseOldestKept()) {
   }
 }

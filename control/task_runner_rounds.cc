@@ -71,25 +71,32 @@ void TaskRunner::NoteRoundLetGo(int32_t consumer, int64_t round) {
   if (let_go.size() > kMaxReleasedPerClient) let_go.erase(let_go.begin());
 }
 
+TaskRunner::Round& TaskRunner::RequestRound(int64_t round, int32_t consumer, absl::Time now) {
+  Round& entry = rounds_[round];
+  if (entry.requested.empty()) {
+    const size_t n = static_cast<size_t>(task_.num_consumers());
+    entry.requested.resize(n);
+    entry.batches.resize(n);
+    entry.given.resize(n);
+    entry.opened = now;
+  }
+  if (!entry.requested[consumer]) {
+    entry.requested[consumer] = true;
+    ++entry.num_requested;
+  }
+  return entry;
+}
+
 void TaskRunner::ServeRoundAfresh(int32_t consumer, int64_t round) {
   // The round may be gone (all its batches served), wait for a consumer that never came,
   // holding nothing for this one, or have been opened again by a late consumer's request:
   // waiting would take the round wait, or until the round is forgotten, a minute. The round
   // goes ahead for this consumer as for one late to it: the next batch, and no waiting for
   // the others, who had theirs. Opened anew, it is not forgotten before that batch is ready.
-  const size_t n = static_cast<size_t>(task_.num_consumers());
-  Round& entry = rounds_[round];
-  if (entry.requested.empty()) {
-    entry.requested.resize(n);
-    entry.batches.resize(n);
-    entry.given.resize(n);
-  }
-  entry.opened = absl::Now();
+  const absl::Time now = absl::Now();
+  Round& entry = RequestRound(round, consumer, now);
+  entry.opened = now;
   entry.assigned = true;
-  if (!entry.requested[consumer]) {
-    entry.requested[consumer] = true;
-    ++entry.num_requested;
-  }
   if (entry.given[consumer] && !entry.batches[consumer].has_value()) {
     entry.given[consumer] = false;
     --entry.served;  // served again below, when a batch is ready
@@ -103,9 +110,7 @@ void TaskRunner::KeepRound(const Waiter& waiter, const ReadyBatch& batch) {
     kept.erase(kept.begin());
     ++stats_.kept_batches_released;
   }
-  ReadyBatch copy = CopyOf(batch);
-  copy.kept_since = ++batches_kept_;
-  kept.insert_or_assign(waiter.round, std::move(copy));
+  kept.insert_or_assign(waiter.round, KeptCopyOf(batch));
   while (KeptSlabs() > kept_budget_ && ReleaseOldestKept()) {
   }
 }
@@ -117,17 +122,7 @@ void TaskRunner::MatchRounds(std::vector<std::pair<Waiter, ReadyBatch>>& matched
   if (absent_.size() != n) absent_.assign(n, false);
   for (const Waiter& w : waiters_) {
     absent_[w.consumer] = false;  // back, if it was missing
-    Round& round = rounds_[w.round];
-    if (round.requested.empty()) {
-      round.requested.resize(n);
-      round.batches.resize(n);
-      round.given.resize(n);
-      round.opened = now;
-    }
-    if (!round.requested[w.consumer]) {
-      round.requested[w.consumer] = true;
-      ++round.num_requested;
-    }
+    RequestRound(w.round, w.consumer, now);
   }
   // Lowest round first, each taking consecutive batches for the consumers that asked; a
   // consumer that asks after its round went ahead gets the next batch on its own.
