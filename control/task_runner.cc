@@ -36,6 +36,7 @@ TaskRunner::TaskRunner(const proto::TaskDef& task, std::shared_ptr<transport::Sl
       pool_(std::move(pool)),
       feed_(std::move(feed)),
       options_(options),
+      kept_count_(pool_->num_slabs()),
       kept_budget_(std::max<size_t>(1, pool_->num_slabs() / 2)) {}
 
 TaskRunner::~TaskRunner() {

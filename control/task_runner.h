@@ -29,6 +29,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
+#include "control/kept_slab_count.h"
 #include "control/service.pb.h"
 #include "engine/iterator.h"
 #include "engine/pipeline_stats.h"
@@ -54,6 +55,9 @@ struct TaskRunnerOptions {
   // retry (a reader that is still there asks again), so that the requests of readers that
   // went away cannot pile up behind a slow pipeline.
   size_t max_parked_requests = 4096;
+  // Checks the count of slabs holding kept batches against a walk of every kept batch after
+  // each change, and aborts on a difference. For tests: the walk costs a sort per reply.
+  bool verify_kept_slabs = false;
 };
 
 struct TaskRunnerStats {
@@ -162,6 +166,9 @@ class TaskRunner {
     uint64_t sequence_stream = 0;
     // Kept for an acknowledgement: when, in batches_kept_ (the oldest goes first).
     uint64_t kept_since = 0;
+    // Counts its slab in kept_count_ while it is kept (KeptCopyOf); cleared when a kept
+    // batch goes to be served again. Makes ReadyBatch move-only: copies go through CopyOf.
+    KeptSlabCount::Mark kept_mark;
   };
   struct Waiter {
     std::shared_ptr<transport::ServerCall> call;
@@ -278,6 +285,9 @@ class TaskRunner {
   // Slabs the batches kept for acknowledgements (or lost, to serve again) hold, of all
   // clients: a cached batch served again and again is one slab however many clients keep it.
   [[nodiscard]] size_t KeptSlabs() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // With TaskRunnerOptions::verify_kept_slabs, aborts unless kept_count_ agrees with a walk
+  // of every kept batch.
+  void VerifyKeptSlabs() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Lets the batch kept longest for an acknowledgement go (a lost one only when none is), with
   // every kept or lost batch packed into the same slab; false when none is kept.
   bool ReleaseOldestKept() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -285,6 +295,7 @@ class TaskRunner {
   [[nodiscard]] ReadyBatch KeptCopyOf(const ReadyBatch& batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     ReadyBatch kept = CopyOf(batch);
     kept.kept_since = ++batches_kept_;
+    kept.kept_mark = kept_count_.MarkKept(kept.slab->index());
     return kept;
   }
   [[nodiscard]] static ReadyBatch CopyOf(const ReadyBatch& batch) {
@@ -297,6 +308,8 @@ class TaskRunner {
   const std::shared_ptr<transport::SlabPool> pool_;
   const std::unique_ptr<engine::SplitFeed> feed_;
   const TaskRunnerOptions options_;
+  // Before the containers of kept batches: their marks count it down as they go.
+  KeptSlabCount kept_count_;
   engine::PipelineStats pipeline_stats_;
   // The last batch assembled and where (producer thread only): a batch the pipeline hands
   // out again is served from those bytes without assembling it again, and the next new

@@ -4,6 +4,8 @@
 // lists their client. Producing and replying are in task_runner.cc, rounds in
 // task_runner_rounds.cc.
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <utility>
 
@@ -57,6 +59,7 @@ void TaskRunner::Fetch(std::shared_ptr<transport::ServerCall> call, uint64_t max
       }
       // The entry stays even when empty: it remembers the client's epoch (see MatchRequests).
     }
+    VerifyKeptSlabs();
     evicted =
         Park(Waiter{std::move(call), max_batch_bytes, -1, -1, delivery.client_id, delivery.epoch});
   }
@@ -81,6 +84,7 @@ void TaskRunner::MatchRequests(std::vector<std::pair<Waiter, ReadyBatch>>& match
     if (client != deliveries_.end() && !client->second.lost.empty()) {
       batch.emplace(std::move(client->second.lost.front()));
       client->second.lost.pop_front();
+      batch->kept_mark = {};  // served again: kept anew (KeepUntilAcknowledged)
       again = true;
     } else if (!ready_.empty()) {
       batch.emplace(std::move(ready_.front()));
@@ -155,7 +159,12 @@ void TaskRunner::KeepUntilAcknowledged(const Waiter& waiter, const ReadyBatch& b
 }
 
 size_t TaskRunner::KeptSlabs() const {
-  // Few kept batches (a handful per client): a sorted vector beats a hash set here.
+  VerifyKeptSlabs();
+  return kept_count_.slabs();
+}
+
+void TaskRunner::VerifyKeptSlabs() const {
+  if (!options_.verify_kept_slabs) return;
   std::vector<const transport::Slab*> slabs;
   for (const auto& [id, client] : deliveries_) {
     for (const auto& [index, kept] : client.unacked) slabs.push_back(kept.first.slab.get());
@@ -165,7 +174,12 @@ size_t TaskRunner::KeptSlabs() const {
     for (const auto& [round, kept] : rounds) slabs.push_back(kept.slab.get());
   }
   std::sort(slabs.begin(), slabs.end());
-  return static_cast<size_t>(std::unique(slabs.begin(), slabs.end()) - slabs.begin());
+  const auto walked = static_cast<size_t>(std::unique(slabs.begin(), slabs.end()) - slabs.begin());
+  if (walked != kept_count_.slabs()) {
+    std::fprintf(stderr, "sluice: task %lld keeps batches in %zu slabs but counted %zu\n",
+                 static_cast<long long>(task_.task_id()), walked, kept_count_.slabs());
+    std::abort();
+  }
 }
 
 std::map<int64_t, std::pair<TaskRunner::ReadyBatch, int64_t>>::iterator TaskRunner::LetGo(
@@ -236,6 +250,7 @@ bool TaskRunner::ReleaseOldestKept() {
     }
   }
   stats_.kept_batches_released += released;
+  VerifyKeptSlabs();
   return true;
 }
 
@@ -255,6 +270,7 @@ void TaskRunner::ForgetClients(const absl::flat_hash_set<int64_t>& readers,
       if (!(produced_all_ && ready_.empty())) {
         for (auto lost = client.lost.rbegin(); lost != client.lost.rend(); ++lost) {
           lost->sequence = 0;
+          lost->kept_mark = {};  // no longer kept: it waits in ready_ for another reader
           ready_.push_front(std::move(*lost));
         }
         stats_.batches_handed_on += static_cast<int64_t>(client.lost.size());
@@ -272,6 +288,7 @@ void TaskRunner::ForgetClients(const absl::flat_hash_set<int64_t>& readers,
       ++stats_.clients_forgotten;
       it = deliveries_.erase(it);
     }
+    VerifyKeptSlabs();
   }
   for (const Waiter& waiter : to_retry) TellToRetry(waiter);
   Serve();  // the batches handed on may be what parked requests wait for

@@ -33,6 +33,7 @@ void TaskRunner::Fetch(std::shared_ptr<transport::ServerCall> call, uint64_t max
       kept.erase(acked);
       let_go.erase(acked);
     }
+    VerifyKeptSlabs();
     if (auto it = kept.find(round); it != kept.end()) {
       // Served before, and the reply went nowhere (the consumer asks only once otherwise).
       again.emplace(CopyOf(it->second));

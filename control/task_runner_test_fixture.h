@@ -55,9 +55,10 @@ class DeliveryTest : public ::testing::Test {
     auto pipeline = engine::ParsePipeline(pipeline_text);
     ASSERT_TRUE(pipeline.ok()) << pipeline.status();
     *task.mutable_pipeline() = *pipeline;
-    auto runner =
-        TaskRunner::Start(task, *pool, std::move(feed),
-                          {.buffer_batches = 2, .max_parked_requests = max_parked_requests});
+    auto runner = TaskRunner::Start(task, *pool, std::move(feed),
+                                    {.buffer_batches = 2,
+                                     .max_parked_requests = max_parked_requests,
+                                     .verify_kept_slabs = true});
     ASSERT_TRUE(runner.ok()) << runner.status();
     runner_ = std::move(*runner);
     server_->Handle(proto::GET_ELEMENT, [this](std::shared_ptr<transport::ServerCall> call) {

@@ -1,8 +1,10 @@
 #include "control/worker.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <deque>
 #include <iostream>
+#include <string_view>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
@@ -15,6 +17,16 @@
 #include "control/proto_handler.h"
 
 namespace sluice::control {
+
+Worker::Worker(const WorkerOptions& options) : options_(options), task_options_(options.task) {
+  task_options_.on_slabs_short = [this](const TaskRunner* short_of_slabs) {
+    ReleaseKeptBatches(short_of_slabs);
+  };
+  // The integration tests have every task check its count of kept slabs against a walk of
+  // its kept batches (tests/meson.build); too slow for production.
+  const char* verify = std::getenv("SLUICE_VERIFY_KEPT_SLABS");
+  if (verify != nullptr && std::string_view(verify) == "1") task_options_.verify_kept_slabs = true;
+}
 namespace {
 
 // Fetches DYNAMIC splits of one task from the dispatcher, several per round trip, as many

@@ -63,11 +63,7 @@ class Worker {
   // Heartbeats asked for early (HeartbeatPacer::Soon) come at most this often.
   static constexpr absl::Duration kMinHeartbeatGap = absl::Milliseconds(5);
 
-  explicit Worker(const WorkerOptions& options) : options_(options), task_options_(options.task) {
-    task_options_.on_slabs_short = [this](const TaskRunner* short_of_slabs) {
-      ReleaseKeptBatches(short_of_slabs);
-    };
-  }
+  explicit Worker(const WorkerOptions& options);
   absl::Status Heartbeat();
   void HeartbeatLoop();
   void HandleGetElement(std::shared_ptr<transport::ServerCall> call);

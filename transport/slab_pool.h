@@ -46,6 +46,8 @@ class Slab {
   [[nodiscard]] std::byte* data() const { return data_; }
   [[nodiscard]] size_t capacity() const { return capacity_; }
   [[nodiscard]] std::span<std::byte> span() const { return {data_, capacity_}; }
+  // Its place in the pool, below SlabPool::num_slabs(): stable while the slab is held.
+  [[nodiscard]] size_t index() const { return index_; }
   explicit operator bool() const { return data_ != nullptr; }
   void Release();
 
