@@ -100,10 +100,11 @@ void BatchReader::Fetch(size_t task_index, std::shared_ptr<transport::Slab> slab
   absl::Status lost;
   {
     absl::MutexLock lock(&mu_);
-    const Task& task = tasks_[task_index];
+    Task& task = tasks_[task_index];
     task_id = task.id;
     worker = task.worker;
-    sent_request.acked = task.unconfirmed;
+    sent_request.acked = std::move(task.to_carry);
+    task.to_carry.clear();
     sent_request.epoch = task.delivery_epoch;
     if (task.lost) lost = lost_meanwhile();
   }
@@ -130,9 +131,10 @@ void BatchReader::Fetch(size_t task_index, std::shared_ptr<transport::Slab> slab
     request.set_coordinated(true);
     request.set_consumer_index(options_.consumer_index);
     request.set_round(round);
-    for (int64_t acked : sent_request.acked) request.add_acked_rounds(acked);
+    request.mutable_acked_rounds()->Add(sent_request.acked.begin(), sent_request.acked.end());
   } else {
-    for (int64_t index : sent_request.acked) request.add_acked_batch_indices(index);
+    request.mutable_acked_batch_indices()->Add(sent_request.acked.begin(),
+                                               sent_request.acked.end());
   }
   transport::CallOptions call_options;
   call_options.timeout = options_.request_timeout;
@@ -148,9 +150,12 @@ void BatchReader::Fetch(size_t task_index, std::shared_ptr<transport::Slab> slab
 
 BatchReader::FetchOutcome BatchReader::Examine(Task& task, const transport::Slab& slab,
                                                const absl::StatusOr<transport::CallResult>& result,
-                                               absl::string_view what,
+                                               int64_t round, absl::Time now,
                                                proto::GetElementResponse* response) {
-  const absl::Time now = absl::Now();
+  // Named in errors only: not made for every reply.
+  auto what = [&task, round] {
+    return round >= 0 ? absl::StrCat("round ", round) : absl::StrCat("task ", task.id);
+  };
   if (!result.ok() && IsUnreachable(result.status()) &&
       now - std::min(task.unreachable_since, now) < options_.request_timeout) {
     // Perhaps the worker died: wait for the dispatcher to say so, or for it to answer.
@@ -159,7 +164,7 @@ BatchReader::FetchOutcome BatchReader::Examine(Task& task, const transport::Slab
   }
   if (!result.ok()) {
     Fail(absl::Status(result.status().code(),
-                      absl::StrCat("reading ", what, " from worker ", task.worker_text, ": ",
+                      absl::StrCat("reading ", what(), " from worker ", task.worker_text, ": ",
                                    result.status().message())));
     return FetchOutcome::kFailed;
   }
@@ -254,10 +259,12 @@ bool BatchReader::OnTaskFetched(Task& task, transport::Slab slab, absl::Time sen
   if (!result.ok()) {
     task.delivery_epoch = std::max(task.delivery_epoch, int64_t{1}) + 1;
     task.end_seen = false;
+    // Whatever requests in flight carry may be lost with this one: all go again.
+    task.to_carry = task.unconfirmed;
   }
   const absl::Time now = absl::Now();
   proto::GetElementResponse response;
-  switch (Examine(task, slab, result, absl::StrCat("task ", task.id), &response)) {
+  switch (Examine(task, slab, result, /*round=*/-1, now, &response)) {
     case FetchOutcome::kUnreachable:
       task.retry_at = now + kUnreachableBackoff;
       return false;
@@ -271,6 +278,7 @@ bool BatchReader::OnTaskFetched(Task& task, transport::Slab slab, absl::Time sen
   // The acknowledgements stay unconfirmed and go again with the next request: taking them
   // twice is harmless.
   if (response.retry_later()) {
+    task.to_carry = task.unconfirmed;
     // Asked again after a short pause, not at round-trip rate: the worker learns the task
     // at its next heartbeat (it asks for one early), which may take a while.
     task.retry_at = now + kTaskRetryLater;
@@ -297,6 +305,7 @@ bool BatchReader::OnTaskFetched(Task& task, transport::Slab slab, absl::Time sen
   }
   // Acknowledged even when dropped as handed out already: that stops further resends.
   task.unconfirmed.push_back(index);
+  task.to_carry.push_back(index);
   if (response.client_sequence() > 0 &&
       task.order.HandedOut(response.sequence_stream(), response.client_sequence())) {
     return true;  // a resend that crossed the acknowledgement; the slab goes back to the pool

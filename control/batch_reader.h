@@ -185,6 +185,11 @@ class BatchReader {
     // Coordinated reads confirm rounds instead (field 9); a round lost on the way is asked
     // for again by its number, so their epoch stays 1 (it only says "I acknowledge").
     std::vector<int64_t> unconfirmed;
+    // Those of `unconfirmed` no request in flight carries: the next request takes them. An
+    // acknowledgement travels once, not with every request until its reply comes (about
+    // max_outstanding times, each parsed and looked up by the worker); after a reply that
+    // confirms nothing (a failure, retry_later) all of `unconfirmed` goes again.
+    std::vector<int64_t> to_carry;
     int64_t delivery_epoch = 1;
     // Its batches go to the caller in the order the worker numbered them for this client
     // (GetElementResponse.client_sequence, sequence_floor, sequence_stream).
@@ -239,10 +244,12 @@ class BatchReader {
   enum class FetchOutcome { kUnreachable, kFailed, kReply };
   // Shared by the OnFetched paths. kUnreachable: the worker could not be reached (and has
   // not been for long); kFailed: error_ is set; kReply: *response holds the parsed reply,
-  // whose batch, when it carries one, arrived whole. `what` names the request in errors.
+  // whose batch, when it carries one, arrived whole. `round` (-1: none) names the request in
+  // errors; `now` is the time the reply is handled.
   FetchOutcome Examine(Task& task, const transport::Slab& slab,
-                       const absl::StatusOr<transport::CallResult>& result, absl::string_view what,
-                       proto::GetElementResponse* response) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+                       const absl::StatusOr<transport::CallResult>& result, int64_t round,
+                       absl::Time now, proto::GetElementResponse* response)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Hands `ready`, a batch of `task` described by `response`, to the caller in the task's
   // order: now, or once the batches numbered before it have landed or are given up.
   void HandOutInOrder(Task& task, Ready ready, const proto::GetElementResponse& response)

@@ -107,7 +107,12 @@ bool BatchReader::OnRoundFetched(Task& task, transport::Slab slab, absl::Time se
   }
   const absl::Time now = absl::Now();
   proto::GetElementResponse response;
-  switch (Examine(task, slab, result, absl::StrCat("round ", round), &response)) {
+  const FetchOutcome outcome = Examine(task, slab, result, round, now, &response);
+  if (outcome != FetchOutcome::kReply || response.retry_later()) {
+    // The request's acknowledgements may not have been taken: all go again.
+    task.to_carry = task.unconfirmed;
+  }
+  switch (outcome) {
     case FetchOutcome::kUnreachable:
       // Ask again; if its worker was lost meanwhile, PumpRounds skips the round instead.
       rounds_to_retry_[round] = now + kUnreachableBackoff;
@@ -141,6 +146,7 @@ bool BatchReader::OnRoundFetched(Task& task, transport::Slab slab, absl::Time se
   if (round < next_round_ || rounds_ready_.contains(round)) return true;  // had it already
   // Kept by the worker until the next request to it confirms this round.
   task.unconfirmed.push_back(round);
+  task.to_carry.push_back(round);
   unreported_.MergeFrom(response.provenance());  // DYNAMIC: what re-issues leave out
   if (options_.disconnect_every_batches > 0 &&
       ++batches_accepted_ % options_.disconnect_every_batches == 0) {

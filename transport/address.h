@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -24,6 +25,11 @@ struct Address {
 
   [[nodiscard]] std::string ToString() const;
   bool operator==(const Address&) const = default;
+  // A key of hash maps without formatting it (ToString) on every lookup.
+  template <typename H>
+  friend H AbslHashValue(H hash, const Address& address) {
+    return H::combine(std::move(hash), address.scheme, address.host, address.port);
+  }
 };
 
 // Accepts `scheme://host:port`; `host:port` alone means `default_scheme://host:port`.

@@ -142,19 +142,18 @@ absl::StatusOr<Address> RpcEndpoint::Listen(const Address& bind) {
 }
 
 absl::StatusOr<ConnectionId> RpcEndpoint::ConnectTo(const Address& peer) {
-  std::string key = peer.ToString();
   {
     absl::MutexLock lock(&mu_);
-    if (auto it = connections_.find(key); it != connections_.end()) return it->second;
+    if (auto it = connections_.find(peer); it != connections_.end()) return it->second;
   }
   SLUICE_ASSIGN_OR_RETURN(ConnectionId id, transport_->Connect(peer));
   absl::MutexLock lock(&mu_);
-  auto [it, inserted] = connections_.emplace(key, id);
+  auto [it, inserted] = connections_.emplace(peer, id);
   if (!inserted) {  // another thread connected meanwhile; keep one connection per peer
     transport_->Close(id);
     return it->second;
   }
-  peer_of_[id] = key;
+  peer_of_[id] = peer;
   return id;
 }
 
@@ -448,10 +447,11 @@ void RpcEndpoint::OnTick() {
     });
     for (PendingCall& call : late) {
       auto peer = peer_of_.find(call.connection);
-      absl::Status status = absl::DeadlineExceededError(absl::StrCat(
-          "no reply to method ", call.method, " from ",
-          peer != peer_of_.end() ? peer->second : absl::StrCat("connection ", call.connection),
-          " before the deadline"));
+      absl::Status status = absl::DeadlineExceededError(
+          absl::StrCat("no reply to method ", call.method, " from ",
+                       peer != peer_of_.end() ? peer->second.ToString()
+                                              : absl::StrCat("connection ", call.connection),
+                       " before the deadline"));
       if (call.orphaned) status.SetPayload(kLandingInUse, absl::Cord("1"));
       expired.emplace_back(std::move(call.done), std::move(status));
     }

@@ -193,8 +193,9 @@ class RpcEndpoint final : public MessageHandler {
 
   absl::Mutex mu_;
   IdSlotTable<PendingCall> pending_ ABSL_GUARDED_BY(mu_);  // by request id
-  absl::flat_hash_map<std::string, ConnectionId> connections_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_map<ConnectionId, std::string> peer_of_ ABSL_GUARDED_BY(mu_);
+  // A reader looks its worker up on every fetch: keyed by the address, not its text.
+  absl::flat_hash_map<Address, ConnectionId> connections_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<ConnectionId, Address> peer_of_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace sluice::transport
