@@ -94,7 +94,7 @@ void BatchReader::Fetch(size_t task_index, std::shared_ptr<transport::Slab> slab
   // and a request sent afterwards to a worker behind a partition would hold its slab until
   // the request's deadline.
   auto lost_meanwhile = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::Status {
-    return absl::UnavailableError(absl::StrCat("worker ", tasks_[task_index].worker_text,
+    return absl::UnavailableError(absl::StrCat("worker ", *tasks_[task_index].worker_text,
                                                " was declared lost before this request"));
   };
   absl::Status lost;
@@ -164,13 +164,13 @@ BatchReader::FetchOutcome BatchReader::Examine(Task& task, const transport::Slab
   }
   if (!result.ok()) {
     Fail(absl::Status(result.status().code(),
-                      absl::StrCat("reading ", what(), " from worker ", task.worker_text, ": ",
+                      absl::StrCat("reading ", what(), " from worker ", *task.worker_text, ": ",
                                    result.status().message())));
     return FetchOutcome::kFailed;
   }
   if (!response->ParseFromString(result->response)) {
     Fail(absl::DataLossError(
-        absl::StrCat("malformed GetElementResponse from worker ", task.worker_text)));
+        absl::StrCat("malformed GetElementResponse from worker ", *task.worker_text)));
     return FetchOutcome::kFailed;
   }
   const bool carries_batch = !response->retry_later() && !response->end_of_sequence();
@@ -180,7 +180,7 @@ BatchReader::FetchOutcome BatchReader::Examine(Task& task, const transport::Slab
                         provenance_bytes > static_cast<uint64_t>(std::numeric_limits<int>::max()) ||
                         (provenance_bytes > 0 && response->provenance_size() > 0) ||
                         result->payload.data != slab.data())) {
-    Fail(absl::DataLossError(absl::StrCat("worker ", task.worker_text, " announced a batch of ",
+    Fail(absl::DataLossError(absl::StrCat("worker ", *task.worker_text, " announced a batch of ",
                                           response->batch_bytes(), " bytes and ", provenance_bytes,
                                           " of provenance, but ", result->payload.size,
                                           " bytes arrived")));
@@ -191,7 +191,7 @@ BatchReader::FetchOutcome BatchReader::Examine(Task& task, const transport::Slab
     if (!provenance.ParseFromArray(slab.data() + response->batch_bytes(),
                                    static_cast<int>(provenance_bytes))) {
       Fail(absl::DataLossError(
-          absl::StrCat("malformed batch provenance from worker ", task.worker_text)));
+          absl::StrCat("malformed batch provenance from worker ", *task.worker_text)));
       return FetchOutcome::kFailed;
     }
     response->mutable_provenance()->Swap(provenance.mutable_runs());
@@ -435,7 +435,7 @@ absl::StatusOr<std::optional<Batch>> BatchReader::Next() {
     absl::StatusOr<engine::BatchView> view =
         engine::BatchView::Parse(std::span<const std::byte>(ready->slab.data(), ready->size));
     if (!view.ok()) {
-      return absl::DataLossError(absl::StrCat("batch from worker ", ready->worker,
+      return absl::DataLossError(absl::StrCat("batch from worker ", *ready->worker,
                                               " is malformed: ", view.status().message()));
     }
     return std::optional<Batch>(Batch(std::move(ready->slab), *view, std::move(ready->worker),

@@ -82,8 +82,9 @@ struct ReadOptions {
 // One batch in the client's registered memory. Move-only; returns its slab when destroyed.
 class Batch {
  public:
-  Batch(transport::Slab slab, engine::BatchView view, std::string worker, int64_t index,
-        absl::Duration fetch_latency, int64_t round = -1, int64_t task = -1)
+  // `worker` is shared with every batch of its task: a batch's address costs no allocation.
+  Batch(transport::Slab slab, engine::BatchView view, std::shared_ptr<const std::string> worker,
+        int64_t index, absl::Duration fetch_latency, int64_t round = -1, int64_t task = -1)
       : slab_(std::move(slab)),
         view_(view),
         worker_(std::move(worker)),
@@ -96,7 +97,10 @@ class Batch {
 
   [[nodiscard]] const engine::BatchView& view() const { return view_; }
   // Address of the worker that produced it.
-  [[nodiscard]] const std::string& worker() const { return worker_; }
+  [[nodiscard]] const std::string& worker() const {
+    static const std::string* const kNone = new std::string();
+    return worker_ != nullptr ? *worker_ : *kNone;
+  }
   // Position of the batch in its task's output.
   [[nodiscard]] int64_t index() const { return index_; }
   // The dispatcher's id of that task (-1 if unknown): a worker serves a second task of a job
@@ -111,7 +115,7 @@ class Batch {
  private:
   transport::Slab slab_;
   engine::BatchView view_;
-  std::string worker_;
+  std::shared_ptr<const std::string> worker_;
   int64_t index_;
   absl::Duration fetch_latency_;
   int64_t round_;
@@ -147,7 +151,7 @@ class BatchReader {
 
  private:
   struct Ready {
-    std::string worker;
+    std::shared_ptr<const std::string> worker;
     int64_t index;
     transport::Slab slab;
     size_t size;
@@ -158,7 +162,7 @@ class BatchReader {
   struct Task {
     int64_t id;
     transport::Address worker;
-    std::string worker_text;
+    std::shared_ptr<const std::string> worker_text;  // never null; shared with its batches
     bool ended = false;
     // A reply said end of sequence; ended once the other requests to it came back well.
     bool end_seen = false;

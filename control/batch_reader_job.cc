@@ -128,7 +128,7 @@ absl::Status BatchReader::HeartbeatOnce(absl::Duration timeout) {
           task.ended = true;
           HandOutHeld(task);
           if (task.connection != transport::kNoConnection) {
-            given_up.emplace_back(task.connection, task.worker_text);
+            given_up.emplace_back(task.connection, *task.worker_text);
           }
         }
       }
@@ -151,7 +151,8 @@ absl::Status BatchReader::HeartbeatOnce(absl::Duration timeout) {
         }
         continue;
       }
-      Task task{info.task_id(), *worker, info.worker_address()};
+      Task task{info.task_id(), *worker,
+                std::make_shared<const std::string>(info.worker_address())};
       task.starting_round = info.starting_round();
       task.ending_round = info.ending_round();
       task.recovery = info.recovery();

@@ -140,7 +140,7 @@ bool BatchReader::OnRoundFetched(Task& task, transport::Slab slab, absl::Time se
   if (response.end_of_sequence()) {
     Fail(absl::FailedPreconditionError(
         absl::StrCat("coordinated reads need an infinite pipeline, but task ", task.id, " on ",
-                     task.worker_text, " reached its end")));
+                     *task.worker_text, " reached its end")));
     return false;
   }
   if (round < next_round_ || rounds_ready_.contains(round)) return true;  // had it already

@@ -66,6 +66,7 @@ void TaskRunner::Produce() {
   {
     absl::MutexLock lock(&mu_);
     produced_all_ = true;
+    produced_all_seen_.store(true, std::memory_order_release);
     if (!status.ok() && !stopping_) {
       error_ =
           absl::Status(status.code(), absl::StrCat("task ", task_.task_id(), " (dataset ",
@@ -227,7 +228,8 @@ void TaskRunner::TellToRetry(const Waiter& waiter) {
 }
 
 void TaskRunner::Serve() {
-  std::vector<std::pair<Waiter, ReadyBatch>> matched;
+  // On the stack for the usual few: a heap vector cost an allocation per reply.
+  Matches matched;
   std::vector<Waiter> ended;
   std::vector<Waiter> stale;
   absl::Status error;
@@ -324,10 +326,7 @@ bool TaskRunner::finished() const {
   return produced_all_ && ready_.empty() && sends_in_flight_->load() == 0;
 }
 
-bool TaskRunner::produced_all() const {
-  absl::MutexLock lock(&mu_);
-  return produced_all_;
-}
+bool TaskRunner::produced_all() const { return produced_all_seen_.load(std::memory_order_acquire); }
 
 TaskRunnerStats TaskRunner::stats() const {
   absl::MutexLock lock(&mu_);

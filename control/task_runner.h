@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/synchronization/mutex.h"
 #include "control/kept_slab_count.h"
 #include "control/service.pb.h"
@@ -177,7 +178,10 @@ class TaskRunner {
     int64_t round = -1;
     int64_t client_id = -1;  // acknowledges deliveries when >= 0
     int64_t epoch = 0;
-  };
+  };  // Requests paired with their batches, to reply to outside mu_ (usually one or two: on the
+  // stack).
+  using Matches = absl::InlinedVector<std::pair<Waiter, ReadyBatch>, 4>;
+
   // What one acknowledging client has not confirmed, and what it lost.
   struct ClientDeliveries {
     int64_t epoch = 0;
@@ -251,16 +255,15 @@ class TaskRunner {
   [[nodiscard]] std::optional<Waiter> Park(Waiter waiter) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   static void TellToRetry(const Waiter& waiter);
   // Serve() for coordinated reads; fills `matched` and `ended` under mu_.
-  void MatchRounds(std::vector<std::pair<Waiter, ReadyBatch>>& matched, std::vector<Waiter>& ended)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void MatchRounds(Matches& matched, std::vector<Waiter>& ended) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Reply(const Waiter& waiter, ReadyBatch batch) ABSL_LOCKS_EXCLUDED(mu_);
   // Reply() for a batch whose provenance does not fit the reply's header.
   void ReplyWithProvenanceInPayload(const Waiter& waiter, ReadyBatch batch,
                                     proto::GetElementResponse response) ABSL_LOCKS_EXCLUDED(mu_);
   // Serve() for uncoordinated reads, under mu_; requests of an epoch their client has left
   // behind go to `stale`, to be told to retry.
-  void MatchRequests(std::vector<std::pair<Waiter, ReadyBatch>>& matched,
-                     std::vector<Waiter>& stale) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void MatchRequests(Matches& matched, std::vector<Waiter>& stale)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Fills in the reply's sequence floor and stream for `batch`, numbered and kept for
   // `client`.
   void SetReplyOrder(ClientDeliveries& client, ReadyBatch& batch)
@@ -336,6 +339,9 @@ class TaskRunner {
   const size_t kept_budget_;
 
   bool produced_all_ ABSL_GUARDED_BY(mu_) = false;
+  // produced_all_, for produced_all(): asked on every request, where taking mu_ (which the
+  // producer awaits with a condition, evaluated at each unlock) costs more than the answer.
+  std::atomic<bool> produced_all_seen_{false};
   absl::Status error_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   TaskRunnerStats stats_ ABSL_GUARDED_BY(mu_);

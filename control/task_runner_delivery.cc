@@ -67,8 +67,7 @@ void TaskRunner::Fetch(std::shared_ptr<transport::ServerCall> call, uint64_t max
   Serve();
 }
 
-void TaskRunner::MatchRequests(std::vector<std::pair<Waiter, ReadyBatch>>& matched,
-                               std::vector<Waiter>& stale) {
+void TaskRunner::MatchRequests(Matches& matched, std::vector<Waiter>& stale) {
   for (auto it = waiters_.begin(); it != waiters_.end();) {
     std::optional<ReadyBatch> batch;
     bool again = false;

@@ -116,8 +116,7 @@ void TaskRunner::KeepRound(const Waiter& waiter, const ReadyBatch& batch) {
   }
 }
 
-void TaskRunner::MatchRounds(std::vector<std::pair<Waiter, ReadyBatch>>& matched,
-                             std::vector<Waiter>& ended) {
+void TaskRunner::MatchRounds(Matches& matched, std::vector<Waiter>& ended) {
   const size_t n = static_cast<size_t>(task_.num_consumers());
   const absl::Time now = absl::Now();
   if (absent_.size() != n) absent_.assign(n, false);
