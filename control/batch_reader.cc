@@ -103,7 +103,11 @@ void BatchReader::Fetch(size_t task_index, std::shared_ptr<transport::Slab> slab
     Task& task = tasks_[task_index];
     task_id = task.id;
     worker = task.worker;
-    sent_request.acked = std::move(task.to_carry);
+    if (task.delivery_epoch > task.confirmed_epoch) {
+      sent_request.acked.assign(task.unconfirmed.begin(), task.unconfirmed.end());
+    } else {
+      sent_request.acked = task.to_carry;
+    }
     task.to_carry.clear();
     sent_request.epoch = task.delivery_epoch;
     if (task.lost) lost = lost_meanwhile();
@@ -260,7 +264,7 @@ bool BatchReader::OnTaskFetched(Task& task, transport::Slab slab, absl::Time sen
     task.delivery_epoch = std::max(task.delivery_epoch, int64_t{1}) + 1;
     task.end_seen = false;
     // Whatever requests in flight carry may be lost with this one: all go again.
-    task.to_carry = task.unconfirmed;
+    task.to_carry.assign(task.unconfirmed.begin(), task.unconfirmed.end());
   }
   const absl::Time now = absl::Now();
   proto::GetElementResponse response;
@@ -278,7 +282,7 @@ bool BatchReader::OnTaskFetched(Task& task, transport::Slab slab, absl::Time sen
   // The acknowledgements stay unconfirmed and go again with the next request: taking them
   // twice is harmless.
   if (response.retry_later()) {
-    task.to_carry = task.unconfirmed;
+    task.to_carry.assign(task.unconfirmed.begin(), task.unconfirmed.end());
     // Asked again after a short pause, not at round-trip rate: the worker learns the task
     // at its next heartbeat (it asks for one early), which may take a while.
     task.retry_at = now + kTaskRetryLater;
@@ -289,6 +293,7 @@ bool BatchReader::OnTaskFetched(Task& task, transport::Slab slab, absl::Time sen
   std::erase_if(task.unconfirmed, [&request](int64_t index) {
     return std::find(request.acked.begin(), request.acked.end(), index) != request.acked.end();
   });
+  task.confirmed_epoch = std::max(task.confirmed_epoch, request.epoch);
   if (response.end_of_sequence()) {
     // Ended once no other request to it is in flight (OnFetched): their replies may still
     // carry batches, and should their connection break, the worker serves those again only

@@ -38,6 +38,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "control/heartbeat_pacer.h"
@@ -184,17 +185,20 @@ class BatchReader {
     // The connection its latest fetch went out on (given up on when the task is lost).
     transport::ConnectionId connection = transport::kNoConnection;
     // Delivery without loss (GetElementRequest fields 7 and 8): batch indices received and
-    // not confirmed yet (each request carries them; its reply confirms them), and the epoch,
-    // raised when a request to the task failed so that the worker serves lost batches again.
+    // not confirmed yet (a reply confirms those its request carried), and the epoch, raised
+    // when a request to the task failed so that the worker serves lost batches again.
     // Coordinated reads confirm rounds instead (field 9); a round lost on the way is asked
     // for again by its number, so their epoch stays 1 (it only says "I acknowledge").
     std::vector<int64_t> unconfirmed;
-    // Those of `unconfirmed` no request in flight carries: the next request takes them. An
-    // acknowledgement travels once, not with every request until its reply comes (about
-    // max_outstanding times, each parsed and looked up by the worker); after a reply that
-    // confirms nothing (a failure, retry_later) all of `unconfirmed` goes again.
-    std::vector<int64_t> to_carry;
+    // What the next request carries: each acknowledgement goes once, not with every request
+    // until its reply comes (about max_outstanding times, each parsed and looked up by the
+    // worker). After a reply that confirms nothing (a failure, retry_later) all of
+    // `unconfirmed` goes again, and until a request of the current epoch is answered every
+    // request carries all of it: whichever of them reaches the worker first must bring the
+    // acknowledgements, or the worker would count those batches lost and send them again.
+    absl::InlinedVector<int64_t, 4> to_carry;
     int64_t delivery_epoch = 1;
+    int64_t confirmed_epoch = 0;  // the highest epoch a reply confirmed acknowledgements of
     // Its batches go to the caller in the order the worker numbered them for this client
     // (GetElementResponse.client_sequence, sequence_floor, sequence_stream).
     SequenceOrder<Ready> order;
@@ -236,7 +240,7 @@ class BatchReader {
   // What a request said about delivery (GetElementRequest fields 7, 8, 9): indices, or
   // rounds when coordinated.
   struct Sent {
-    std::vector<int64_t> acked;
+    absl::InlinedVector<int64_t, 4> acked;
     int64_t epoch = 0;
   };
   void OnFetched(size_t task_index, transport::Slab slab, absl::Time sent,

@@ -110,7 +110,7 @@ bool BatchReader::OnRoundFetched(Task& task, transport::Slab slab, absl::Time se
   const FetchOutcome outcome = Examine(task, slab, result, round, now, &response);
   if (outcome != FetchOutcome::kReply || response.retry_later()) {
     // The request's acknowledgements may not have been taken: all go again.
-    task.to_carry = task.unconfirmed;
+    task.to_carry.assign(task.unconfirmed.begin(), task.unconfirmed.end());
   }
   switch (outcome) {
     case FetchOutcome::kUnreachable:
@@ -130,6 +130,7 @@ bool BatchReader::OnRoundFetched(Task& task, transport::Slab slab, absl::Time se
   std::erase_if(task.unconfirmed, [&request](int64_t acked) {
     return std::find(request.acked.begin(), request.acked.end(), acked) != request.acked.end();
   });
+  task.confirmed_epoch = std::max(task.confirmed_epoch, request.epoch);
   if (response.end_of_sequence() && task.recovery) {
     // A recovery task ends with the splits it was given; the dispatcher takes it out of
     // the rotation after the rounds consumers may have been told it serves.

@@ -346,6 +346,50 @@ TEST_P(DataPathTest, LargeBatchesKeepFewerFetchesInFlight) {
   }
 }
 
+// Each acknowledgement travels once, with the next request to its task; before, a reader
+// sent every unconfirmed one with every request until a reply confirmed it, so with 8
+// requests in flight each went about 8 times, and the worker parsed and looked up each.
+TEST_P(DataPathTest, EachAcknowledgementTravelsOnce) {
+  auto cluster = StartCluster(GetParam());
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  auto client = ConnectClient(**cluster, GetParam());
+  ASSERT_TRUE(client.ok()) << client.status();
+  constexpr int64_t kBatches = 300;
+  constexpr int kInFlight = 8;
+  for (int consumers : {0, 1}) {
+    SCOPED_TRACE(consumers == 0 ? "uncoordinated" : "coordinated");
+    const proto::WorkerStats before = (*cluster)->workers()[0]->stats();
+    auto pipeline = engine::ParsePipeline(
+        absl::StrCat("range(", kBatches * 16, ") | batch(16)", consumers > 0 ? " | repeat()" : ""));
+    ASSERT_TRUE(pipeline.ok()) << pipeline.status();
+    auto dataset = (*client)->RegisterDataset(*pipeline);
+    ASSERT_TRUE(dataset.ok()) << dataset.status();
+    ReadOptions read;
+    read.mode = proto::OFF;
+    read.job_name = absl::StrCat("acks-", consumers);
+    read.num_consumers = consumers;
+    read.slab_bytes = 1 << 20;
+    read.max_outstanding_requests = kInFlight;
+    auto reader = (*client)->Read(*dataset, read);
+    ASSERT_TRUE(reader.ok()) << reader.status();
+    int64_t read_batches = 0;
+    while (read_batches < kBatches) {
+      auto batch = (*reader)->Next();
+      ASSERT_TRUE(batch.ok()) << batch.status();
+      if (!batch->has_value()) break;
+      ++read_batches;
+    }
+    ASSERT_EQ(read_batches, kBatches);
+    reader->reset();  // stops its requests: the worker's counts settle
+    const proto::WorkerStats after = (*cluster)->workers()[0]->stats();
+    const int64_t served = after.batches_served() - before.batches_served();
+    const int64_t acks = after.acknowledgements_received() - before.acknowledgements_received();
+    // Every batch but those that came after the last request is acknowledged, once.
+    EXPECT_LE(acks, served);
+    EXPECT_GE(acks, kBatches - 2 * kInFlight) << served << " batches served";
+  }
+}
+
 // Coordinated reads keep to the same budget: rounds of 256 KiB batches, two in flight under
 // 768 KiB, more without it.
 TEST_P(DataPathTest, CoordinatedReadsKeepFewerRoundsInFlight) {

@@ -56,8 +56,9 @@ struct TaskRunnerOptions {
   // retry (a reader that is still there asks again), so that the requests of readers that
   // went away cannot pile up behind a slow pipeline.
   size_t max_parked_requests = 4096;
-  // Checks the count of slabs holding kept batches against a walk of every kept batch after
-  // each change, and aborts on a difference. For tests: the walk costs a sort per reply.
+  // Checks the count of slabs holding kept batches against a walk of every kept batch
+  // whenever the budget is checked and after acknowledgements, releases and forgotten
+  // clients, and aborts on a difference. For tests: the walk costs a sort per request.
   bool verify_kept_slabs = false;
 };
 
@@ -87,6 +88,8 @@ struct TaskRunnerStats {
   int64_t batches_handed_on = 0;
   // The same, dropped: every reader had been told the end. Lost for good.
   int64_t lost_batches_dropped = 0;
+  // Acknowledgements requests carried (WorkerStats.acknowledgements_received).
+  int64_t acknowledgements_received = 0;
 };
 
 // What an uncoordinated request says about delivery (GetElementRequest fields 7, 8).
@@ -168,7 +171,8 @@ class TaskRunner {
     // Kept for an acknowledgement: when, in batches_kept_ (the oldest goes first).
     uint64_t kept_since = 0;
     // Counts its slab in kept_count_ while it is kept (KeptCopyOf); cleared when a kept
-    // batch goes to be served again. Makes ReadyBatch move-only: copies go through CopyOf.
+    // batch leaves the kept batches (served again, or handed on to ready_). Makes ReadyBatch
+    // move-only: copies go through CopyOf, unmarked.
     KeptSlabCount::Mark kept_mark;
   };
   struct Waiter {
@@ -178,7 +182,8 @@ class TaskRunner {
     int64_t round = -1;
     int64_t client_id = -1;  // acknowledges deliveries when >= 0
     int64_t epoch = 0;
-  };  // Requests paired with their batches, to reply to outside mu_ (usually one or two: on the
+  };
+  // Requests paired with their batches, to reply to outside mu_ (usually one or two: on the
   // stack).
   using Matches = absl::InlinedVector<std::pair<Waiter, ReadyBatch>, 4>;
 
@@ -325,6 +330,10 @@ class TaskRunner {
   mutable absl::Mutex mu_;
   std::deque<ReadyBatch> ready_ ABSL_GUARDED_BY(mu_);
   std::deque<Waiter> waiters_ ABSL_GUARDED_BY(mu_);
+  // Set by a request whose client has lost batches to serve again or a newer epoch (which
+  // makes its older parked requests stale): MatchRequests then looks at every parked request
+  // even with nothing in ready_.
+  bool scan_parked_ ABSL_GUARDED_BY(mu_) = false;
   std::map<int64_t, Round> rounds_ ABSL_GUARDED_BY(mu_);
   // Coordinated reads: by consumer, whether a round went ahead without it and it has not
   // asked since (MatchRounds).

@@ -34,12 +34,14 @@ void TaskRunner::Fetch(std::shared_ptr<transport::ServerCall> call, uint64_t max
                                                 std::numeric_limits<uint64_t>::max());
       }
       client.last_request = absl::Now();
+      stats_.acknowledgements_received += static_cast<int64_t>(delivery.acked.size());
       for (int64_t index : delivery.acked) {
         client.unacked.erase(index);
         client.released.erase(index);
         std::erase_if(client.lost, [index](const ReadyBatch& b) { return b.index == index; });
       }
-      if (delivery.epoch > client.epoch) {
+      const bool newer_epoch = delivery.epoch > client.epoch;
+      if (newer_epoch) {
         // The client's connection broke since: what it has not acknowledged by now was lost.
         client.epoch = delivery.epoch;
         for (auto it = client.unacked.begin(); it != client.unacked.end();) {
@@ -58,6 +60,7 @@ void TaskRunner::Fetch(std::shared_ptr<transport::ServerCall> call, uint64_t max
         });
       }
       // The entry stays even when empty: it remembers the client's epoch (see MatchRequests).
+      if (!client.lost.empty() || newer_epoch) scan_parked_ = true;
     }
     VerifyKeptSlabs();
     evicted =
@@ -68,7 +71,12 @@ void TaskRunner::Fetch(std::shared_ptr<transport::ServerCall> call, uint64_t max
 }
 
 void TaskRunner::MatchRequests(Matches& matched, std::vector<Waiter>& stale) {
+  const bool scan_all = std::exchange(scan_parked_, false);
   for (auto it = waiters_.begin(); it != waiters_.end();) {
+    // Nothing ready: only a batch to serve again, or a stale request, can be matched, and
+    // only Fetch makes those (scan_parked_). A long queue of parked requests (many readers
+    // of a slow pipeline) is not walked on every call.
+    if (ready_.empty() && !scan_all) break;
     std::optional<ReadyBatch> batch;
     bool again = false;
     auto client = it->epoch > 0 ? deliveries_.find(it->client_id) : deliveries_.end();

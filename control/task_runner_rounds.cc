@@ -29,6 +29,7 @@ void TaskRunner::Fetch(std::shared_ptr<transport::ServerCall> call, uint64_t max
     absl::MutexLock lock(&mu_);
     std::map<int64_t, ReadyBatch>& kept = kept_rounds_[consumer];
     std::set<int64_t>& let_go = rounds_let_go_[consumer];
+    stats_.acknowledgements_received += static_cast<int64_t>(request.acked_rounds.size());
     for (int64_t acked : request.acked_rounds) {
       kept.erase(acked);
       let_go.erase(acked);

@@ -160,6 +160,8 @@ void AddTaskStats(const TaskRunnerStats& task, proto::WorkerStats* worker) {
                                       task.parked_requests_evicted);
   worker->set_batches_handed_on(worker->batches_handed_on() + task.batches_handed_on);
   worker->set_lost_batches_dropped(worker->lost_batches_dropped() + task.lost_batches_dropped);
+  worker->set_acknowledgements_received(worker->acknowledgements_received() +
+                                        task.acknowledgements_received);
 }
 
 }  // namespace

@@ -30,6 +30,7 @@ valgrind --tool=callgrind --compress-strings=no --callgrind-out-file="$dir/worke
 worker=$!
 pids+=($worker)
 for _ in $(seq 150); do grep -q "serving at" "$dir/worker" && break; sleep 0.2; done
+grep -q "serving at" "$dir/worker" || { echo "worker did not start:" >&2; cat "$dir/worker" >&2; exit 1; }
 elements=$((batch_bytes / 8))
 valgrind --tool=callgrind --compress-strings=no --callgrind-out-file="$dir/client.cg" \
   "$build/tools/sluice-perf" service-client --dispatcher "$address" \
@@ -37,8 +38,9 @@ valgrind --tool=callgrind --compress-strings=no --callgrind-out-file="$dir/clien
   --seconds "$seconds" --slab-bytes "$slab_bytes" --max-outstanding 8 \
   --max-bytes-in-flight 4194304 --device -1 --progress caller --wait-spin auto \
   >"$dir/client.json" 2>"$dir/client.err" || { cat "$dir/client.err" >&2; exit 1; }
-kill -TERM "$worker"
+kill -TERM "$worker"  # the worker exits cleanly on SIGTERM, and callgrind writes its counts
 wait "$worker" 2>/dev/null || true
+[ -s "$dir/worker.cg" ] || { echo "callgrind wrote no counts for the worker" >&2; exit 1; }
 batches=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["batches"])' \
   "$dir/client.json")
 if [ -n "${SLUICE_KEEP_CALLGRIND:-}" ]; then

@@ -33,6 +33,7 @@ nlohmann::json StatusToJson(const proto::GetStatusResponse& status) {
          {"parked_requests_evicted", w.stats().parked_requests_evicted()},
          {"batches_handed_on", w.stats().batches_handed_on()},
          {"lost_batches_dropped", w.stats().lost_batches_dropped()},
+         {"acknowledgements_received", w.stats().acknowledgements_received()},
          {"lost", w.lost()}});
   }
   nlohmann::json datasets = nlohmann::json::array();
