@@ -443,9 +443,9 @@ absl::StatusOr<std::optional<Batch>> BatchReader::Next() {
       return absl::DataLossError(absl::StrCat("batch from worker ", *ready->worker,
                                               " is malformed: ", view.status().message()));
     }
-    return std::optional<Batch>(Batch(std::move(ready->slab), *view, std::move(ready->worker),
-                                      ready->index, ready->fetch_latency, ready->round,
-                                      ready->task));
+    return std::optional<Batch>(Batch(std::move(ready->slab), *std::move(view),
+                                      std::move(ready->worker), ready->index, ready->fetch_latency,
+                                      ready->round, ready->task));
   }
 }
 

@@ -87,7 +87,7 @@ class Batch {
   Batch(transport::Slab slab, engine::BatchView view, std::shared_ptr<const std::string> worker,
         int64_t index, absl::Duration fetch_latency, int64_t round = -1, int64_t task = -1)
       : slab_(std::move(slab)),
-        view_(view),
+        view_(std::move(view)),
         worker_(std::move(worker)),
         index_(index),
         fetch_latency_(fetch_latency),

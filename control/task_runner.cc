@@ -43,6 +43,7 @@ TaskRunner::~TaskRunner() {
   {
     absl::MutexLock lock(&mu_);
     stopping_ = true;
+    room_.Signal();
   }
   if (feed_ != nullptr) feed_->Cancel();
   producer_.join();
@@ -102,12 +103,13 @@ absl::Status TaskRunner::ProduceAll(engine::ElementIterator& iterator) {
       // Coordinated rounds keep the plain rule.
       const size_t resume_at =
           ready_.size() >= capacity && task_.num_consumers() == 0 ? capacity / 2 : capacity - 1;
-      auto room = [this, resume_at]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return stopping_ || ready_.size() <= resume_at;
-      };
-      if (!room()) {
+      if (!stopping_ && ready_.size() > resume_at) {
         ++stats_.buffer_full_waits;
-        mu_.Await(absl::Condition(&room));
+        // A condition variable Serve signals, not mu_.Await(Condition): with a waiter's
+        // condition, every release of mu_ (several per request) evaluates it.
+        producer_resumes_at_ = resume_at;
+        while (!stopping_ && ready_.size() > resume_at) room_.Wait(&mu_);
+        producer_resumes_at_.reset();
       }
       if (stopping_) return absl::CancelledError("stopping");
     }
@@ -237,6 +239,10 @@ void TaskRunner::Serve() {
     absl::MutexLock lock(&mu_);
     if (task_.num_consumers() > 0) MatchRounds(matched, ended);
     if (task_.num_consumers() == 0) MatchRequests(matched, stale);
+    // Only these take batches from ready_: the producer waiting for room is woken here.
+    if (producer_resumes_at_.has_value() && ready_.size() <= *producer_resumes_at_) {
+      room_.Signal();
+    }
     if (task_.num_consumers() == 0 && produced_all_ && ready_.empty()) {
       ended.assign(waiters_.begin(), waiters_.end());
       waiters_.clear();

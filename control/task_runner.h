@@ -329,6 +329,10 @@ class TaskRunner {
 
   mutable absl::Mutex mu_;
   std::deque<ReadyBatch> ready_ ABSL_GUARDED_BY(mu_);
+  // The producer waits on room_ for ready_ to shrink to *producer_resumes_at_ (set only
+  // while it waits); Serve signals it.
+  absl::CondVar room_;
+  std::optional<size_t> producer_resumes_at_ ABSL_GUARDED_BY(mu_);
   std::deque<Waiter> waiters_ ABSL_GUARDED_BY(mu_);
   // Set by a request whose client has lost batches to serve again or a newer epoch (which
   // makes its older parked requests stale): MatchRequests then looks at every parked request
