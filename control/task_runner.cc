@@ -107,8 +107,10 @@ absl::Status TaskRunner::ProduceAll(engine::ElementIterator& iterator) {
         ++stats_.buffer_full_waits;
         // A condition variable Serve signals, not mu_.Await(Condition): with a waiter's
         // condition, every release of mu_ (several per request) evaluates it.
-        producer_resumes_at_ = resume_at;
-        while (!stopping_ && ready_.size() > resume_at) room_.Wait(&mu_);
+        while (!stopping_ && ready_.size() > resume_at) {
+          producer_resumes_at_ = resume_at;
+          room_.Wait(&mu_);
+        }
         producer_resumes_at_.reset();
       }
       if (stopping_) return absl::CancelledError("stopping");
@@ -241,6 +243,7 @@ void TaskRunner::Serve() {
     if (task_.num_consumers() == 0) MatchRequests(matched, stale);
     // Only these take batches from ready_: the producer waiting for room is woken here.
     if (producer_resumes_at_.has_value() && ready_.size() <= *producer_resumes_at_) {
+      producer_resumes_at_.reset();  // signalled once, not by every Serve until it runs
       room_.Signal();
     }
     if (task_.num_consumers() == 0 && produced_all_ && ready_.empty()) {

@@ -329,8 +329,9 @@ class TaskRunner {
 
   mutable absl::Mutex mu_;
   std::deque<ReadyBatch> ready_ ABSL_GUARDED_BY(mu_);
-  // The producer waits on room_ for ready_ to shrink to *producer_resumes_at_ (set only
-  // while it waits); Serve signals it.
+  // The producer waits on room_ for ready_ to shrink to *producer_resumes_at_ (set while it
+  // waits, until signalled); Serve, the only place ready_ shrinks, signals it, and the
+  // destructor. The producer is the one thread that waits on room_.
   absl::CondVar room_;
   std::optional<size_t> producer_resumes_at_ ABSL_GUARDED_BY(mu_);
   std::deque<Waiter> waiters_ ABSL_GUARDED_BY(mu_);

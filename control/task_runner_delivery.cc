@@ -22,6 +22,7 @@ void TaskRunner::Fetch(std::shared_ptr<transport::ServerCall> call, uint64_t max
     return;
   }
   std::optional<Waiter> evicted;
+  bool stale = false;
   {
     absl::MutexLock lock(&mu_);
     // Created on the client's first request, so that its epoch is known from then on.
@@ -61,10 +62,20 @@ void TaskRunner::Fetch(std::shared_ptr<transport::ServerCall> call, uint64_t max
       }
       // The entry stays even when empty: it remembers the client's epoch (see MatchRequests).
       if (!client.lost.empty() || newer_epoch) scan_parked_ = true;
+      // Sent before its client saw a connection break and overtaken by a request of the
+      // newer epoch: stale on arrival (see MatchRequests), told to retry now, not parked.
+      stale = delivery.epoch < client.epoch;
     }
     VerifyKeptSlabs();
-    evicted =
-        Park(Waiter{std::move(call), max_batch_bytes, -1, -1, delivery.client_id, delivery.epoch});
+    if (!stale) {
+      evicted = Park(
+          Waiter{std::move(call), max_batch_bytes, -1, -1, delivery.client_id, delivery.epoch});
+    }
+  }
+  if (stale) {
+    TellToRetry(
+        Waiter{std::move(call), max_batch_bytes, -1, -1, delivery.client_id, delivery.epoch});
+    return;
   }
   if (evicted.has_value()) TellToRetry(*evicted);
   Serve();
@@ -73,9 +84,10 @@ void TaskRunner::Fetch(std::shared_ptr<transport::ServerCall> call, uint64_t max
 void TaskRunner::MatchRequests(Matches& matched, std::vector<Waiter>& stale) {
   const bool scan_all = std::exchange(scan_parked_, false);
   for (auto it = waiters_.begin(); it != waiters_.end();) {
-    // Nothing ready: only a batch to serve again, or a stale request, can be matched, and
-    // only Fetch makes those (scan_parked_). A long queue of parked requests (many readers
-    // of a slow pipeline) is not walked on every call.
+    // Nothing ready: only a batch to serve again, or a request made stale by a newer epoch,
+    // can be matched, and only Fetch makes those (scan_parked_; a request stale on arrival
+    // is not parked). A long queue of parked requests (many readers of a slow pipeline) is
+    // not walked on every call.
     if (ready_.empty() && !scan_all) break;
     std::optional<ReadyBatch> batch;
     bool again = false;

@@ -355,5 +355,29 @@ TEST_F(DeliveryTest, ParkedRequestsAreBoundedAndTheOldestIsToldToRetry) {
   EXPECT_TRUE(outcomes->mu.AwaitWithTimeout(absl::Condition(&all), absl::Seconds(10)));
 }
 
+// A request sent before its client's connection broke, arriving after one of the newer
+// epoch, is told to retry at once, even while nothing is ready. (Since parked requests are
+// walked only when something can be matched, it would otherwise wait for the next batch.)
+TEST_F(DeliveryTest, ARequestOvertakenByANewerEpochIsToldToRetryWhileNothingIsReady) {
+  StartRunner("range(100) | batch(10)", /*num_consumers=*/0, 8, absl::ZeroDuration(),
+              std::make_unique<StalledFeed>());
+  auto connection = client_->ConnectTo(address_);
+  ASSERT_TRUE(connection.ok()) << connection.status();
+  proto::GetElementRequest newer;
+  newer.set_task_id(kTaskId);
+  newer.set_client_id(7);
+  newer.set_max_batch_bytes(1 << 16);
+  newer.set_delivery_epoch(2);
+  auto parked = std::make_shared<absl::Notification>();
+  client_->CallAsync(*connection, proto::GET_ELEMENT, newer.SerializeAsString(), {},
+                     [parked](absl::StatusOr<transport::CallResult>) { parked->Notify(); });
+  absl::SleepFor(absl::Milliseconds(50));  // the epoch-2 request is parked first
+  const absl::Time start = absl::Now();
+  EXPECT_EQ(Get(7, 1, {}), kRetryLater);
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  EXPECT_FALSE(parked->HasBeenNotified()) << "the newer request stays parked";
+  runner_.reset();  // cancels the feed and answers the parked request
+}
+
 }  // namespace
 }  // namespace sluice::control::testing
