@@ -289,8 +289,19 @@ void TaskRunner::Reply(const Waiter& waiter, ReadyBatch batch) {
     return;
   }
   transport::Payload payload{batch.slab->data() + batch.offset, batch.size};
+  // On the stack: Reply copies the bytes into the frame. ByteSizeLong above cached the size,
+  // which max_body_with_payload bounds (a header's room, a few KiB at most).
+  std::string heap;
+  char stack[512];
+  const size_t body_size = response.GetCachedSize();
+  char* body = stack;
+  if (body_size > sizeof(stack)) {
+    heap.resize(body_size);
+    body = heap.data();
+  }
+  response.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(body));
   // The slab goes back to the pool once the transport no longer reads it.
-  waiter.call->Reply(absl::OkStatus(), response.SerializeAsString(), payload,
+  waiter.call->Reply(absl::OkStatus(), absl::string_view(body, body_size), payload,
                      [in_flight = sends_in_flight_, slab = std::move(batch.slab)](absl::Status) {
                        in_flight->fetch_sub(1);
                      });

@@ -92,9 +92,9 @@ size_t ServerCall::max_body_with_payload() const {
   return endpoint_->transport_->max_header_size() - sizeof(Frame);
 }
 
-void ServerCall::Reply(const absl::Status& status, std::string response, Payload payload,
+void ServerCall::Reply(const absl::Status& status, absl::string_view response, Payload payload,
                        SendCallback on_sent) {
-  endpoint_->SendFrame(peer_, kResponse, method_, request_id_, status, std::move(response), payload,
+  endpoint_->SendFrame(peer_, kResponse, method_, request_id_, status, response, payload,
                        std::move(on_sent));
 }
 
@@ -172,7 +172,7 @@ void RpcEndpoint::Disconnect(ConnectionId connection, const absl::Status& why) {
 }
 
 void RpcEndpoint::SendFrame(ConnectionId to, uint8_t kind, uint32_t method, uint64_t request_id,
-                            const absl::Status& status, std::string&& body, Payload payload,
+                            const absl::Status& status, absl::string_view body, Payload payload,
                             SendCallback&& on_sent) {
   Frame frame;
   frame.kind = kind;
@@ -181,7 +181,7 @@ void RpcEndpoint::SendFrame(ConnectionId to, uint8_t kind, uint32_t method, uint
   // Status::code() is out of line in Debian's shared Abseil: asked only of a failure.
   if (!status.ok()) {
     frame.code = static_cast<int32_t>(status.code());
-    body = std::string(status.message());
+    body = status.message();  // `status` outlives this call
   }
   frame.body_size = static_cast<uint32_t>(body.size());
   char stack[kStackFrameBytes];
@@ -205,7 +205,7 @@ void RpcEndpoint::SendFrame(ConnectionId to, uint8_t kind, uint32_t method, uint
   }
   // Too big for a header: the body rides as the payload, kept alive until sent.
   frame.flags |= kBodyInPayload;
-  auto owned = std::make_shared<std::string>(std::move(body));
+  auto owned = std::make_shared<std::string>(body);
   Payload as_payload{owned->data(), owned->size()};
   transport_->Send(to, EncodeFrame(frame, {}, stack, heap), as_payload,
                    [owned, on_sent = std::move(on_sent)](absl::Status s) {
@@ -232,10 +232,9 @@ void RpcEndpoint::CallAsync(ConnectionId to, uint32_t method, std::string reques
     done(absl::ResourceExhaustedError("too many calls pending on this RPC endpoint"));
     return;
   }
-  SendFrame(to, kRequest, method, id, absl::OkStatus(), std::move(request), {},
-            [this, id](absl::Status s) {
-              if (!s.ok()) FailCall(id, s);
-            });
+  SendFrame(to, kRequest, method, id, absl::OkStatus(), request, {}, [this, id](absl::Status s) {
+    if (!s.ok()) FailCall(id, s);
+  });
 }
 
 absl::StatusOr<CallResult> RpcEndpoint::Call(ConnectionId to, uint32_t method, std::string request,

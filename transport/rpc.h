@@ -75,9 +75,10 @@ class ServerCall {
   // answers the caller with ResourceExhausted instead). Without a payload any size goes.
   [[nodiscard]] size_t max_body_with_payload() const;
 
-  // A non-OK status is delivered to the caller as that status. `payload` must stay valid
+  // A non-OK status is delivered to the caller as that status. `response` is copied before
+  // Reply returns (a caller may serialize into a stack buffer); `payload` must stay valid
   // until `on_sent` runs.
-  void Reply(const absl::Status& status, std::string response = {}, Payload payload = {},
+  void Reply(const absl::Status& status, absl::string_view response = {}, Payload payload = {},
              SendCallback on_sent = {});
   void Reply(const google::protobuf::MessageLite& response) {
     Reply(absl::OkStatus(), response.SerializeAsString());
@@ -174,10 +175,10 @@ class RpcEndpoint final : public MessageHandler {
   };
 
   explicit RpcEndpoint(const RpcOptions& options);
-  // Takes `body` and `on_sent` by reference to what the caller gives up: a small call's
-  // strings are moved by copying their bytes, and each move costs a reply more.
+  // `body` is copied into the frame (or, too long for a header, into the payload) before it
+  // returns; `on_sent` is taken by reference to what the caller gives up.
   void SendFrame(ConnectionId to, uint8_t kind, uint32_t method, uint64_t request_id,
-                 const absl::Status& status, std::string&& body, Payload payload,
+                 const absl::Status& status, absl::string_view body, Payload payload,
                  SendCallback&& on_sent);
   void FailCall(uint64_t request_id, const absl::Status& status);
 
