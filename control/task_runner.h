@@ -96,7 +96,7 @@ struct TaskRunnerStats {
 struct Delivery {
   int64_t client_id = -1;
   int64_t epoch = 0;  // 0: the client does not acknowledge; nothing is kept for it
-  std::vector<int64_t> acked;
+  absl::InlinedVector<int64_t, 4> acked;  // usually one: no allocation per request
 };
 
 // What a coordinated request says (GetElementRequest fields 5, 6, 8, 9).
@@ -104,7 +104,7 @@ struct RoundRequest {
   int32_t consumer = 0;
   int64_t round = 0;
   bool acknowledges = false;  // delivery_epoch > 0: its batches are kept until acknowledged
-  std::vector<int64_t> acked_rounds;
+  absl::InlinedVector<int64_t, 4> acked_rounds;
 };
 
 class TaskRunner {

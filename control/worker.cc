@@ -368,7 +368,11 @@ void Worker::HeartbeatLoop() {
 }
 
 void Worker::HandleGetElement(std::shared_ptr<transport::ServerCall> call) {
-  proto::GetElementRequest request;
+  // One per thread, reused (ParseFromString clears it): a request's message and its repeated
+  // field cost an allocation and a free each otherwise. Nothing below reads it once
+  // TaskRunner::Fetch is called (its arguments are taken first), so a handler nested inside
+  // would do no harm.
+  thread_local proto::GetElementRequest request;
   if (!request.ParseFromString(call->request())) {
     call->Reply(absl::InvalidArgumentError("malformed GetElementRequest"));
     return;
