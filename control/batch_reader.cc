@@ -264,7 +264,7 @@ bool BatchReader::OnTaskFetched(Task& task, transport::Slab slab, absl::Time sen
     task.delivery_epoch = std::max(task.delivery_epoch, int64_t{1}) + 1;
     task.end_seen = false;
     // Whatever requests in flight carry may be lost with this one: all go again.
-    task.to_carry.assign(task.unconfirmed.begin(), task.unconfirmed.end());
+    task.CarryAllAgain();
   }
   const absl::Time now = absl::Now();
   proto::GetElementResponse response;
@@ -282,7 +282,7 @@ bool BatchReader::OnTaskFetched(Task& task, transport::Slab slab, absl::Time sen
   // The acknowledgements stay unconfirmed and go again with the next request: taking them
   // twice is harmless.
   if (response.retry_later()) {
-    task.to_carry.assign(task.unconfirmed.begin(), task.unconfirmed.end());
+    task.CarryAllAgain();
     // Asked again after a short pause, not at round-trip rate: the worker learns the task
     // at its next heartbeat (it asks for one early), which may take a while.
     task.retry_at = now + kTaskRetryLater;

@@ -197,6 +197,7 @@ class BatchReader {
     // request carries all of it: whichever of them reaches the worker first must bring the
     // acknowledgements, or the worker would count those batches lost and send them again.
     absl::InlinedVector<int64_t, 4> to_carry;
+    void CarryAllAgain() { to_carry.assign(unconfirmed.begin(), unconfirmed.end()); }
     int64_t delivery_epoch = 1;
     int64_t confirmed_epoch = 0;  // the highest epoch a reply confirmed acknowledgements of
     // Its batches go to the caller in the order the worker numbered them for this client

@@ -110,7 +110,7 @@ bool BatchReader::OnRoundFetched(Task& task, transport::Slab slab, absl::Time se
   const FetchOutcome outcome = Examine(task, slab, result, round, now, &response);
   if (outcome != FetchOutcome::kReply || response.retry_later()) {
     // The request's acknowledgements may not have been taken: all go again.
-    task.to_carry.assign(task.unconfirmed.begin(), task.unconfirmed.end());
+    task.CarryAllAgain();
   }
   switch (outcome) {
     case FetchOutcome::kUnreachable:

@@ -67,7 +67,6 @@ void TaskRunner::Produce() {
   {
     absl::MutexLock lock(&mu_);
     produced_all_ = true;
-    produced_all_seen_.store(true, std::memory_order_release);
     if (!status.ok() && !stopping_) {
       error_ =
           absl::Status(status.code(), absl::StrCat("task ", task_.task_id(), " (dataset ",
@@ -346,7 +345,7 @@ bool TaskRunner::finished() const {
   return produced_all_ && ready_.empty() && sends_in_flight_->load() == 0;
 }
 
-bool TaskRunner::produced_all() const { return produced_all_seen_.load(std::memory_order_acquire); }
+bool TaskRunner::produced_all() const { return produced_all_.load(std::memory_order_acquire); }
 
 TaskRunnerStats TaskRunner::stats() const {
   absl::MutexLock lock(&mu_);

@@ -352,10 +352,9 @@ class TaskRunner {
   uint64_t batches_kept_ ABSL_GUARDED_BY(mu_) = 0;  // numbers ReadyBatch::kept_since
   const size_t kept_budget_;
 
-  bool produced_all_ ABSL_GUARDED_BY(mu_) = false;
-  // produced_all_, for produced_all(): asked on every request, where taking mu_ (which the
-  // producer awaits with a condition, evaluated at each unlock) costs more than the answer.
-  std::atomic<bool> produced_all_seen_{false};
+  // Written under mu_; atomic so that produced_all(), asked on every request, reads it
+  // without taking mu_.
+  std::atomic<bool> produced_all_{false};
   absl::Status error_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   TaskRunnerStats stats_ ABSL_GUARDED_BY(mu_);

@@ -21,6 +21,7 @@ void TaskRunner::Fetch(std::shared_ptr<transport::ServerCall> call, uint64_t max
     Fetch(std::move(call), max_batch_bytes);
     return;
   }
+  Waiter waiter{std::move(call), max_batch_bytes, -1, -1, delivery.client_id, delivery.epoch};
   std::optional<Waiter> evicted;
   bool stale = false;
   {
@@ -67,14 +68,10 @@ void TaskRunner::Fetch(std::shared_ptr<transport::ServerCall> call, uint64_t max
       stale = delivery.epoch < client.epoch;
     }
     VerifyKeptSlabs();
-    if (!stale) {
-      evicted = Park(
-          Waiter{std::move(call), max_batch_bytes, -1, -1, delivery.client_id, delivery.epoch});
-    }
+    if (!stale) evicted = Park(std::move(waiter));
   }
   if (stale) {
-    TellToRetry(
-        Waiter{std::move(call), max_batch_bytes, -1, -1, delivery.client_id, delivery.epoch});
+    TellToRetry(waiter);
     return;
   }
   if (evicted.has_value()) TellToRetry(*evicted);
