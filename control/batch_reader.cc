@@ -376,11 +376,10 @@ bool BatchReader::DriveUntilAFetchCompletes() {
     if (!ready_.empty() || !error_.ok() || outstanding_ == 0) return false;
     seen = fetches_completed_.load(std::memory_order_acquire);
   }
-  // Two pointers' worth of capture: std::function keeps it inline.
   auto completed = [this, seen] {
     return fetches_completed_.load(std::memory_order_acquire) != seen;
   };
-  const bool drove = rpc_->transport().DriveUntil(nullptr, completed);
+  const bool drove = rpc_->transport().DriveUntil([] {}, completed);
   if (drove) {
     driven_waits_.fetch_add(1, std::memory_order_relaxed);
   } else if (rpc_->wait_spin() > absl::ZeroDuration() &&

@@ -66,7 +66,7 @@ void HandleDurable(transport::RpcEndpoint& rpc, uint32_t method, DispatcherState
   rpc.Handle(method, [&state, journal,
                       handler = std::move(handler)](std::shared_ptr<transport::ServerCall> call) {
     Request request;
-    if (!request.ParseFromString(call->request())) {
+    if (!request.ParseFromArray(call->request().data(), static_cast<int>(call->request().size()))) {
       call->Reply(absl::InvalidArgumentError(
           absl::StrCat("malformed ", Request::descriptor()->name(), " message")));
       return;

@@ -21,7 +21,7 @@ void HandleProto(transport::RpcEndpoint& rpc, uint32_t method,
                  std::function<absl::StatusOr<Response>(const Request&)> handler) {
   rpc.Handle(method, [handler = std::move(handler)](std::shared_ptr<transport::ServerCall> call) {
     Request request;
-    if (!request.ParseFromString(call->request())) {
+    if (!request.ParseFromArray(call->request().data(), static_cast<int>(call->request().size()))) {
       call->Reply(absl::InvalidArgumentError(
           absl::StrCat("malformed ", Request::descriptor()->name(), " message")));
       return;

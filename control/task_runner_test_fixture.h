@@ -63,7 +63,8 @@ class DeliveryTest : public ::testing::Test {
     runner_ = std::move(*runner);
     server_->Handle(proto::GET_ELEMENT, [this](std::shared_ptr<transport::ServerCall> call) {
       proto::GetElementRequest request;
-      ASSERT_TRUE(request.ParseFromString(call->request()));
+      ASSERT_TRUE(
+          request.ParseFromArray(call->request().data(), static_cast<int>(call->request().size())));
       if (request.coordinated()) {
         runner_->Fetch(
             std::move(call), request.max_batch_bytes(),

@@ -373,7 +373,7 @@ void Worker::HandleGetElement(std::shared_ptr<transport::ServerCall> call) {
   // TaskRunner::Fetch is called (its arguments are taken first), so a handler nested inside
   // would do no harm.
   thread_local proto::GetElementRequest request;
-  if (!request.ParseFromString(call->request())) {
+  if (!request.ParseFromArray(call->request().data(), static_cast<int>(call->request().size()))) {
     call->Reply(absl::InvalidArgumentError("malformed GetElementRequest"));
     return;
   }

@@ -53,8 +53,8 @@ class Loopback final : public Transport {
   size_t max_header_size() const override { return 4096; }
   const TransportStats& stats() const override { return stats_; }
   // Every reply has come by the time `start` returns: messages are delivered as they are sent.
-  bool DriveUntil(const std::function<void()>& start, const std::function<bool()>& done) override {
-    if (start) start();
+  bool DriveUntil(absl::FunctionRef<void()> start, absl::FunctionRef<bool()> done) override {
+    start();
     return done();
   }
 

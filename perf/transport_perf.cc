@@ -84,7 +84,7 @@ absl::Status RunTransportPerfServer(const transport::Address& bind,
   rpc->Handle(
       kBlob,
       [&](std::shared_ptr<transport::ServerCall> call) {
-        size_t size = std::strtoull(call->request().c_str(), nullptr, 10);
+        size_t size = std::strtoull(std::string(call->request()).c_str(), nullptr, 10);
         std::shared_ptr<transport::Slab> slab;
         {
           absl::MutexLock lock(&mu);

@@ -44,6 +44,24 @@ class IdSlotTable {
     return id;
   }
 
+  // As Insert, with the value made in place (default-made, for the caller to fill in):
+  // returns it, and its id in `*id`; nullptr when the table is full().
+  [[nodiscard]] T* Add(uint64_t* id) {
+    uint32_t index;
+    if (!free_.empty()) {
+      index = free_.back();
+      free_.pop_back();
+    } else {
+      if (full()) return nullptr;
+      index = static_cast<uint32_t>(slots_.size());
+      slots_.emplace_back();
+    }
+    *id = (++sequence_ << kIndexBits) | index;
+    slots_[index].id = *id;
+    ++size_;
+    return &slots_[index].value.emplace();
+  }
+
   // The live entry with `id`, or nullptr. Valid until the table next changes.
   [[nodiscard]] T* Find(uint64_t id) {
     const uint64_t index = id & kIndexMask;

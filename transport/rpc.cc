@@ -3,6 +3,8 @@
 #include <time.h>
 
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <optional>
@@ -11,6 +13,7 @@
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
+#include "common/recycling_allocator.h"
 #include "common/status_macros.h"
 #include "transport/spin_wait.h"
 
@@ -61,7 +64,15 @@ int64_t CoarseMonotonicNs() {
 
 int64_t DeadlineAfter(absl::Duration timeout) {
   const int64_t now = CoarseMonotonicNs();
-  const int64_t timeout_ns = absl::ToInt64Nanoseconds(timeout);  // saturates when infinite
+  // A thread's calls mostly share one timeout; ToInt64Nanoseconds is out of line in Debian's
+  // Abseil, a comparison is not.
+  thread_local absl::Duration last_timeout = absl::ZeroDuration();
+  thread_local int64_t last_timeout_ns = 0;
+  if (timeout != last_timeout) {
+    last_timeout_ns = absl::ToInt64Nanoseconds(timeout);  // saturates when infinite
+    last_timeout = timeout;
+  }
+  const int64_t timeout_ns = last_timeout_ns;
   return timeout_ns > std::numeric_limits<int64_t>::max() - now
              ? std::numeric_limits<int64_t>::max()
              : now + timeout_ns;
@@ -84,8 +95,49 @@ constexpr char kLandingInUse[] = "sluice.transport/landing-in-use";
 
 }  // namespace
 
+// What a synchronous Call waits on. The thread that receives the reply writes it here and
+// flips `state`; the caller polls `state` while it drives, and only a caller that goes to
+// sleep makes `wake` (Debian's Abseil is built without NDEBUG, so making and destroying a
+// Mutex, the Notification's, updates the deadlock detector's lock graph under a global
+// lock: a driving caller must not pay that on every call).
+struct RpcEndpoint::CallWaiter {
+  enum : int { kWaiting, kSleeping, kDone };
+  std::atomic<int> state{kWaiting};
+  std::optional<absl::Notification> wake;
+  absl::StatusOr<CallResult>* result;  // the caller's, returned without a move
+
+  [[nodiscard]] bool done() const { return state.load(std::memory_order_acquire) == kDone; }
+  // Call once `*result` is written.
+  void Signal() {
+    // Past this exchange a caller that did not sleep may return and destroy the waiter;
+    // one that sleeps made `wake` before it said so.
+    if (state.exchange(kDone, std::memory_order_acq_rel) == kSleeping) wake->Notify();
+  }
+};
+
+void RpcEndpoint::Complete(PendingCall& call, absl::StatusOr<CallResult> result) {
+  if (call.waiter != nullptr) {
+    *call.waiter->result = std::move(result);
+    call.waiter->Signal();
+  } else {
+    call.done(std::move(result));
+  }
+}
+
 bool LandingMayStillBeWritten(const absl::Status& status) {
   return status.GetPayload(kLandingInUse).has_value();
+}
+
+ServerCall::ServerCall(RpcEndpoint* endpoint, ConnectionId peer, uint32_t method,
+                       uint64_t request_id, absl::string_view request)
+    : endpoint_(endpoint), peer_(peer), method_(method), request_id_(request_id) {
+  if (request.size() <= kInlineRequestBytes) {
+    if (!request.empty()) std::memcpy(inline_request_, request.data(), request.size());
+    request_ = absl::string_view(inline_request_, request.size());
+  } else {
+    long_request_.assign(request.data(), request.size());
+    request_ = long_request_;
+  }
 }
 
 size_t ServerCall::max_body_with_payload() const {
@@ -130,10 +182,17 @@ RpcEndpoint::~RpcEndpoint() {
     absl::MutexLock lock(&mu_);
     pending = pending_.TakeIf([](uint64_t, PendingCall&) { return true; });
   }
-  for (PendingCall& call : pending) call.done(absl::CancelledError("RPC endpoint shut down"));
+  for (PendingCall& call : pending) Complete(call, absl::CancelledError("RPC endpoint shut down"));
 }
 
 void RpcEndpoint::Handle(uint32_t method, MethodHandler handler, HandlerThread thread) {
+  // Methods index a vector: a number this large is a mistake, not a method.
+  constexpr uint32_t kMaxMethod = 4096;
+  if (method > kMaxMethod) {
+    std::fprintf(stderr, "sluice: RPC method number %u is above %u\n", method, kMaxMethod);
+    std::abort();
+  }
+  if (method >= handlers_.size()) handlers_.resize(method + 1);
   handlers_[method] = Handler{std::move(handler), thread};
 }
 
@@ -147,14 +206,17 @@ absl::StatusOr<ConnectionId> RpcEndpoint::ConnectTo(const Address& peer) {
     if (auto it = connections_.find(peer); it != connections_.end()) return it->second;
   }
   SLUICE_ASSIGN_OR_RETURN(ConnectionId id, transport_->Connect(peer));
-  absl::MutexLock lock(&mu_);
-  auto [it, inserted] = connections_.emplace(peer, id);
-  if (!inserted) {  // another thread connected meanwhile; keep one connection per peer
-    transport_->Close(id);
-    return it->second;
+  ConnectionId kept;
+  {
+    absl::MutexLock lock(&mu_);
+    auto [it, inserted] = connections_.emplace(peer, id);
+    if (inserted) peer_of_[id] = peer;
+    kept = it->second;
   }
-  peer_of_[id] = peer;
-  return id;
+  // Another thread connected meanwhile: one connection per peer. Closed outside the lock,
+  // which is held for table operations only.
+  if (kept != id) transport_->Close(id);
+  return kept;
 }
 
 void RpcEndpoint::Disconnect(ConnectionId connection, const absl::Status& why) {
@@ -213,23 +275,26 @@ void RpcEndpoint::SendFrame(ConnectionId to, uint8_t kind, uint32_t method, uint
                    });
 }
 
-void RpcEndpoint::CallAsync(ConnectionId to, uint32_t method, std::string request,
-                            const CallOptions& options, CallCallback done) {
+void RpcEndpoint::StartCall(ConnectionId to, uint32_t method, absl::string_view request,
+                            const CallOptions& options, CallCallback&& done, CallWaiter* waiter) {
+  const int64_t deadline_ns = DeadlineAfter(options.timeout);
   uint64_t id = 0;
   {
-    const int64_t deadline_ns = DeadlineAfter(options.timeout);
     absl::MutexLock lock(&mu_);
-    if (!pending_.full()) {
-      id = pending_.Insert(PendingCall{.connection = to,
-                                       .method = method,
-                                       .deadline_ns = deadline_ns,
-                                       .landing = options.landing,
-                                       .group = options.group,
-                                       .done = std::move(done)});
+    // Made in its slot: a PendingCall moved is a dozen fields and a std::function.
+    if (PendingCall* call = pending_.Add(&id)) {
+      call->connection = to;
+      call->method = method;
+      call->deadline_ns = deadline_ns;
+      call->landing = options.landing;
+      call->group = options.group;
+      call->waiter = waiter;
+      if (waiter == nullptr) call->done = std::move(done);
     }
   }
   if (id == 0) {
-    done(absl::ResourceExhaustedError("too many calls pending on this RPC endpoint"));
+    PendingCall refused{.done = std::move(done), .waiter = waiter};
+    Complete(refused, absl::ResourceExhaustedError("too many calls pending on this RPC endpoint"));
     return;
   }
   SendFrame(to, kRequest, method, id, absl::OkStatus(), request, {}, [this, id](absl::Status s) {
@@ -237,62 +302,37 @@ void RpcEndpoint::CallAsync(ConnectionId to, uint32_t method, std::string reques
   });
 }
 
-absl::StatusOr<CallResult> RpcEndpoint::Call(ConnectionId to, uint32_t method, std::string request,
+void RpcEndpoint::CallAsync(ConnectionId to, uint32_t method, absl::string_view request,
+                            const CallOptions& options, CallCallback done) {
+  StartCall(to, method, request, options, std::move(done), nullptr);
+}
+
+absl::StatusOr<CallResult> RpcEndpoint::Call(ConnectionId to, uint32_t method,
+                                             absl::string_view request,
                                              const CallOptions& options) {
-  // A caller that drives sees its reply by polling `state`; only a caller that sleeps is
-  // woken, through a Notification it makes before it says so. Debian's Abseil is built
-  // without NDEBUG, so making and destroying a Mutex (the Notification's) updates the
-  // deadlock detector's lock graph under a global lock: a driving caller must not pay that
-  // on every call (perf/rpc_benchmark.cc).
-  struct Waiter {
-    enum : int { kWaiting, kSleeping, kDone };
-    std::atomic<int> state{kWaiting};
-    std::optional<absl::Notification> wake;  // made only by a caller that sleeps
-    absl::StatusOr<CallResult> result;
-  } waiter;
-  struct Start {
-    RpcEndpoint* self;
-    ConnectionId to;
-    uint32_t method;
-    std::string& request;
-    const CallOptions& options;
-    Waiter& waiter;
-  } start{this, to, method, request, options, waiter};
-  // The lambdas capture one pointer each, so that std::function keeps them inline (no
-  // allocation per call). With caller-driven progress the request goes out and its reply is
-  // handled on this thread.
+  absl::StatusOr<CallResult> result;
+  CallWaiter waiter{.result = &result};
+  // With caller-driven progress the request goes out and its reply is handled on this
+  // thread, written into `result` without a callback.
   const bool drove = transport_->DriveUntil(
-      [&start] {
-        Waiter* waiter = &start.waiter;
-        start.self->CallAsync(
-            start.to, start.method, std::move(start.request), start.options,
-            [waiter](absl::StatusOr<CallResult>&& r) {  // && : no move into the lambda
-              waiter->result = std::move(r);
-              // Past this exchange a caller that did not sleep may return
-              // and destroy the waiter; one that sleeps made `wake` before it said so.
-              if (waiter->state.exchange(Waiter::kDone, std::memory_order_acq_rel) ==
-                  Waiter::kSleeping) {
-                waiter->wake->Notify();
-              }
-            });
-      },
-      [&waiter] { return waiter.state.load(std::memory_order_acquire) == Waiter::kDone; });
+      [&] { StartCall(to, method, request, options, CallCallback(), &waiter); },
+      [&waiter] { return waiter.done(); });
   // Not driven: the progress thread receives the reply. A reply that comes within the spin
   // is taken without a sleep, a wake-up and the Notification's making.
-  if (drove) return std::move(waiter.result);
-  if (wait_spin_ > absl::ZeroDuration() &&
-      SpinUntil([&waiter] { return waiter.state.load(std::memory_order_acquire) == Waiter::kDone; },
-                wait_spin_)) {
-    replies_taken_spinning_.fetch_add(1, std::memory_order_relaxed);
-  } else {
-    waiter.wake.emplace();
-    int expected = Waiter::kWaiting;
-    if (waiter.state.compare_exchange_strong(expected, Waiter::kSleeping,
-                                             std::memory_order_acq_rel)) {
-      waiter.wake->WaitForNotification();
+  if (!drove) {
+    if (wait_spin_ > absl::ZeroDuration() &&
+        SpinUntil([&waiter] { return waiter.done(); }, wait_spin_)) {
+      replies_taken_spinning_.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      waiter.wake.emplace();
+      int expected = CallWaiter::kWaiting;
+      if (waiter.state.compare_exchange_strong(expected, CallWaiter::kSleeping,
+                                               std::memory_order_acq_rel)) {
+        waiter.wake->WaitForNotification();
+      }
     }
   }
-  return std::move(waiter.result);
+  return result;
 }
 
 absl::Status RpcEndpoint::CallProto(const Address& peer, uint32_t method,
@@ -320,7 +360,7 @@ void RpcEndpoint::CancelGroup(const void* group, const absl::Status& why) {
       return call.group == group && !call.receiving;
     });
   }
-  for (PendingCall& call : cancelled) call.done(why);
+  for (PendingCall& call : cancelled) Complete(call, why);
 }
 
 void RpcEndpoint::FailCall(uint64_t request_id, const absl::Status& status) {
@@ -329,7 +369,7 @@ void RpcEndpoint::FailCall(uint64_t request_id, const absl::Status& status) {
     absl::MutexLock lock(&mu_);
     call = pending_.Take(request_id);
   }
-  if (call) call->done(status);
+  if (call) Complete(*call, status);
 }
 
 PayloadDestination RpcEndpoint::ChoosePayloadDestination(ConnectionId from,
@@ -360,15 +400,15 @@ void RpcEndpoint::OnMessage(ConnectionId from, absl::string_view header, Inbound
   }
 
   if (frame->kind == kRequest) {
-    auto it = handlers_.find(frame->method);
-    auto call = std::make_shared<ServerCall>(this, from, frame->method, frame->request_id,
-                                             std::string(body));
+    // Made and dropped for every request: its block is recycled.
+    auto call = std::allocate_shared<ServerCall>(RecyclingAllocator<ServerCall>(), this, from,
+                                                 frame->method, frame->request_id, body);
     payload = InboundPayload{};  // a body that came as the payload is not held twice
-    if (it == handlers_.end()) {
+    if (frame->method >= handlers_.size() || !handlers_[frame->method].handle) {
       call->Reply(absl::UnimplementedError(absl::StrCat("unknown method ", frame->method)));
       return;
     }
-    const Handler& handler = it->second;
+    const Handler& handler = handlers_[frame->method];
     // Handed over, not copied: each copy of a shared_ptr is two locked instructions.
     switch (handler.thread) {
       case HandlerThread::kInline:
@@ -383,26 +423,32 @@ void RpcEndpoint::OnMessage(ConnectionId from, absl::string_view header, Inbound
     return;
   }
 
-  CallCallback done;
+  // Only the waiter or the callback leaves the table: moving the whole call out costs a
+  // reply more.
+  PendingCall finished;
   {
     absl::MutexLock lock(&mu_);
     PendingCall* call = pending_.Find(frame->request_id);
     if (call == nullptr || call->connection != from) return;  // late or forged
-    // Only the callback leaves the table: moving the whole call out costs a reply more.
-    done = std::move(call->done);
+    finished.waiter = call->waiter;
+    if (call->waiter == nullptr) finished.done = std::move(call->done);
     static_cast<void>(pending_.Erase(frame->request_id));  // found just above
   }
   auto code = static_cast<absl::StatusCode>(frame->code);
   if (code != absl::StatusCode::kOk) {
-    done(absl::Status(code, body));
+    Complete(finished, absl::Status(code, body));
   } else if (frame->flags & kBodyInPayload) {
     CallResult result{std::string(body), InboundPayload{}};
-    payload = InboundPayload{};  // not held twice while `done` runs
-    done(std::move(result));
+    payload = InboundPayload{};  // not held twice while the caller runs
+    Complete(finished, std::move(result));
   } else if (!payload.status.ok()) {
-    done(payload.status);
+    Complete(finished, payload.status);
+  } else if (finished.waiter != nullptr) {
+    // Straight into the caller's result: each move of a CallResult is a string's.
+    finished.waiter->result->emplace(CallResult{std::string(body), std::move(payload)});
+    finished.waiter->Signal();
   } else {
-    done(CallResult{std::string(body), std::move(payload)});
+    Complete(finished, CallResult{std::string(body), std::move(payload)});
   }
 }
 
@@ -431,11 +477,11 @@ void RpcEndpoint::OnDisconnect(ConnectionId connection, absl::Status why) {
       return true;
     });
   }
-  for (PendingCall& call : failed) call.done(why);
+  for (PendingCall& call : failed) Complete(call, why);
 }
 
 void RpcEndpoint::OnTick() {
-  std::vector<std::pair<CallCallback, absl::Status>> expired;
+  std::vector<std::pair<PendingCall, absl::Status>> expired;
   const int64_t now_ns = CoarseMonotonicNs();
   {
     absl::MutexLock lock(&mu_);
@@ -452,10 +498,10 @@ void RpcEndpoint::OnTick() {
                                               : absl::StrCat("connection ", call.connection),
                        " before the deadline"));
       if (call.orphaned) status.SetPayload(kLandingInUse, absl::Cord("1"));
-      expired.emplace_back(std::move(call.done), std::move(status));
+      expired.emplace_back(std::move(call), std::move(status));
     }
   }
-  for (auto& [done, status] : expired) done(status);
+  for (auto& [call, status] : expired) Complete(call, std::move(status));
 }
 
 }  // namespace sluice::transport

@@ -16,6 +16,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
@@ -60,17 +61,16 @@ class RpcEndpoint;
 // One incoming request. Reply exactly once, from any thread.
 class ServerCall {
  public:
+  // `request` is copied: into the call itself when it is short, as a control request is.
   ServerCall(RpcEndpoint* endpoint, ConnectionId peer, uint32_t method, uint64_t request_id,
-             std::string&& request)
-      : endpoint_(endpoint),
-        peer_(peer),
-        method_(method),
-        request_id_(request_id),
-        request_(std::move(request)) {}
+             absl::string_view request);
+  ServerCall(const ServerCall&) = delete;
+  ServerCall& operator=(const ServerCall&) = delete;
 
   [[nodiscard]] ConnectionId peer() const { return peer_; }
   [[nodiscard]] uint32_t method() const { return method_; }
-  [[nodiscard]] const std::string& request() const { return request_; }
+  // The request's bytes, valid while the call lives.
+  [[nodiscard]] absl::string_view request() const { return request_; }
   // The largest response body that can go with a payload: a longer one cannot (Reply
   // answers the caller with ResourceExhausted instead). Without a payload any size goes.
   [[nodiscard]] size_t max_body_with_payload() const;
@@ -85,11 +85,17 @@ class ServerCall {
   }
 
  private:
+  // Requests up to this size (a fetch with its acknowledgements is 20-100 bytes) live in
+  // the call, which RpcEndpoint allocates from a recycled block: no allocation per request.
+  static constexpr size_t kInlineRequestBytes = 192;
+
   RpcEndpoint* endpoint_;
   ConnectionId peer_;
   uint32_t method_;
   uint64_t request_id_;
-  std::string request_;
+  absl::string_view request_;  // into inline_request_ or long_request_
+  std::string long_request_;
+  char inline_request_[kInlineRequestBytes];
 };
 
 using MethodHandler = std::function<void(std::shared_ptr<ServerCall>)>;
@@ -133,10 +139,12 @@ class RpcEndpoint final : public MessageHandler {
   // that comes later is dropped. Other calls on the same connections go on.
   void CancelGroup(const void* group, const absl::Status& why);
 
-  void CallAsync(ConnectionId to, uint32_t method, std::string request, const CallOptions& options,
-                 CallCallback done);
+  // `request` is copied into the message before these return.
+  void CallAsync(ConnectionId to, uint32_t method, absl::string_view request,
+                 const CallOptions& options, CallCallback done);
   [[nodiscard]] absl::StatusOr<CallResult> Call(ConnectionId to, uint32_t method,
-                                                std::string request, const CallOptions& options);
+                                                absl::string_view request,
+                                                const CallOptions& options);
   // Connects to `peer` if needed, calls, and parses the response into `response`.
   [[nodiscard]] absl::Status CallProto(const Address& peer, uint32_t method,
                                        const google::protobuf::MessageLite& request,
@@ -161,6 +169,7 @@ class RpcEndpoint final : public MessageHandler {
 
  private:
   friend class ServerCall;
+  struct CallWaiter;  // a synchronous Call's, in rpc.cc
   struct PendingCall {
     ConnectionId connection;
     uint32_t method;
@@ -171,8 +180,13 @@ class RpcEndpoint final : public MessageHandler {
     // failed at the deadline if the transport never ends the receive.
     bool orphaned = false;
     const void* group = nullptr;  // CallOptions::group
+    // Either: CallAsync's callback, or the waiter a synchronous Call polls (its reply is
+    // written there with no callback in between).
     CallCallback done;
+    CallWaiter* waiter = nullptr;
   };
+  // Hands a finished call its outcome, through its waiter or its callback.
+  static void Complete(PendingCall& call, absl::StatusOr<CallResult> result);
 
   explicit RpcEndpoint(const RpcOptions& options);
   // `body` is copied into the frame (or, too long for a header, into the payload) before it
@@ -181,16 +195,23 @@ class RpcEndpoint final : public MessageHandler {
                  const absl::Status& status, absl::string_view body, Payload payload,
                  SendCallback&& on_sent);
   void FailCall(uint64_t request_id, const absl::Status& status);
+  // Enters `call` in the pending table and sends its request; a call that cannot start is
+  // completed with the reason at once.
+  // Completes through `waiter` when set, else through `done`.
+  void StartCall(ConnectionId to, uint32_t method, absl::string_view request,
+                 const CallOptions& options, CallCallback&& done, CallWaiter* waiter);
 
   const absl::Duration wait_spin_;
   std::atomic<int64_t> replies_taken_spinning_{0};
   std::unique_ptr<ThreadPool> handlers_pool_;
   std::unique_ptr<Transport> transport_;
   struct Handler {
-    MethodHandler handle;
-    HandlerThread thread;
+    MethodHandler handle;  // empty: no such method
+    HandlerThread thread = HandlerThread::kPool;
   };
-  absl::flat_hash_map<uint32_t, Handler> handlers_;  // written before Listen only
+  // By method number (methods are small numbers): a request finds its handler by index.
+  // Written before Listen only.
+  std::vector<Handler> handlers_;
 
   absl::Mutex mu_;
   IdSlotTable<PendingCall> pending_ ABSL_GUARDED_BY(mu_);  // by request id

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "transport/rpc_test_fixture.h"
 #include "transport/slab_pool.h"
@@ -73,7 +74,7 @@ TEST_P(RpcTest, HeaderOnlyMessagesStayEagerUnderALowRendezvousThreshold) {
   ASSERT_TRUE(server.ok()) << server.status();
   ASSERT_TRUE(client.ok()) << client.status();
   (*server)->Handle(kEcho, [](std::shared_ptr<ServerCall> call) {
-    call->Reply(absl::OkStatus(), "echo:" + call->request());
+    call->Reply(absl::OkStatus(), absl::StrCat("echo:", call->request()));
   });
   auto bound = (*server)->Listen(Address{"ucx", "127.0.0.1", 0});
   ASSERT_TRUE(bound.ok()) << bound.status();

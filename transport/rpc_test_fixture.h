@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "transport/rpc.h"
 
@@ -58,10 +59,10 @@ class RpcTest : public ::testing::TestWithParam<TransportCase> {
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = std::move(*server);
     server_->Handle(kEcho, [](std::shared_ptr<ServerCall> call) {
-      call->Reply(absl::OkStatus(), "echo:" + call->request());
+      call->Reply(absl::OkStatus(), absl::StrCat("echo:", call->request()));
     });
     server_->Handle(kBlob, [this](std::shared_ptr<ServerCall> call) {
-      size_t n = std::stoul(call->request());
+      size_t n = std::stoul(std::string(call->request()));
       auto blob = std::make_shared<std::vector<uint8_t>>(n);
       std::iota(blob->begin(), blob->end(), uint8_t{7});
       call->Reply(absl::OkStatus(), "blob", Payload{blob->data(), blob->size()},
@@ -69,7 +70,7 @@ class RpcTest : public ::testing::TestWithParam<TransportCase> {
     });
     server_->Handle(kSlowEcho, [](std::shared_ptr<ServerCall> call) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      call->Reply(absl::OkStatus(), "slow:" + call->request());
+      call->Reply(absl::OkStatus(), absl::StrCat("slow:", call->request()));
     });
     server_->Handle(kLongBodyAndPayload, [this](std::shared_ptr<ServerCall> call) {
       static const char kData[64] = {};

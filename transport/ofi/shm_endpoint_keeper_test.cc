@@ -48,7 +48,7 @@ std::unique_ptr<RpcEndpoint> StartServer(Address* address) {
   EXPECT_TRUE(server.ok()) << server.status();
   if (!server.ok()) return nullptr;
   (*server)->Handle(kEcho, [](std::shared_ptr<ServerCall> call) {
-    call->Reply(absl::OkStatus(), "echo:" + call->request());
+    call->Reply(absl::OkStatus(), absl::StrCat("echo:", call->request()));
   });
   // Replies whose payload the client reads from the server (rendezvous), so the server holds
   // responses of the client in its queue when the client closes.

@@ -248,10 +248,9 @@ unsigned UcxTransport::ProgressWorker() {
   return events;
 }
 
-bool UcxTransport::DriveUntil(const std::function<void()>& start,
-                              const std::function<bool()>& done) {
+bool UcxTransport::DriveUntil(absl::FunctionRef<void()> start, absl::FunctionRef<bool()> done) {
   auto start_undriven = [&] {
-    if (start) start();
+    start();
     return false;
   };
   if (!options_.caller_driven_progress || DrivesWorker()) return start_undriven();
@@ -265,7 +264,7 @@ bool UcxTransport::DriveUntil(const std::function<void()>& start,
   // Holding the worker, `start`'s sends go out directly instead of through the queue, behind
   // what this or another thread queued before (a connection's messages keep their order).
   DrainQueue();
-  if (start) start();
+  start();
   std::chrono::steady_clock::time_point give_back_at;  // set once a reply is slow
   IdleTimer idle(caller_spin_now_);
   while (true) {

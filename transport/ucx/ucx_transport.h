@@ -60,7 +60,7 @@ class UcxTransport final : public Transport {
   absl::StatusOr<std::unique_ptr<MemoryRegion>> RegisterMemory(void* base, size_t size) override;
   size_t max_header_size() const override { return max_header_size_ - sizeof(uint64_t); }
   const TransportStats& stats() const override { return stats_; }
-  bool DriveUntil(const std::function<void()>& start, const std::function<bool()>& done) override;
+  bool DriveUntil(absl::FunctionRef<void()> start, absl::FunctionRef<bool()> done) override;
 
   [[nodiscard]] const std::string& tls() const { return context_->tls(); }
   // The UCT transports of the connection's lanes, who watches its peer and UCX's protocols
