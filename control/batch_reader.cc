@@ -5,6 +5,8 @@
 #include "control/batch_reader.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <utility>
 
@@ -26,8 +28,7 @@ void BatchReader::Pump() {
     return;
   }
   while (true) {
-    size_t task_index;
-    std::shared_ptr<transport::Slab> slab;
+    uint64_t fetch_id;
     {
       absl::MutexLock lock(&mu_);
       if (!error_.ok() || stop_.HasBeenNotified()) return;
@@ -40,7 +41,7 @@ void BatchReader::Pump() {
         if (!candidate.ended && !candidate.end_seen && candidate.retry_at <= now) break;
       }
       if (i == n) return;
-      task_index = (next_task_ + i) % n;
+      const size_t task_index = (next_task_ + i) % n;
       std::optional<transport::Slab> free_slab = pool_->TryAcquire();
       if (!free_slab) {
         // Every slab is in flight or held. With none in flight and none ready, the held
@@ -51,16 +52,29 @@ void BatchReader::Pump() {
         }
         return;
       }
-      slab = std::make_shared<transport::Slab>(std::move(*free_slab));
       next_task_ = task_index + 1;
-      ++outstanding_;
-      ++tasks_[task_index].outstanding;
-      if (largest_batch_bytes_ > 0) {
-        peak_fetches_after_first_batch_ = std::max(peak_fetches_after_first_batch_, outstanding_);
-      }
+      fetch_id = AddFetch(task_index, -1, std::move(*free_slab));
     }
-    Fetch(task_index, std::move(slab), -1);
+    Fetch(fetch_id);
   }
+}
+
+uint64_t BatchReader::AddFetch(size_t task_index, int64_t round, transport::Slab slab) {
+  uint64_t id = 0;
+  InFlight* fetch = in_flight_.Add(&id);
+  if (fetch == nullptr) {  // 16 M fetches in flight: not while FetchLimit bounds them
+    std::fprintf(stderr, "sluice: BatchReader's table of fetches in flight is full\n");
+    std::abort();
+  }
+  fetch->task_index = task_index;
+  fetch->round = round;
+  fetch->slab = std::move(slab);
+  ++outstanding_;
+  ++tasks_[task_index].outstanding;
+  if (largest_batch_bytes_ > 0) {
+    peak_fetches_after_first_batch_ = std::max(peak_fetches_after_first_batch_, outstanding_);
+  }
+  return id;
 }
 
 int BatchReader::FetchLimit() const {
@@ -85,10 +99,13 @@ int BatchReader::peak_fetches_after_first_batch() const {
   return peak_fetches_after_first_batch_;
 }
 
-void BatchReader::Fetch(size_t task_index, std::shared_ptr<transport::Slab> slab, int64_t round) {
+void BatchReader::Fetch(uint64_t fetch_id) {
+  size_t task_index;
+  int64_t round;
   int64_t task_id;
+  int64_t epoch;
   transport::Address worker;
-  Sent sent_request;
+  transport::PayloadDestination landing;
   // A heartbeat may declare the task lost after Pump chose it. Asked before connecting and
   // again before sending: a connection stored before the loss is closed by that heartbeat,
   // and a request sent afterwards to a worker behind a partition would hold its slab until
@@ -100,56 +117,75 @@ void BatchReader::Fetch(size_t task_index, std::shared_ptr<transport::Slab> slab
   absl::Status lost;
   {
     absl::MutexLock lock(&mu_);
+    InFlight& fetch = *in_flight_.Find(fetch_id);  // only OnFetched takes it out
+    task_index = fetch.task_index;
+    round = fetch.round;
     Task& task = tasks_[task_index];
     task_id = task.id;
     worker = task.worker;
+    Sent& sent = fetch.request;
     if (task.delivery_epoch > task.confirmed_epoch) {
-      sent_request.acked.assign(task.unconfirmed.begin(), task.unconfirmed.end());
+      sent.acked.assign(task.unconfirmed.begin(), task.unconfirmed.end());
     } else {
-      sent_request.acked = task.to_carry;
+      sent.acked = task.to_carry;
     }
     task.to_carry.clear();
-    sent_request.epoch = task.delivery_epoch;
+    sent.epoch = epoch = task.delivery_epoch;
+    landing = transport::PayloadDestination{fetch.slab.data(), fetch.slab.capacity()};
     if (task.lost) lost = lost_meanwhile();
   }
   absl::StatusOr<transport::ConnectionId> connection =
       lost.ok() ? rpc_->ConnectTo(worker) : absl::StatusOr<transport::ConnectionId>(lost);
-  if (connection.ok()) {
+  // One message per thread, cleared (its repeated field keeps its room), serialized onto
+  // the stack: a request costs no allocation (CallAsync copies it into the frame). Filled
+  // from here on only, after anything that could run another fetch on this thread.
+  thread_local proto::GetElementRequest request;
+  request.Clear();
+  {
     absl::MutexLock lock(&mu_);
-    if (tasks_[task_index].lost) {
-      connection = lost_meanwhile();
-    } else {
-      tasks_[task_index].connection = *connection;
+    InFlight& fetch = *in_flight_.Find(fetch_id);
+    auto* acked =
+        round >= 0 ? request.mutable_acked_rounds() : request.mutable_acked_batch_indices();
+    acked->Add(fetch.request.acked.begin(), fetch.request.acked.end());
+    fetch.sent = absl::Now();
+    if (connection.ok()) {
+      if (tasks_[task_index].lost) {
+        connection = lost_meanwhile();
+      } else {
+        tasks_[task_index].connection = *connection;
+      }
     }
   }
   if (!connection.ok()) {
-    OnFetched(task_index, std::move(*slab), absl::Now(), connection.status(), round, sent_request);
+    OnFetched(fetch_id, connection.status());
     return;
   }
-  proto::GetElementRequest request;
   request.set_task_id(task_id);
   request.set_client_id(client_id_);
-  request.set_max_batch_bytes(slab->capacity());
-  request.set_delivery_epoch(sent_request.epoch);
+  request.set_max_batch_bytes(landing.capacity);
+  request.set_delivery_epoch(epoch);
   if (round >= 0) {
     request.set_coordinated(true);
     request.set_consumer_index(options_.consumer_index);
     request.set_round(round);
-    request.mutable_acked_rounds()->Add(sent_request.acked.begin(), sent_request.acked.end());
-  } else {
-    request.mutable_acked_batch_indices()->Add(sent_request.acked.begin(),
-                                               sent_request.acked.end());
   }
   transport::CallOptions call_options;
   call_options.timeout = options_.request_timeout;
-  call_options.landing = transport::PayloadDestination{slab->data(), slab->capacity()};
+  call_options.landing = landing;
   call_options.group = this;
-  rpc_->CallAsync(
-      *connection, proto::GET_ELEMENT, request.SerializeAsString(), call_options,
-      [this, task_index, slab, round, sent = absl::Now(),
-       sent_request = std::move(sent_request)](absl::StatusOr<transport::CallResult> result) {
-        OnFetched(task_index, std::move(*slab), sent, std::move(result), round, sent_request);
-      });
+  const size_t request_size = request.ByteSizeLong();
+  char stack[256];
+  std::string heap;  // a request with many acknowledgements
+  char* bytes = stack;
+  if (request_size > sizeof(stack)) {
+    heap.resize(request_size);
+    bytes = heap.data();
+  }
+  request.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(bytes));
+  rpc_->CallAsync(*connection, proto::GET_ELEMENT, absl::string_view(bytes, request_size),
+                  call_options, [this, fetch_id](absl::StatusOr<transport::CallResult> result) {
+                    OnFetched(fetch_id, std::move(result));
+                  });
 }
 
 BatchReader::FetchOutcome BatchReader::Examine(Task& task, const transport::Slab& slab,
@@ -204,9 +240,7 @@ BatchReader::FetchOutcome BatchReader::Examine(Task& task, const transport::Slab
   return FetchOutcome::kReply;
 }
 
-void BatchReader::OnFetched(size_t task_index, transport::Slab slab, absl::Time sent,
-                            absl::StatusOr<transport::CallResult> result, int64_t round,
-                            const Sent& request) {
+void BatchReader::OnFetched(uint64_t fetch_id, absl::StatusOr<transport::CallResult> result) {
   // Runs whatever the body below leaves to do, then marks this callback finished: the last
   // touch of `this`.
   struct Finish {
@@ -216,18 +250,26 @@ void BatchReader::OnFetched(size_t task_index, transport::Slab slab, absl::Time 
       --reader->callbacks_running_;
     }
   };
+  Finish finish{this};  // declared first: its lock is the last touch
+  bool pump;
+  transport::ConnectionId to_drop;
   {
     absl::MutexLock lock(&mu_);
     --outstanding_;
     ++callbacks_running_;
     if (result.ok()) largest_batch_bytes_ = std::max(largest_batch_bytes_, result->payload.size);
-  }
-  Finish finish{this};
-  bool pump;
-  transport::ConnectionId to_drop;
-  {
-    absl::MutexLock lock(&mu_);
-    Task& task = tasks_[task_index];
+    // Read in place and erased below (nothing else changes the table meanwhile): moving it
+    // out was a copy of its acknowledgements per batch.
+    InFlight* fetch = in_flight_.Find(fetch_id);
+    if (fetch == nullptr) {  // the RPC layer completes each call once, and only here is it erased
+      std::fprintf(stderr, "sluice: a fetch's reply came twice\n");
+      std::abort();
+    }
+    const int64_t round = fetch->round;
+    const absl::Time sent = fetch->sent;
+    const Sent& request = fetch->request;
+    transport::Slab slab = std::move(fetch->slab);
+    Task& task = tasks_[fetch->task_index];
     --task.outstanding;
     if (!result.ok() && transport::LandingMayStillBeWritten(result.status())) {
       // A receive the transport could not cancel may still land in this slab: it leaves
@@ -242,6 +284,7 @@ void BatchReader::OnFetched(size_t task_index, transport::Slab slab, absl::Time 
       HandOutHeld(task);
       pump = true;
     }
+    static_cast<void>(in_flight_.Erase(fetch_id));  // found above
     to_drop = std::exchange(connection_to_drop_, transport::kNoConnection);
     // Under mu_: a reader reads `seen` under it too, so a change always means a completion
     // after that read, and the wait counters count only waits that ended in one.

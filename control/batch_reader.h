@@ -45,6 +45,7 @@
 #include "control/sequence_order.h"
 #include "control/service.pb.h"
 #include "engine/batch_layout.h"
+#include "transport/id_slot_table.h"
 #include "transport/rpc.h"
 #include "transport/slab_pool.h"
 
@@ -236,16 +237,30 @@ class BatchReader {
   void PumpRounds();
   // Index in tasks_ of the task serving `round`; nullopt when none is active for it.
   std::optional<size_t> OwnerOf(int64_t round) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Sends one GetElement (round -1: not coordinated).
-  void Fetch(size_t task_index, std::shared_ptr<transport::Slab> slab, int64_t round);
   // What a request said about delivery (GetElementRequest fields 7, 8, 9): indices, or
   // rounds when coordinated.
   struct Sent {
     absl::InlinedVector<int64_t, 4> acked;
     int64_t epoch = 0;
   };
-  void OnFetched(size_t task_index, transport::Slab slab, absl::Time sent,
-                 absl::StatusOr<transport::CallResult> result, int64_t round, const Sent& request);
+  // A fetch from its start to its reply, in in_flight_. Its RPC callback carries only the
+  // fetch's id: a callback that captures two words stays inside its std::function, where
+  // the slab, the task and the acknowledgements it carried made a heap block per batch.
+  struct InFlight {
+    size_t task_index = 0;
+    int64_t round = -1;  // -1: not coordinated
+    transport::Slab slab;
+    absl::Time sent;
+    Sent request;
+  };
+  // Enters a fetch of `round` (-1: not coordinated) from `task_index` into `slab`; returns
+  // its id, for Fetch. Counts it outstanding.
+  uint64_t AddFetch(size_t task_index, int64_t round, transport::Slab slab)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Sends the GetElement of fetch `fetch_id`.
+  void Fetch(uint64_t fetch_id) ABSL_LOCKS_EXCLUDED(mu_);
+  void OnFetched(uint64_t fetch_id, absl::StatusOr<transport::CallResult> result)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Moves rounds that are next in order (or skipped) from rounds_ready_ to ready_.
   void AdvanceRounds() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A round this consumer goes on without (unless it holds it already).
@@ -314,6 +329,9 @@ class BatchReader {
   // Slabs a cancelled-but-not-ended receive may still write (transport::
   // LandingMayStillBeWritten): never reused.
   std::vector<transport::Slab> quarantined_slabs_ ABSL_GUARDED_BY(mu_);
+  // Fetches started (AddFetch) and not yet completed (OnFetched), by id; destroyed before
+  // pool_, which their slabs return to.
+  transport::IdSlotTable<InFlight> in_flight_ ABSL_GUARDED_BY(mu_);
   // ReadOptions::disconnect_every_batches: batches accepted, and a connection to drop.
   int64_t batches_accepted_ ABSL_GUARDED_BY(mu_) = 0;
   transport::ConnectionId connection_to_drop_ ABSL_GUARDED_BY(mu_) = transport::kNoConnection;

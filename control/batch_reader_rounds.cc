@@ -26,9 +26,8 @@ std::optional<size_t> BatchReader::OwnerOf(int64_t round) const {
 
 void BatchReader::PumpRounds() {
   while (true) {
-    size_t task_index;
     int64_t round;
-    std::shared_ptr<transport::Slab> slab;
+    uint64_t fetch_id;
     {
       absl::MutexLock lock(&mu_);
       if (!error_.ok() || stop_.HasBeenNotified()) return;
@@ -79,20 +78,14 @@ void BatchReader::PumpRounds() {
       }
       std::optional<transport::Slab> free_slab = pool_->TryAcquire();
       if (!free_slab) return;
-      slab = std::make_shared<transport::Slab>(std::move(*free_slab));
       if (retrying) {
         rounds_to_retry_.erase(retry);
       } else {
         ++next_round_to_request_;
       }
-      task_index = *owner;
-      ++outstanding_;
-      ++tasks_[task_index].outstanding;
-      if (largest_batch_bytes_ > 0) {
-        peak_fetches_after_first_batch_ = std::max(peak_fetches_after_first_batch_, outstanding_);
-      }
+      fetch_id = AddFetch(*owner, round, std::move(*free_slab));
     }
-    Fetch(task_index, std::move(slab), round);
+    Fetch(fetch_id);
   }
 }
 

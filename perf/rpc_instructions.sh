@@ -14,7 +14,7 @@ valgrind --tool=callgrind --compress-strings=no --toggle-collect='*BM_RpcCall*' 
   --benchmark_filter='BM_RpcCall$' --benchmark_min_time=0.2 >/dev/null 2>&1
 # Each call site of RpcEndpoint::Call is "cfn=NAME", "calls=N ...", then "LINE INCLUSIVE".
 awk '
-  /^cfn=/ { in_call = ($0 ~ /^cfn=sluice::transport::RpcEndpoint::Call\(/); next }
+  /^cfn=/ { in_call = ($0 ~ /^cfn=sluice::transport::RpcEndpoint::Call\(/ && $0 !~ /::\{lambda/); next }
   in_call && /^calls=/ { split($1, c, "="); calls += c[2]; getline; ir += $2; in_call = 0 }
   END {
     if (calls == 0) { print "rpc_instructions.sh: no RpcEndpoint::Call found" > "/dev/stderr"; exit 1 }

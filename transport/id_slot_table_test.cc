@@ -33,6 +33,24 @@ TEST(IdSlotTableTest, EachEntryIsFoundByItsOwnIdUntilTaken) {
   EXPECT_EQ(*table.Find(b), "b");
 }
 
+TEST(IdSlotTableTest, AddMakesAnEntryInPlaceWithAFreshIdInAReusedSlot) {
+  IdSlotTable<std::string> table;
+  const uint64_t first = table.Insert("first");
+  ASSERT_TRUE(table.Erase(first));
+  uint64_t id = 0;
+  std::string* added = table.Add(&id);
+  ASSERT_NE(added, nullptr);
+  EXPECT_TRUE(added->empty()) << "default-made, not the erased entry's value";
+  *added = "filled in";
+  EXPECT_NE(id, 0u);
+  EXPECT_NE(id, first) << "a reused slot gets a new id";
+  EXPECT_EQ(table.slot_count(), 1u) << "the erased entry's slot was reused";
+  EXPECT_EQ(table.Find(first), nullptr);
+  ASSERT_NE(table.Find(id), nullptr);
+  EXPECT_EQ(*table.Find(id), "filled in");
+  EXPECT_EQ(table.size(), 1u);
+}
+
 TEST(IdSlotTableTest, EraseRemovesOnlyALiveEntryAndFreesItsSlot) {
   IdSlotTable<std::string> table;
   const uint64_t a = table.Insert("a");

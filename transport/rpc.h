@@ -86,7 +86,8 @@ class ServerCall {
 
  private:
   // Requests up to this size (a fetch with its acknowledgements is 20-100 bytes) live in
-  // the call, which RpcEndpoint allocates from a recycled block: no allocation per request.
+  // the call, whose block RpcEndpoint takes from the receiving thread's recycled ones: no
+  // allocation per request where the call ends on that thread (an inline handler's reply).
   static constexpr size_t kInlineRequestBytes = 192;
 
   RpcEndpoint* endpoint_;
@@ -123,7 +124,8 @@ class RpcEndpoint final : public MessageHandler {
       const RpcOptions& options, const TransportMaker& make);
   ~RpcEndpoint() override;
 
-  // Registers a handler; call before Listen.
+  // Registers a handler; call before Listen. Methods are small numbers (above 4096 aborts:
+  // handlers are a vector indexed by method); an empty handler answers Unimplemented.
   void Handle(uint32_t method, MethodHandler handler, HandlerThread thread = HandlerThread::kPool);
   [[nodiscard]] absl::StatusOr<Address> Listen(const Address& bind);
   // Returns the live connection to `peer`, connecting if there is none.
@@ -195,9 +197,8 @@ class RpcEndpoint final : public MessageHandler {
                  const absl::Status& status, absl::string_view body, Payload payload,
                  SendCallback&& on_sent);
   void FailCall(uint64_t request_id, const absl::Status& status);
-  // Enters `call` in the pending table and sends its request; a call that cannot start is
-  // completed with the reason at once.
-  // Completes through `waiter` when set, else through `done`.
+  // Enters a call in the pending table and sends its request. The call completes through
+  // `waiter` when set, else through `done`; one that cannot start completes at once.
   void StartCall(ConnectionId to, uint32_t method, absl::string_view request,
                  const CallOptions& options, CallCallback&& done, CallWaiter* waiter);
 
