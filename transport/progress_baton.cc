@@ -91,7 +91,7 @@ bool ProgressBaton::ParkIfAsked() {
   }
 }
 
-bool ProgressBaton::TryTake(const std::function<void()>& wake, absl::Duration wait) {
+bool ProgressBaton::TryTake(absl::FunctionRef<void()> wake, absl::Duration wait) {
   if (claimed_.exchange(true, std::memory_order_acquire)) return false;
   // The clock is read only once the baton is not there for the taking (the common case in a
   // loop of calls is a baton lent by the previous call).

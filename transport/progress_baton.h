@@ -36,6 +36,7 @@
 #include <functional>
 #include <thread>
 
+#include "absl/functional/function_ref.h"
 #include "absl/time/time.h"
 
 namespace sluice::transport {
@@ -56,7 +57,7 @@ class ProgressBaton {
   // Caller. Takes the baton, calling `wake` once if the progress thread has to be woken to
   // see the request. False when another caller holds it, or the progress thread did not
   // hand over within `wait` (it is busy in a long callback).
-  [[nodiscard]] bool TryTake(const std::function<void()>& wake, absl::Duration wait);
+  [[nodiscard]] bool TryTake(absl::FunctionRef<void()> wake, absl::Duration wait);
   // Caller. Takes the baton only if it is lent right now: never wakes or waits for the
   // progress thread. For a short piece of work (a send) that should not wait for the next
   // call or the parked thread's next look; give it back with Lend().
