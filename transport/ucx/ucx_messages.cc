@@ -71,7 +71,7 @@ void UcxTransport::RecycleSendOp(std::unique_ptr<SendOp> op) {
 }
 
 void UcxTransport::DoSend(ConnectionId to, absl::string_view header, Payload payload,
-                          SendCallback done) {
+                          SendCallback&& done) {
   auto it = endpoints_.find(to);
   if (it == endpoints_.end() || it->second.failed) {
     if (done) done(absl::UnavailableError(absl::StrCat("connection ", to, " is closed")));

@@ -179,9 +179,14 @@ void UcxTransport::Post(std::function<void()> task) {
   }
 }
 
+namespace {
+// The transport whose progress thread this is: asked on every send, where comparing thread
+// ids read pthread_self() each time.
+thread_local const UcxTransport* progress_thread_of = nullptr;
+}  // namespace
+
 bool UcxTransport::DrivesWorker() const {
-  return std::this_thread::get_id() == progress_thread_id_.load(std::memory_order_acquire) ||
-         baton_.HeldByThisThread();
+  return progress_thread_of == this || baton_.HeldByThisThread();
 }
 
 void UcxTransport::RunSync(const std::function<void()>& task) {
@@ -355,7 +360,7 @@ bool UcxTransport::SleepHoldingBaton(std::chrono::steady_clock::duration at_most
 }
 
 void UcxTransport::ProgressLoop() {
-  progress_thread_id_.store(std::this_thread::get_id(), std::memory_order_release);
+  progress_thread_of = this;
   next_tick_ = std::chrono::steady_clock::now() + kTickInterval;
   // Spinning a little after the last event keeps request/response latency low (an epoll
   // wake-up costs tens of microseconds) without burning a core while idle.

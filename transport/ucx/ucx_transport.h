@@ -170,7 +170,7 @@ class UcxTransport final : public Transport {
   void AbandonSends(ConnectionId id, std::optional<absl::Status> why);
   // Frees the operations still linked, once their worker is gone.
   void ForgetSends();
-  void DoSend(ConnectionId to, absl::string_view header, Payload payload, SendCallback done);
+  void DoSend(ConnectionId to, absl::string_view header, Payload payload, SendCallback&& done);
   // ucp_am_send_nbx for a prepared operation (its endpoint exists and has not failed).
   void IssueSend(ucp_ep_h ep, std::unique_ptr<SendOp> op);
   // A header-only message sent from a stack copy, with UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL: UCX
@@ -248,7 +248,6 @@ class UcxTransport final : public Transport {
   int event_fd_ = -1;
   int epoll_fd_ = -1;
   std::thread progress_thread_;
-  std::atomic<std::thread::id> progress_thread_id_{};
 
   absl::Mutex queue_mu_;
   std::vector<std::function<void()>> queue_ ABSL_GUARDED_BY(queue_mu_);
