@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "control/serialized_bytes.h"
 #include "transport/spin_wait.h"
 
 namespace sluice::control {
@@ -123,7 +124,7 @@ void BatchReader::Fetch(uint64_t fetch_id) {
     Task& task = tasks_[task_index];
     task_id = task.id;
     worker = task.worker;
-    Sent& sent = fetch.request;
+    Sent& sent = fetch.sent_request;
     if (task.delivery_epoch > task.confirmed_epoch) {
       sent.acked.assign(task.unconfirmed.begin(), task.unconfirmed.end());
     } else {
@@ -146,8 +147,8 @@ void BatchReader::Fetch(uint64_t fetch_id) {
     InFlight& fetch = *in_flight_.Find(fetch_id);
     auto* acked =
         round >= 0 ? request.mutable_acked_rounds() : request.mutable_acked_batch_indices();
-    acked->Add(fetch.request.acked.begin(), fetch.request.acked.end());
-    fetch.sent = absl::Now();
+    acked->Add(fetch.sent_request.acked.begin(), fetch.sent_request.acked.end());
+    fetch.sent_at = absl::Now();
     if (connection.ok()) {
       if (tasks_[task_index].lost) {
         connection = lost_meanwhile();
@@ -173,16 +174,10 @@ void BatchReader::Fetch(uint64_t fetch_id) {
   call_options.timeout = options_.request_timeout;
   call_options.landing = landing;
   call_options.group = this;
-  const size_t request_size = request.ByteSizeLong();
+  request.ByteSizeLong();
   char stack[256];
   std::string heap;  // a request with many acknowledgements
-  char* bytes = stack;
-  if (request_size > sizeof(stack)) {
-    heap.resize(request_size);
-    bytes = heap.data();
-  }
-  request.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(bytes));
-  rpc_->CallAsync(*connection, proto::GET_ELEMENT, absl::string_view(bytes, request_size),
+  rpc_->CallAsync(*connection, proto::GET_ELEMENT, SerializeCached(request, stack, heap),
                   call_options, [this, fetch_id](absl::StatusOr<transport::CallResult> result) {
                     OnFetched(fetch_id, std::move(result));
                   });
@@ -266,8 +261,8 @@ void BatchReader::OnFetched(uint64_t fetch_id, absl::StatusOr<transport::CallRes
       std::abort();
     }
     const int64_t round = fetch->round;
-    const absl::Time sent = fetch->sent;
-    const Sent& request = fetch->request;
+    const absl::Time sent = fetch->sent_at;
+    const Sent& request = fetch->sent_request;
     transport::Slab slab = std::move(fetch->slab);
     Task& task = tasks_[fetch->task_index];
     --task.outstanding;

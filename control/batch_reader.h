@@ -250,8 +250,8 @@ class BatchReader {
     size_t task_index = 0;
     int64_t round = -1;  // -1: not coordinated
     transport::Slab slab;
-    absl::Time sent;
-    Sent request;
+    absl::Time sent_at;
+    Sent sent_request;
   };
   // Enters a fetch of `round` (-1: not coordinated) from `task_index` into `slab`; returns
   // its id, for Fetch. Counts it outstanding.

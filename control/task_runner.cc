@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "common/thread_name.h"
+#include "control/serialized_bytes.h"
 #include "engine/batch_layout.h"
 #include "engine/provenance.h"
 
@@ -292,15 +293,8 @@ void TaskRunner::Reply(const Waiter& waiter, ReadyBatch batch) {
   // which max_body_with_payload bounds (a header's room, a few KiB at most).
   std::string heap;
   char stack[512];
-  const size_t body_size = response.GetCachedSize();
-  char* body = stack;
-  if (body_size > sizeof(stack)) {
-    heap.resize(body_size);
-    body = heap.data();
-  }
-  response.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(body));
   // The slab goes back to the pool once the transport no longer reads it.
-  waiter.call->Reply(absl::OkStatus(), absl::string_view(body, body_size), payload,
+  waiter.call->Reply(absl::OkStatus(), SerializeCached(response, stack, heap), payload,
                      [in_flight = sends_in_flight_, slab = std::move(batch.slab)](absl::Status) {
                        in_flight->fetch_sub(1);
                      });
