@@ -105,7 +105,10 @@ void BatchReader::Fetch(uint64_t fetch_id) {
   int64_t round;
   int64_t task_id;
   int64_t epoch;
-  transport::Address worker;
+  // Set when the task is added and never changed, and tasks_ only grows (a deque): read
+  // outside the lock, and not copied per fetch.
+  const transport::Address* worker;
+  transport::ConnectionId known_connection;
   transport::PayloadDestination landing;
   // A heartbeat may declare the task lost after Pump chose it. Asked before connecting and
   // again before sending: a connection stored before the loss is closed by that heartbeat,
@@ -123,7 +126,8 @@ void BatchReader::Fetch(uint64_t fetch_id) {
     round = fetch.round;
     Task& task = tasks_[task_index];
     task_id = task.id;
-    worker = task.worker;
+    worker = &task.worker;
+    known_connection = task.connection;
     Sent& sent = fetch.sent_request;
     if (task.delivery_epoch > task.confirmed_epoch) {
       sent.acked.assign(task.unconfirmed.begin(), task.unconfirmed.end());
@@ -136,7 +140,8 @@ void BatchReader::Fetch(uint64_t fetch_id) {
     if (task.lost) lost = lost_meanwhile();
   }
   absl::StatusOr<transport::ConnectionId> connection =
-      lost.ok() ? rpc_->ConnectTo(worker) : absl::StatusOr<transport::ConnectionId>(lost);
+      lost.ok() ? rpc_->ConnectTo(*worker, known_connection)
+                : absl::StatusOr<transport::ConnectionId>(lost);
   // One message per thread, cleared (its repeated field keeps its room), serialized onto
   // the stack: a request costs no allocation (CallAsync copies it into the frame). Filled
   // from here on only, after anything that could run another fetch on this thread.
@@ -203,7 +208,8 @@ BatchReader::FetchOutcome BatchReader::Examine(Task& task, const transport::Slab
                                    result.status().message())));
     return FetchOutcome::kFailed;
   }
-  if (!response->ParseFromString(result->response)) {
+  if (!response->ParseFromArray(result->response.data(),
+                                static_cast<int>(result->response.size()))) {
     Fail(absl::DataLossError(
         absl::StrCat("malformed GetElementResponse from worker ", *task.worker_text)));
     return FetchOutcome::kFailed;
@@ -235,7 +241,7 @@ BatchReader::FetchOutcome BatchReader::Examine(Task& task, const transport::Slab
   return FetchOutcome::kReply;
 }
 
-void BatchReader::OnFetched(uint64_t fetch_id, absl::StatusOr<transport::CallResult> result) {
+void BatchReader::OnFetched(uint64_t fetch_id, absl::StatusOr<transport::CallResult>&& result) {
   // Runs whatever the body below leaves to do, then marks this callback finished: the last
   // touch of `this`.
   struct Finish {

@@ -41,6 +41,7 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "common/ring_queue.h"
 #include "control/heartbeat_pacer.h"
 #include "control/sequence_order.h"
 #include "control/service.pb.h"
@@ -259,7 +260,7 @@ class BatchReader {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Sends the GetElement of fetch `fetch_id`.
   void Fetch(uint64_t fetch_id) ABSL_LOCKS_EXCLUDED(mu_);
-  void OnFetched(uint64_t fetch_id, absl::StatusOr<transport::CallResult> result)
+  void OnFetched(uint64_t fetch_id, absl::StatusOr<transport::CallResult>&& result)
       ABSL_LOCKS_EXCLUDED(mu_);
   // Moves rounds that are next in order (or skipped) from rounds_ready_ to ready_.
   void AdvanceRounds() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -335,7 +336,7 @@ class BatchReader {
   // ReadOptions::disconnect_every_batches: batches accepted, and a connection to drop.
   int64_t batches_accepted_ ABSL_GUARDED_BY(mu_) = 0;
   transport::ConnectionId connection_to_drop_ ABSL_GUARDED_BY(mu_) = transport::kNoConnection;
-  std::deque<Ready> ready_ ABSL_GUARDED_BY(mu_);
+  RingQueue<Ready> ready_ ABSL_GUARDED_BY(mu_);
   bool job_finished_ ABSL_GUARDED_BY(mu_) = false;
   // Coordinated reads: rounds up to the horizon may be requested; rounds below
   // next_round_to_request_ were requested (or skipped); Next() hands out next_round_.

@@ -30,6 +30,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/container/inlined_vector.h"
 #include "absl/synchronization/mutex.h"
+#include "common/ring_queue.h"
 #include "control/kept_slab_count.h"
 #include "control/service.pb.h"
 #include "engine/iterator.h"
@@ -328,7 +329,7 @@ class TaskRunner {
   size_t last_size_ = 0;
 
   mutable absl::Mutex mu_;
-  std::deque<ReadyBatch> ready_ ABSL_GUARDED_BY(mu_);
+  RingQueue<ReadyBatch> ready_ ABSL_GUARDED_BY(mu_);
   // The producer waits on room_ for ready_ to shrink to *producer_resumes_at_ (set while it
   // waits, until signalled); Serve, the only place ready_ shrinks, signals it, and the
   // destructor. The producer is the one thread that waits on room_.

@@ -324,17 +324,19 @@ TEST_F(DeliveryTest, ParkedRequestsAreBoundedAndTheOldestIsToldToRetry) {
     request.set_delivery_epoch(1);
     transport::CallOptions options;
     options.timeout = absl::Seconds(20);
-    client_->CallAsync(
-        *connection, proto::GET_ELEMENT, request.SerializeAsString(), options,
-        [outcomes, i](absl::StatusOr<transport::CallResult> result) {
-          absl::MutexLock lock(&outcomes->mu);
-          proto::GetElementResponse response;
-          if (result.ok() && response.ParseFromString(result->response) && response.retry_later()) {
-            outcomes->retried.push_back(i);
-          } else {
-            ++outcomes->failed;  // the runner's shutdown answers the rest
-          }
-        });
+    client_->CallAsync(*connection, proto::GET_ELEMENT, request.SerializeAsString(), options,
+                       [outcomes, i](absl::StatusOr<transport::CallResult> result) {
+                         absl::MutexLock lock(&outcomes->mu);
+                         proto::GetElementResponse response;
+                         if (result.ok() &&
+                             response.ParseFromArray(result->response.data(),
+                                                     static_cast<int>(result->response.size())) &&
+                             response.retry_later()) {
+                           outcomes->retried.push_back(i);
+                         } else {
+                           ++outcomes->failed;  // the runner's shutdown answers the rest
+                         }
+                       });
     if (i == 0) absl::SleepFor(absl::Milliseconds(50));  // parked first
   }
   {

@@ -132,31 +132,33 @@ absl::StatusOr<BatchView> BatchView::Parse(std::span<const std::byte> buffer) {
   size_t pos = kFixedHeaderBytes;
   uint64_t data_end = header_bytes;
   for (uint32_t i = 0; i < num_tensors; ++i) {
-    const std::string which = absl::StrCat("tensor ", i, ": ");
+    // Made only for an error: a batch parses once per fetch, and a label per tensor was
+    // about a hundred instructions each.
+    auto which = [i] { return absl::StrCat("tensor ", i, ": "); };
     if (header_bytes - pos < kDescriptorBytes) {
-      return Corrupt(absl::StrCat(which, "descriptor runs past header_bytes ", header_bytes));
+      return Corrupt(absl::StrCat(which(), "descriptor runs past header_bytes ", header_bytes));
     }
     const uint8_t raw_dtype = Get<uint8_t>(buffer, pos);
     const uint8_t rank = Get<uint8_t>(buffer, pos + 1);
     const uint64_t offset = Get<uint64_t>(buffer, pos + 8);
     const uint64_t nbytes = Get<uint64_t>(buffer, pos + 16);
     if (!IsValidDType(raw_dtype) || raw_dtype > max_dtype) {
-      return Corrupt(absl::StrCat(which, "expected a dtype in [1, ", static_cast<int>(max_dtype),
+      return Corrupt(absl::StrCat(which(), "expected a dtype in [1, ", static_cast<int>(max_dtype),
                                   "] for version ", version, ", got ",
                                   static_cast<int>(raw_dtype)));
     }
     for (size_t p = 2; p < 8; ++p) {
       if (Get<uint8_t>(buffer, pos + p) != 0) {
-        return Corrupt(absl::StrCat(which, "expected zero padding at descriptor byte ", p));
+        return Corrupt(absl::StrCat(which(), "expected zero padding at descriptor byte ", p));
       }
     }
     if (rank > kBatchMaxRank) {
-      return Corrupt(absl::StrCat(which, "expected rank <= ", kBatchMaxRank, ", got ",
+      return Corrupt(absl::StrCat(which(), "expected rank <= ", kBatchMaxRank, ", got ",
                                   static_cast<int>(rank)));
     }
     pos += kDescriptorBytes;
     if (header_bytes - pos < 8u * rank) {
-      return Corrupt(absl::StrCat(which, "dims run past header_bytes ", header_bytes));
+      return Corrupt(absl::StrCat(which(), "dims run past header_bytes ", header_bytes));
     }
     const size_t dims_begin = view.dims_.size();
     for (uint8_t d = 0; d < rank; ++d) {
@@ -166,38 +168,38 @@ absl::StatusOr<BatchView> BatchView::Parse(std::span<const std::byte> buffer) {
     const DType dtype = static_cast<DType>(raw_dtype);
     absl::StatusOr<int64_t> n =
         NumElementsOf(std::span<const int64_t>(view.dims_).subspan(dims_begin, rank));
-    if (!n.ok()) return Corrupt(absl::StrCat(which, n.status().message()));
+    if (!n.ok()) return Corrupt(absl::StrCat(which(), n.status().message()));
     if (dtype == DType::kString) {
       uint64_t table_bytes;
       if (__builtin_mul_overflow(static_cast<uint64_t>(*n) + 1, uint64_t{8}, &table_bytes) ||
           nbytes < table_bytes) {
-        return Corrupt(absl::StrCat(which, "expected nbytes >= 8 x (", *n,
+        return Corrupt(absl::StrCat(which(), "expected nbytes >= 8 x (", *n,
                                     " strings + 1) for the offsets table, got ", nbytes));
       }
     } else {
       uint64_t expected_bytes;
       if (__builtin_mul_overflow(static_cast<uint64_t>(*n), DTypeSize(dtype), &expected_bytes) ||
           nbytes != expected_bytes) {
-        return Corrupt(absl::StrCat(which, "expected nbytes = ", *n, " elements x ",
+        return Corrupt(absl::StrCat(which(), "expected nbytes = ", *n, " elements x ",
                                     DTypeSize(dtype), " bytes, got ", nbytes));
       }
     }
     if (offset % kBatchDataAlignment != 0) {
-      return Corrupt(absl::StrCat(which, "expected a ", kBatchDataAlignment,
+      return Corrupt(absl::StrCat(which(), "expected a ", kBatchDataAlignment,
                                   "-byte aligned offset, got ", offset));
     }
     if (offset < data_end || offset > total_bytes || nbytes > total_bytes - offset) {
-      return Corrupt(absl::StrCat(which, "data [", offset, ", +", nbytes,
+      return Corrupt(absl::StrCat(which(), "data [", offset, ", +", nbytes,
                                   ") must lie after the previous tensor (", data_end,
                                   ") and within total_bytes ", total_bytes));
     }
     if (dtype == DType::kString) {
       absl::Status strings = CheckStringBuffer(buffer.subspan(offset, nbytes), *n);
-      if (!strings.ok()) return Corrupt(absl::StrCat(which, strings.message()));
+      if (!strings.ok()) return Corrupt(absl::StrCat(which(), strings.message()));
     }
     data_end = offset + nbytes;
-    view.tensors_.push_back(
-        {dtype, dims_begin, rank, static_cast<size_t>(offset), static_cast<size_t>(nbytes)});
+    view.tensors_.push_back({static_cast<size_t>(offset), static_cast<size_t>(nbytes),
+                             static_cast<uint32_t>(dims_begin), rank, dtype});
   }
   if (pos != header_bytes) {
     return Corrupt(absl::StrCat("descriptors end at ", pos, " but header_bytes is ", header_bytes));

@@ -45,6 +45,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "engine/tensor.h"
 
@@ -118,17 +119,19 @@ class BatchView {
 
  private:
   struct Entry {
-    DType dtype;
-    size_t dims_begin;
-    size_t rank;
     size_t offset;
     size_t nbytes;
+    uint32_t dims_begin;  // each dim is 8 bytes of a header whose size is a uint32
+    uint8_t rank;
+    DType dtype;
   };
 
   std::span<const std::byte> bytes_;
-  std::vector<Entry> tensors_;
+  // Inline up to a few tensors: a reader parses every batch it hands out, and two heap
+  // blocks per batch were most of the client's allocations.
+  absl::InlinedVector<Entry, 4> tensors_;
   // Dims are memcpy'd out of the buffer so the view never type-puns header bytes.
-  std::vector<int64_t> dims_;
+  absl::InlinedVector<int64_t, 8> dims_;
 };
 
 }  // namespace sluice::engine

@@ -68,11 +68,27 @@ for name in names:
     print(f"  {name:<55} {totals[name] / batches:>8.0f}")
 PY
 }
+allocations() {  # CALLGRIND_FILE -> operator new calls per batch, all threads
+  python3 - "$batches" "$1" <<'PY'
+import sys
+batches, path = int(sys.argv[1]), sys.argv[2]
+calls, callee_new = 0, False
+for line in open(path, errors="replace"):
+    if line.startswith("cfn="):
+        callee_new = line[4:].startswith("operator new(")
+    elif line.startswith("calls=") and callee_new:
+        calls += int(line.split()[0][6:])
+print(f"  {'operator new calls per batch (every thread)':<55} {calls / batches:>8.2f}")
+PY
+}
 echo "worker (instructions per batch, inclusive)"
 report "$dir/worker.cg" sluice::control::Worker::HandleGetElement \
   sluice::proto::GetElementRequest::_InternalParse sluice::control::TaskRunner::MatchRequests \
   sluice::control::TaskRunner::KeepUntilAcknowledged sluice::control::TaskRunner::Reply
+allocations "$dir/worker.cg"
 echo "client"
 report "$dir/client.cg" sluice::control::BatchReader::Fetch \
   sluice::transport::RpcEndpoint::ConnectTo sluice::control::BatchReader::OnTaskFetched \
-  sluice::transport::RpcEndpoint::OnMessage sluice::control::BatchReader::OnFetched
+  sluice::transport::RpcEndpoint::OnMessage sluice::control::BatchReader::OnFetched \
+  sluice::control::BatchReader::HandOutInOrder sluice::engine::BatchView::Parse
+allocations "$dir/client.cg"

@@ -250,7 +250,7 @@ absl::StatusOr<TransportPerfResult> RunTransportPerfClient(const transport::Addr
     SLUICE_ASSIGN_OR_RETURN(transport::CallResult port,
                             rpc->Call(connection, kMessageEchoPort, "", {}));
     transport::Address echo = server;
-    echo.port = std::atoi(port.response.c_str());
+    echo.port = std::atoi(std::string(port.response.view()).c_str());
     SLUICE_ASSIGN_OR_RETURN(
         result.message_round_trip_us,
         MeasureMessageRoundTrip(echo, options.transport, options.latency_iterations));

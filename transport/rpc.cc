@@ -3,6 +3,7 @@
 #include <time.h>
 
 #include <atomic>
+#include <cassert>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -130,15 +131,11 @@ bool LandingMayStillBeWritten(const absl::Status& status) {
 
 ServerCall::ServerCall(RpcEndpoint* endpoint, ConnectionId peer, uint32_t method,
                        uint64_t request_id, absl::string_view request)
-    : endpoint_(endpoint), peer_(peer), method_(method), request_id_(request_id) {
-  if (request.size() <= kInlineRequestBytes) {
-    if (!request.empty()) std::memcpy(inline_request_, request.data(), request.size());
-    request_ = absl::string_view(inline_request_, request.size());
-  } else {
-    long_request_.assign(request.data(), request.size());
-    request_ = long_request_;
-  }
-}
+    : endpoint_(endpoint),
+      peer_(peer),
+      method_(method),
+      request_id_(request_id),
+      request_(request) {}
 
 size_t ServerCall::max_body_with_payload() const {
   return endpoint_->transport_->max_header_size() - sizeof(Frame);
@@ -200,9 +197,15 @@ absl::StatusOr<Address> RpcEndpoint::Listen(const Address& bind) {
   return transport_->Listen(bind);
 }
 
-absl::StatusOr<ConnectionId> RpcEndpoint::ConnectTo(const Address& peer) {
+absl::StatusOr<ConnectionId> RpcEndpoint::ConnectTo(const Address& peer, ConnectionId known) {
   {
     absl::MutexLock lock(&mu_);
+    if (known != kNoConnection) {
+      auto it = peer_of_.find(known);
+      assert((it == peer_of_.end() || it->second.address == peer) &&
+             "RpcEndpoint::ConnectTo: `known` is a connection to another peer");
+      if (it != peer_of_.end() && it->second.live) return known;
+    }
     if (auto it = connections_.find(peer); it != connections_.end()) return it->second;
   }
   SLUICE_ASSIGN_OR_RETURN(ConnectionId id, transport_->Connect(peer));
@@ -210,7 +213,7 @@ absl::StatusOr<ConnectionId> RpcEndpoint::ConnectTo(const Address& peer) {
   {
     absl::MutexLock lock(&mu_);
     auto [it, inserted] = connections_.emplace(peer, id);
-    if (inserted) peer_of_[id] = peer;
+    if (inserted) peer_of_[id] = Peer{peer};
     kept = it->second;
   }
   // Another thread connected meanwhile: one connection per peer. Closed outside the lock,
@@ -224,10 +227,11 @@ void RpcEndpoint::Disconnect(ConnectionId connection, const absl::Status& why) {
     absl::MutexLock lock(&mu_);
     auto peer = peer_of_.find(connection);
     if (peer == peer_of_.end()) return;
-    if (auto it = connections_.find(peer->second);
+    if (auto it = connections_.find(peer->second.address);
         it != connections_.end() && it->second == connection) {
       connections_.erase(it);
     }
+    peer->second.live = false;
   }
   // OnDisconnect (from the transport, once it cancelled what it could) fails the rest.
   transport_->Abort(connection, why);
@@ -344,7 +348,7 @@ absl::Status RpcEndpoint::CallProto(const Address& peer, uint32_t method,
   options.timeout = timeout;
   SLUICE_ASSIGN_OR_RETURN(CallResult result,
                           Call(connection, method, request.SerializeAsString(), options));
-  if (!response->ParseFromString(result.response)) {
+  if (!response->ParseFromArray(result.response.data(), static_cast<int>(result.response.size()))) {
     return absl::DataLossError(
         absl::StrCat("malformed ", response->GetTypeName(), " from ", peer.ToString()));
   }
@@ -438,17 +442,17 @@ void RpcEndpoint::OnMessage(ConnectionId from, absl::string_view header, Inbound
   if (code != absl::StatusCode::kOk) {
     Complete(finished, absl::Status(code, body));
   } else if (frame->flags & kBodyInPayload) {
-    CallResult result{std::string(body), InboundPayload{}};
+    CallResult result{ResponseBytes(body), InboundPayload{}};
     payload = InboundPayload{};  // not held twice while the caller runs
     Complete(finished, std::move(result));
   } else if (!payload.status.ok()) {
     Complete(finished, payload.status);
   } else if (finished.waiter != nullptr) {
     // Straight into the caller's result: each move of a CallResult is a string's.
-    finished.waiter->result->emplace(CallResult{std::string(body), std::move(payload)});
+    finished.waiter->result->emplace(CallResult{ResponseBytes(body), std::move(payload)});
     finished.waiter->Signal();
   } else {
-    Complete(finished, CallResult{std::string(body), std::move(payload)});
+    Complete(finished, CallResult{ResponseBytes(body), std::move(payload)});
   }
 }
 
@@ -459,7 +463,7 @@ void RpcEndpoint::OnDisconnect(ConnectionId connection, absl::Status why) {
     absl::MutexLock lock(&mu_);
     if (auto it = peer_of_.find(connection); it != peer_of_.end()) {
       // Disconnect may already have replaced it with a new connection to the same peer.
-      if (auto c = connections_.find(it->second);
+      if (auto c = connections_.find(it->second.address);
           c != connections_.end() && c->second == connection) {
         connections_.erase(c);
       }
@@ -494,7 +498,7 @@ void RpcEndpoint::OnTick() {
       auto peer = peer_of_.find(call.connection);
       absl::Status status = absl::DeadlineExceededError(
           absl::StrCat("no reply to method ", call.method, " from ",
-                       peer != peer_of_.end() ? peer->second.ToString()
+                       peer != peer_of_.end() ? peer->second.address.ToString()
                                               : absl::StrCat("connection ", call.connection),
                        " before the deadline"));
       if (call.orphaned) status.SetPayload(kLandingInUse, absl::Cord("1"));

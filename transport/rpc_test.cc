@@ -30,7 +30,7 @@ TEST_P(RpcTest, RequestResponseRoundTrip) {
   for (int i = 0; i < 50; ++i) {
     auto result = client_->Call(*connection, kEcho, "hello " + std::to_string(i), {});
     ASSERT_TRUE(result.ok()) << result.status();
-    EXPECT_EQ(result->response, "echo:hello " + std::to_string(i));
+    EXPECT_EQ(result->response.view(), "echo:hello " + std::to_string(i));
     EXPECT_EQ(result->payload.size, 0u);
   }
 }
@@ -42,7 +42,7 @@ TEST_P(RpcTest, BodyLargerThanHeaderLimitTravelsAsPayload) {
   big[5] = 'y';
   auto result = client_->Call(*connection, kEcho, big, {});
   ASSERT_TRUE(result.ok()) << result.status();
-  EXPECT_EQ(result->response, "echo:" + big);
+  EXPECT_EQ(result->response.view(), "echo:" + big);
 }
 
 // The largest body that still fits the header: a header-only message of the transport's
@@ -58,7 +58,7 @@ TEST_P(RpcTest, BodyAtTheHeaderLimitTravelsInTheHeader) {
     body[size / 2] = 'z';
     auto result = client_->Call(*connection, kEcho, body, {});
     ASSERT_TRUE(result.ok()) << "body of " << size << " bytes: " << result.status();
-    EXPECT_EQ(result->response, "echo:" + body);
+    EXPECT_EQ(result->response.view(), "echo:" + body);
   }
 }
 
@@ -85,7 +85,7 @@ TEST_P(RpcTest, HeaderOnlyMessagesStayEagerUnderALowRendezvousThreshold) {
   options.timeout = absl::Seconds(5);
   auto result = (*client)->Call(*connection, kEcho, body, options);
   ASSERT_TRUE(result.ok()) << result.status();
-  EXPECT_EQ(result->response, "echo:" + body);
+  EXPECT_EQ(result->response.view(), "echo:" + body);
 }
 
 TEST_P(RpcTest, LargePayloadLandsInChosenRegisteredBufferWithoutCopy) {
@@ -228,9 +228,33 @@ TEST_P(RpcTest, DisconnectFailsPendingCallsAtOnceAndAllowsReconnecting) {
   EXPECT_NE(*again, *connection);
   auto echo = client_->Call(*again, kEcho, "after", {});
   ASSERT_TRUE(echo.ok()) << echo.status();
-  EXPECT_EQ(echo->response, "echo:after");
+  EXPECT_EQ(echo->response.view(), "echo:after");
 }
 
+// ConnectTo's `known` connection is taken while it is the live one, and not once it was
+// given up (before the transport reported it gone, and after).
+TEST_P(RpcTest, AKnownConnectionIsReusedUntilItIsGivenUp) {
+  auto first = client_->ConnectTo(address_);
+  ASSERT_TRUE(first.ok()) << first.status();
+  auto known = client_->ConnectTo(address_, *first);
+  ASSERT_TRUE(known.ok()) << known.status();
+  EXPECT_EQ(*known, *first);
+
+  client_->Disconnect(*first, absl::UnavailableError("gave up on the peer"));
+  auto second = client_->ConnectTo(address_, *first);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_NE(*second, *first) << "a given-up connection was handed out again";
+  auto echo = client_->Call(*second, kEcho, "on the new one", {});
+  ASSERT_TRUE(echo.ok()) << echo.status();
+  EXPECT_EQ(echo->response.view(), "echo:on the new one");
+  // The new one is now the known one; the old one stays refused.
+  auto again = client_->ConnectTo(address_, *second);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(*again, *second);
+  auto old = client_->ConnectTo(address_, *first);
+  ASSERT_TRUE(old.ok()) << old.status();
+  EXPECT_EQ(*old, *second);
+}
 // A reader that stops gives up its own calls at once; another group's calls on the same
 // connection go on, and the replies of the cancelled ones, when they come, are dropped.
 TEST_P(RpcTest, CancelGroupFailsThatGroupsCallsAtOnceAndNoOthers) {
@@ -275,7 +299,7 @@ TEST_P(RpcTest, CancelGroupFailsThatGroupsCallsAtOnceAndNoOthers) {
   }
   ASSERT_TRUE(kept.done.WaitForNotificationWithTimeout(absl::Seconds(10)));
   ASSERT_TRUE(kept.result.ok()) << kept.result.status();
-  EXPECT_EQ(kept.result->response, "late");
+  EXPECT_EQ(kept.result->response.view(), "late");
   auto echo = client_->Call(*connection, kEcho, "after", {});
   ASSERT_TRUE(echo.ok()) << echo.status();
   EXPECT_EQ(cancelled.callbacks.load(), 1);
@@ -340,7 +364,7 @@ TEST_P(RpcTest, ClosingOneOfTwoConnectionsToAPeerKeepsTheOther) {
   EXPECT_EQ(result->payload.size, 100000u);
   auto echo = client_->Call(*connection, kEcho, "after", {});
   ASSERT_TRUE(echo.ok()) << echo.status();
-  EXPECT_EQ(echo->response, "echo:after");
+  EXPECT_EQ(echo->response.view(), "echo:after");
 }
 
 TEST_P(RpcTest, PeerWithHigherRendezvousThresholdStillFitsOurBuffers) {

@@ -105,7 +105,7 @@ TEST(ShmEndpointKeeperTest, ClientsComeAndGoWhileTheServerServes) {
   ASSERT_TRUE(connection.ok()) << connection.status();
   auto echoed = (*late)->Call(*connection, kEcho, "still here", {});
   ASSERT_TRUE(echoed.ok()) << echoed.status();
-  EXPECT_EQ(echoed->response, "echo:still here");
+  EXPECT_EQ(echoed->response.view(), "echo:still here");
   EXPECT_EQ(OwnShmFiles(), files_before + kClients + 2);  // parked clients, server, late
 
   late->reset();
