@@ -22,6 +22,26 @@ namespace sluice {
 template <typename T>
 class RingQueue {
  public:
+  RingQueue() = default;
+  RingQueue(const RingQueue&) = delete;
+  RingQueue& operator=(const RingQueue&) = delete;
+  // The source is left empty.
+  RingQueue(RingQueue&& other) noexcept
+      : slots_(std::move(other.slots_)),
+        head_(std::exchange(other.head_, 0)),
+        size_(std::exchange(other.size_, 0)) {
+    other.slots_.clear();
+  }
+  RingQueue& operator=(RingQueue&& other) noexcept {
+    if (this != &other) {
+      slots_ = std::move(other.slots_);
+      other.slots_.clear();
+      head_ = std::exchange(other.head_, 0);
+      size_ = std::exchange(other.size_, 0);
+    }
+    return *this;
+  }
+
   [[nodiscard]] bool empty() const { return size_ == 0; }
   [[nodiscard]] size_t size() const { return size_; }
   // Room held: what the queue can hold before it allocates again.
@@ -37,7 +57,9 @@ class RingQueue {
     return *slots_[head_];
   }
 
-  // One move (or copy) into the slot: a reader's batch is ~100 bytes.
+  // One move (or copy) into the slot: a reader's batch is ~100 bytes. A push that grows the
+  // ring moves every element, so a reference from front() does not survive a push, and an
+  // element of this queue must be copied out before it is pushed.
   void push_back(T&& value) { EmplaceBack(std::move(value)); }
   void push_back(const T& value) { EmplaceBack(value); }
   void push_front(T&& value) { EmplaceFront(std::move(value)); }

@@ -3,6 +3,7 @@
 #include <deque>
 #include <memory>
 #include <random>
+#include <utility>
 
 #include "gtest/gtest.h"
 
@@ -76,6 +77,22 @@ TEST(RingQueueTest, PopDestroysTheElementAndMoveOnlyTypesWork) {
     ASSERT_EQ(*queue.front(), i);
     queue.pop_front();
   }
+}
+
+TEST(RingQueueTest, AMovedFromQueueIsEmptyAndUsable) {
+  RingQueue<int> from;
+  for (int i = 0; i < 10; ++i) from.push_back(i);
+  from.pop_front();
+  RingQueue<int> to(std::move(from));
+  EXPECT_EQ(to.size(), 9u);
+  EXPECT_EQ(to.front(), 1);
+  EXPECT_TRUE(from.empty());  // NOLINT(bugprone-use-after-move): the contract under test
+  from.push_back(42);
+  EXPECT_EQ(from.front(), 42);
+  to = std::move(from);
+  EXPECT_EQ(to.size(), 1u);
+  EXPECT_EQ(to.front(), 42);
+  EXPECT_TRUE(from.empty());  // NOLINT(bugprone-use-after-move)
 }
 
 }  // namespace

@@ -69,6 +69,12 @@ TEST(SmallBytesTest, CopiesAreIndependent) {
   EXPECT_EQ(b, "another long value");
 }
 
+TEST(SmallBytesTest, AssigningAViewOfItselfKeepsTheBytes) {
+  Bytes bytes("abcdefg");
+  bytes.assign(bytes.view().substr(2));
+  EXPECT_EQ(bytes, "cdefg");
+}
+
 TEST(SmallBytesTest, ConvertsToAStringView) {
   Bytes bytes("view");
   absl::string_view view = bytes;

@@ -100,7 +100,9 @@ struct TensorView {
 };
 
 // A validated, zero-copy view of an encoded batch. Valid while the buffer is alive;
-// copying or moving the view is fine (shapes live in the view's own storage).
+// copying or moving the view is fine (shapes live in the view's own storage, inline for a
+// few tensors). A TensorView's shape points into the BatchView it came from: take the
+// TensorView again after moving the view (or the Batch holding it).
 class BatchView {
  public:
   // InvalidArgument naming the first bad field (magic, version, sizes, an offset out of

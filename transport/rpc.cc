@@ -448,8 +448,11 @@ void RpcEndpoint::OnMessage(ConnectionId from, absl::string_view header, Inbound
   } else if (!payload.status.ok()) {
     Complete(finished, payload.status);
   } else if (finished.waiter != nullptr) {
-    // Straight into the caller's result: each move of a CallResult is a string's.
-    finished.waiter->result->emplace(CallResult{ResponseBytes(body), std::move(payload)});
+    // Straight into the caller's result, built there: a CallResult's move copies its
+    // inline bytes.
+    CallResult& result = finished.waiter->result->emplace();
+    result.response.assign(body);
+    result.payload = std::move(payload);
     finished.waiter->Signal();
   } else {
     Complete(finished, CallResult{ResponseBytes(body), std::move(payload)});

@@ -207,7 +207,7 @@ void UcxTransport::CloseEndpoint(ConnectionId id, Closing how) {
   ucp_ep_h ep = it->second.ep;
   const bool ucx_watches = it->second.ucx_watches;
   StopWatching(it->second);
-  endpoints_.erase(it);
+  EraseEndpoint(id);
   if (ep == nullptr) return;  // its creation was deferred and failed (RunDeferred)
   connection_by_ep_.erase(ep);
   switch (how) {

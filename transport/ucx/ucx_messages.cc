@@ -72,8 +72,8 @@ void UcxTransport::RecycleSendOp(std::unique_ptr<SendOp> op) {
 
 void UcxTransport::DoSend(ConnectionId to, absl::string_view header, Payload payload,
                           SendCallback&& done) {
-  auto it = endpoints_.find(to);
-  if (it == endpoints_.end() || it->second.failed) {
+  const Endpoint* found = FindEndpoint(to);
+  if (found == nullptr || found->failed) {
     if (done) done(absl::UnavailableError(absl::StrCat("connection ", to, " is closed")));
     return;
   }
@@ -85,7 +85,7 @@ void UcxTransport::DoSend(ConnectionId to, absl::string_view header, Payload pay
     }
     return;
   }
-  const Endpoint& endpoint = it->second;
+  const Endpoint& endpoint = *found;
   // Inside ucp_worker_progress only where every lane is shared memory (see RunDeferred for
   // tcp's hazard), only behind nothing deferred (a connection's messages keep their order),
   // and only on a progress thread: for a reader driving its own transport (caller progress)
@@ -155,7 +155,7 @@ void UcxTransport::RunDeferred() {
                                             std::move(pending.socket));
       if (created.ok()) continue;
       // Its sends fail below; the RPC layer forgets the connection.
-      endpoints_.erase(pending.id);
+      EraseEndpoint(pending.id);
       handler_->OnDisconnect(pending.id, created);
     }
     // Issuing may complete a send at once, and its callback may send again (into the list,
@@ -165,8 +165,8 @@ void UcxTransport::RunDeferred() {
     sends.swap(spare_deferred_sends_);
     sends.swap(deferred_sends_);
     for (auto& op : sends) {
-      auto it = endpoints_.find(op->to);
-      if (it == endpoints_.end() || it->second.failed) {
+      const Endpoint* endpoint = FindEndpoint(op->to);
+      if (endpoint == nullptr || endpoint->failed) {
         // The connection failed or closed while the send waited.
         SendCallback done = std::move(op->done);
         const ConnectionId to = op->to;
@@ -174,7 +174,7 @@ void UcxTransport::RunDeferred() {
         if (done) done(absl::UnavailableError(absl::StrCat("connection ", to, " is closed")));
         continue;
       }
-      IssueSend(it->second.ep, std::move(op));
+      IssueSend(endpoint->ep, std::move(op));
     }
     sends.clear();
     spare_deferred_sends_.swap(sends);
@@ -291,7 +291,7 @@ ucs_status_t UcxTransport::OnActiveMessage(const void* header, size_t header_len
   Token token = 0;
   if (header_length < sizeof(token)) return UCS_OK;  // not from a Sluice peer: drop
   std::memcpy(&token, header, sizeof(token));
-  const ConnectionId from = endpoints_.contains(token) ? token : kNoConnection;
+  const ConnectionId from = FindEndpoint(token) != nullptr ? token : kNoConnection;
   // Valid during this callback only; a rendezvous receive keeps a copy.
   const absl::string_view header_bytes(static_cast<const char*>(header) + sizeof(token),
                                        header_length - sizeof(token));

@@ -160,7 +160,7 @@ void UcxTransport::RestartWorker(const absl::Status& why) {
     StopWatching(endpoint);
     if (!endpoint.failed) told.push_back(id);
   }
-  endpoints_.clear();
+  ClearEndpoints();
   connection_by_ep_.clear();
   flushing_.clear();
   AbandonSends(kNoConnection, why);  // their payloads are free again

@@ -34,6 +34,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/container/node_hash_map.h"
 #include "absl/synchronization/mutex.h"
 #include "transport/adaptive_spin.h"
 #include "transport/bootstrap.h"
@@ -170,6 +171,26 @@ class UcxTransport final : public Transport {
   void AbandonSends(ConnectionId id, std::optional<absl::Status> why);
   // Frees the operations still linked, once their worker is gone.
   void ForgetSends();
+  // endpoints_'s entry for `id`, or null. A request's reply goes back to where the request
+  // came from, and a reader's fetches go to one worker: the last one found is remembered,
+  // which saves a hash lookup (~30 instructions) on most sends and receives.
+  [[nodiscard]] Endpoint* FindEndpoint(ConnectionId id) {
+    if (id == last_found_id_ && id != kNoConnection) return last_found_;
+    auto it = endpoints_.find(id);
+    if (it == endpoints_.end()) return nullptr;
+    last_found_id_ = id;
+    last_found_ = &it->second;
+    return last_found_;
+  }
+  // Every erase from endpoints_ goes through these, so that FindEndpoint forgets it.
+  void EraseEndpoint(ConnectionId id) {
+    if (id == last_found_id_) last_found_id_ = kNoConnection;
+    endpoints_.erase(id);
+  }
+  void ClearEndpoints() {
+    last_found_id_ = kNoConnection;
+    endpoints_.clear();
+  }
   void DoSend(ConnectionId to, absl::string_view header, Payload payload, SendCallback&& done);
   // ucp_am_send_nbx for a prepared operation (its endpoint exists and has not failed).
   void IssueSend(ucp_ep_h ep, std::unique_ptr<SendOp> op);
@@ -262,7 +283,10 @@ class UcxTransport final : public Transport {
   // State of whoever drives the worker.
   std::chrono::steady_clock::time_point next_tick_;
   unsigned turns_ = 0;
-  absl::flat_hash_map<ConnectionId, Endpoint> endpoints_;
+  // Node-based: FindEndpoint keeps a pointer to the last one found, valid until it is erased.
+  absl::node_hash_map<ConnectionId, Endpoint> endpoints_;
+  ConnectionId last_found_id_ = kNoConnection;
+  Endpoint* last_found_ = nullptr;
   std::vector<std::unique_ptr<SendOp>> spare_send_ops_;
   bool in_ucp_progress_ = false;   // inside ucp_worker_progress (its callbacks run)
   bool running_deferred_ = false;  // inside RunDeferred (sends join its list)
