@@ -3,7 +3,9 @@
 # small batches, shared memory), counted by callgrind in the worker and the client: where a
 # 2-vCPU VM's batches/s move by a third between runs, these counts move by a few percent, so
 # a change to the per-batch work can be compared. Each figure is a function's inclusive count
-# divided by the batches served; UCX's own work and the pipeline's are left out.
+# divided by the batches served; UCX's own work and the pipeline's are left out. The last
+# line of each table counts operator new calls per batch in that process (every thread, the
+# worker's pipeline included).
 #
 #   perf/batch_instructions.sh [BUILD_DIR] [SECONDS] [BATCH_BYTES]
 #   SLUICE_KEEP_CALLGRIND=DIR perf/batch_instructions.sh ...   # keeps worker.cg, client.cg

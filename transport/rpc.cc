@@ -3,7 +3,6 @@
 #include <time.h>
 
 #include <atomic>
-#include <cassert>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -201,10 +200,9 @@ absl::StatusOr<ConnectionId> RpcEndpoint::ConnectTo(const Address& peer, Connect
   {
     absl::MutexLock lock(&mu_);
     if (known != kNoConnection) {
+      // Compared, not assumed: a caller's stale or mixed-up id must not send elsewhere.
       auto it = peer_of_.find(known);
-      assert((it == peer_of_.end() || it->second.address == peer) &&
-             "RpcEndpoint::ConnectTo: `known` is a connection to another peer");
-      if (it != peer_of_.end() && it->second.live) return known;
+      if (it != peer_of_.end() && it->second.live && it->second.address == peer) return known;
     }
     if (auto it = connections_.find(peer); it != connections_.end()) return it->second;
   }

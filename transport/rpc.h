@@ -133,8 +133,8 @@ class RpcEndpoint final : public MessageHandler {
   void Handle(uint32_t method, MethodHandler handler, HandlerThread thread = HandlerThread::kPool);
   [[nodiscard]] absl::StatusOr<Address> Listen(const Address& bind);
   // Returns the live connection to `peer`, connecting if there is none. `known`, a
-  // connection to `peer` an earlier ConnectTo returned, is returned at once while it still
-  // is the live one: a reader asks before every fetch, and hashing the address was ~250
+  // connection an earlier ConnectTo returned, is returned at once while it still is the
+  // live one to `peer`: a reader asks before every fetch, and hashing the address was ~250
   // instructions of its ~7,000 per batch.
   [[nodiscard]] absl::StatusOr<ConnectionId> ConnectTo(const Address& peer,
                                                        ConnectionId known = kNoConnection);

@@ -254,6 +254,11 @@ TEST_P(RpcTest, AKnownConnectionIsReusedUntilItIsGivenUp) {
   auto old = client_->ConnectTo(address_, *first);
   ASSERT_TRUE(old.ok()) << old.status();
   EXPECT_EQ(*old, *second);
+  // A known connection to another peer is not taken for this one.
+  Address elsewhere = address_;
+  elsewhere.port = static_cast<uint16_t>(address_.port == 1 ? 2 : 1);
+  auto refused = client_->ConnectTo(elsewhere, *second);
+  EXPECT_FALSE(refused.ok() && *refused == *second) << "connection to another peer returned";
 }
 // A reader that stops gives up its own calls at once; another group's calls on the same
 // connection go on, and the replies of the cancelled ones, when they come, are dropped.
