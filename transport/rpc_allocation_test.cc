@@ -6,29 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdint>
-#include <cstdlib>
-#include <new>
 
+#include "common/counting_new.h"
 #include "transport/rpc.h"
-
-namespace {
-std::atomic<uint64_t> g_allocations{0};
-}  // namespace
-
-void* operator new(std::size_t size) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
-  throw std::bad_alloc();
-}
-// GCC sees std::free of what (its inlined) operator new returned and warns, not knowing that
-// this operator new is the malloc above.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-#pragma GCC diagnostic pop
 
 namespace sluice::transport {
 namespace {
@@ -63,12 +44,12 @@ TEST_P(RpcAllocationTest, SmallCallAllocatesNothingOnceWarm) {
   int failed = 0;
   uint64_t fewest = UINT64_MAX;
   for (int round = 0; round < kRounds; ++round) {
-    const uint64_t before = g_allocations.load();
+    const uint64_t before = AllocationsInProcess();
     for (int i = 0; i < kCallsPerRound; ++i) {
       absl::StatusOr<CallResult> result = call();
       if (!result.ok() || result->response != "ok") ++failed;
     }
-    fewest = std::min(fewest, g_allocations.load() - before);
+    fewest = std::min(fewest, AllocationsInProcess() - before);
   }
   EXPECT_EQ(failed, 0);
   // The ServerCall the handler receives (a shared_ptr, by the API) comes from a recycled
