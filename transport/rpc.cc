@@ -205,15 +205,35 @@ absl::StatusOr<ConnectionId> RpcEndpoint::ConnectTo(const Address& peer, Connect
       if (it != peer_of_.end() && it->second.live && it->second.address == peer) return known;
     }
     if (auto it = connections_.find(peer); it != connections_.end()) return it->second;
+    ++connects_in_flight_;
   }
-  SLUICE_ASSIGN_OR_RETURN(ConnectionId id, transport_->Connect(peer));
-  ConnectionId kept;
+  absl::StatusOr<ConnectionId> connected = transport_->Connect(peer);
+  ConnectionId kept = kNoConnection;
+  std::optional<absl::Status> closed;  // why, when it was reported gone meanwhile
   {
     absl::MutexLock lock(&mu_);
-    auto [it, inserted] = connections_.emplace(peer, id);
-    if (inserted) peer_of_[id] = Peer{peer};
-    kept = it->second;
+    // The transport may report a connection gone as soon as it exists (the peer died as it
+    // was reached), before it is recorded here: kept, that id would be handed out as the
+    // peer's live connection until someone gave it up.
+    if (connected.ok()) {
+      if (auto it = closed_while_connecting_.find(*connected);
+          it != closed_while_connecting_.end()) {
+        closed = std::move(it->second);
+        closed_while_connecting_.erase(it);
+      } else {
+        auto [it2, inserted] = connections_.emplace(peer, *connected);
+        if (inserted) peer_of_[*connected] = Peer{peer};
+        kept = it2->second;
+      }
+    }
+    if (--connects_in_flight_ == 0) closed_while_connecting_.clear();
   }
+  SLUICE_RETURN_IF_ERROR(connected.status());
+  if (closed.has_value()) {
+    return absl::UnavailableError(absl::StrCat("connection to ", peer.ToString(),
+                                               " closed as it opened: ", closed->message()));
+  }
+  const ConnectionId id = *connected;
   // Another thread connected meanwhile: one connection per peer. Closed outside the lock,
   // which is held for table operations only.
   if (kept != id) transport_->Close(id);
@@ -469,6 +489,8 @@ void RpcEndpoint::OnDisconnect(ConnectionId connection, absl::Status why) {
         connections_.erase(c);
       }
       peer_of_.erase(it);
+    } else if (connects_in_flight_ > 0) {
+      closed_while_connecting_.emplace(connection, why);
     }
     // A call whose payload is landing is left to the transport when it says the receive may
     // still write (it completes the call when the receive ends): a dead peer's receives

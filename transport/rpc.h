@@ -231,6 +231,11 @@ class RpcEndpoint final : public MessageHandler {
     bool live = true;  // connections_ maps `address` to this connection
   };
   absl::flat_hash_map<ConnectionId, Peer> peer_of_ ABSL_GUARDED_BY(mu_);
+  // ConnectTo calls waiting for the transport's Connect, and the connections the transport
+  // reported gone meanwhile that were not (yet) in peer_of_: one of them may be a connection
+  // being made. Cleared when none is in flight, so incoming ones do not pile up.
+  int connects_in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::flat_hash_map<ConnectionId, absl::Status> closed_while_connecting_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace sluice::transport
