@@ -49,6 +49,11 @@ class ElementIterator {
   // Sets *end_of_sequence when exhausted (then *out is untouched); further calls keep
   // reporting the end. After an error the iterator's state is unspecified: stop using it.
   [[nodiscard]] virtual absl::Status GetNext(Element* out, bool* end_of_sequence) = 0;
+  // Starts the sequence again from its first element, exactly as a new iterator from the
+  // same factory would, where that is cheap (a completed cache's replay); false, the default,
+  // where only building a new one can. repeat() asks before rebuilding its input: a worker
+  // serving take(1) | cache() | repeat() rebuilt the iterator per batch, 5 allocations.
+  [[nodiscard]] virtual bool Rewind() { return false; }
 };
 
 // Where a DYNAMIC-mode source gets its splits from (implemented by the control layer over

@@ -25,6 +25,10 @@ class ReplayIterator : public ElementIterator {
     if (!*end_of_sequence) *out = state_->elements[next_++];
     return absl::OkStatus();
   }
+  bool Rewind() override {
+    next_ = 0;
+    return true;
+  }
 
  private:
   std::shared_ptr<const CacheState> state_;

@@ -62,6 +62,25 @@ TEST(CacheOpTest, AnIncompletePassDoesNotFillTheCache) {
               ElementsAre(0, 1, 2, 0, 1, 2));
 }
 
+// repeat() rewinds a completed cache's replay instead of building it again: every pass
+// must still be the cached one, in the cached order, however many passes there are.
+TEST(CacheOpTest, EveryRepeatedPassReplaysTheCachedOrder) {
+  absl::StatusOr<std::vector<Element>> out =
+      DrainText("range(6) | shuffle(6) | cache() | repeat(4)");
+  ASSERT_TRUE(out.ok()) << out.status();
+  const std::vector<int64_t> values = ScalarInt64s(*out);
+  ASSERT_EQ(values.size(), 24u);
+  const std::vector<int64_t> first(values.begin(), values.begin() + 6);
+  EXPECT_THAT(first, ::testing::UnorderedElementsAre(0, 1, 2, 3, 4, 5));
+  for (int pass = 1; pass < 4; ++pass) {
+    EXPECT_EQ(std::vector<int64_t>(values.begin() + 6 * pass, values.begin() + 6 * (pass + 1)),
+              first)
+        << "pass " << pass;
+  }
+  EXPECT_THAT(ScalarInt64s(*DrainText("range(5) | take(2) | cache() | repeat() | take(7)")),
+              ElementsAre(0, 1, 0, 1, 0, 1, 0));
+}
+
 TEST(CacheOpTest, DynamicShardingRefusesCacheNamingIt) {
   absl::StatusOr<proto::PipelineDef> def = ParsePipeline("range(10) | cache() | repeat(2)");
   ASSERT_TRUE(def.ok());

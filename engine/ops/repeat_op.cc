@@ -29,9 +29,14 @@ class RepeatIterator : public ElementIterator {
         *end_of_sequence = false;
         return absl::OkStatus();
       }
-      input_.reset();
       ++pass_;
-      if (!produced_in_pass_) break;
+      if (!produced_in_pass_) {
+        input_.reset();
+        break;
+      }
+      const bool another_pass = count_ == -1 || pass_ < count_;
+      if (!another_pass || !input_->Rewind()) input_.reset();
+      produced_in_pass_ = false;
     }
     done_ = true;
     *end_of_sequence = true;

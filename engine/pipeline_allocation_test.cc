@@ -1,0 +1,40 @@
+// Holds the worker's "ideal model speed" pipeline (a batch made once, then replayed forever:
+// take(1) | cache() | repeat()) to an allocation budget per element: a worker serving small
+// batches spends much of its time per batch in operator new when every repetition rebuilds
+// the iterators below repeat() (5 allocations per element did). The one left is the copy
+// of the batch tensor's shape as the cached element is handed out.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+#include "common/counting_new.h"
+#include "engine/iterator.h"
+#include "engine/pipeline_text.h"
+
+namespace sluice::engine {
+namespace {
+
+TEST(PipelineAllocationTest, AReplayedBatchCostsAtMostOneAllocationPerElement) {
+  auto def = ParsePipeline("range(32) | batch(32) | take(1) | cache() | repeat()");
+  ASSERT_TRUE(def.ok()) << def.status();
+  auto iterator = BuildPipeline(*def, PipelineContext{});
+  ASSERT_TRUE(iterator.ok()) << iterator.status();
+  Element element;
+  bool end = false;
+  auto next = [&] {
+    absl::Status status = (*iterator)->GetNext(&element, &end);
+    ASSERT_TRUE(status.ok()) << status;
+    ASSERT_FALSE(end);
+  };
+  // Warm: the cache fills on the first pass.
+  for (int i = 0; i < 4; ++i) next();
+  constexpr int kElements = 1000;
+  const uint64_t before = AllocationsOnThisThread();
+  for (int i = 0; i < kElements; ++i) next();
+  const double per_element = static_cast<double>(AllocationsOnThisThread() - before) / kElements;
+  std::printf("allocations per replayed element: %.3f\n", per_element);
+  EXPECT_LE(per_element, 1.0);
+}
+
+}  // namespace
+}  // namespace sluice::engine
