@@ -92,6 +92,9 @@ bool TaskRunner::SameBuffers(const engine::Element& a, const engine::Element& b)
 }
 
 absl::Status TaskRunner::ProduceAll(engine::ElementIterator& iterator) {
+  // Reused: a replayed batch (cache() | repeat()) is copied into the room the last one
+  // left, with no allocation.
+  engine::Element batch;
   for (int64_t index = 0;; ++index) {
     {
       absl::MutexLock lock(&mu_);
@@ -115,7 +118,6 @@ absl::Status TaskRunner::ProduceAll(engine::ElementIterator& iterator) {
       }
       if (stopping_) return absl::CancelledError("stopping");
     }
-    engine::Element batch;
     bool end = false;
     SLUICE_RETURN_IF_ERROR(iterator.GetNext(&batch, &end));
     if (end) return absl::OkStatus();

@@ -197,6 +197,9 @@ class TaskRunner {
     int64_t last_sequence = 0;
     // Sent, not acknowledged yet: batch index -> the batch and the epoch it went out under.
     std::map<int64_t, std::pair<ReadyBatch, int64_t>> unacked;
+    // Nodes of acknowledged batches, emptied, for the next batches kept: a batch sent and
+    // acknowledged costs no allocation (a std::map node per batch was 1 of the worker's 4).
+    std::vector<std::map<int64_t, std::pair<ReadyBatch, int64_t>>::node_type> spare_nodes;
     std::deque<ReadyBatch> lost;  // to serve again, lowest index first
     // Let go before acknowledged: batch index -> its number and the epoch it went out under,
     // until the client acknowledges it or reports a break since (a newer epoch). Until
@@ -221,6 +224,9 @@ class TaskRunner {
   // What a client that never acknowledges leaves in ClientDeliveries::released (a reader
   // acknowledges each batch with its next request, so a few entries at most).
   static constexpr size_t kMaxReleasedPerClient = 1024;
+  // Acknowledgements come about as fast as batches go out, so a few spare nodes suffice;
+  // the cap keeps a client that acknowledged a burst from holding its peak's nodes.
+  static constexpr size_t kMaxSpareNodesPerClient = 16;
   // Coordinated reads: one round's batches, by consumer.
   // A round opens with its first request and takes its batches, consecutively from the
   // pipeline, once every consumer asked (or round_wait_ passed: a consumer that died or

@@ -38,7 +38,12 @@ void TaskRunner::Fetch(std::shared_ptr<transport::ServerCall> call, uint64_t max
       client.last_request = absl::Now();
       stats_.acknowledgements_received += static_cast<int64_t>(delivery.acked.size());
       for (int64_t index : delivery.acked) {
-        client.unacked.erase(index);
+        if (auto node = client.unacked.extract(index); !node.empty()) {
+          node.mapped().first = ReadyBatch{};  // its slab goes now
+          if (client.spare_nodes.size() < kMaxSpareNodesPerClient) {
+            client.spare_nodes.push_back(std::move(node));
+          }
+        }
         client.released.erase(index);
         std::erase_if(client.lost, [index](const ReadyBatch& b) { return b.index == index; });
       }
@@ -169,7 +174,18 @@ void TaskRunner::KeepUntilAcknowledged(const Waiter& waiter, const ReadyBatch& b
                                    }));
     ++stats_.kept_batches_released;
   }
-  client.unacked.insert_or_assign(batch.index, std::pair{KeptCopyOf(batch), waiter.epoch});
+  auto at = client.unacked.lower_bound(batch.index);
+  if (at != client.unacked.end() && at->first == batch.index) {
+    at->second = std::pair{KeptCopyOf(batch), waiter.epoch};  // served again
+  } else if (!client.spare_nodes.empty()) {
+    auto node = std::move(client.spare_nodes.back());
+    client.spare_nodes.pop_back();
+    node.key() = batch.index;
+    node.mapped() = std::pair{KeptCopyOf(batch), waiter.epoch};
+    client.unacked.insert(at, std::move(node));
+  } else {
+    client.unacked.emplace_hint(at, batch.index, std::pair{KeptCopyOf(batch), waiter.epoch});
+  }
   while (KeptSlabs() > kept_budget_ && ReleaseOldestKept()) {
   }
 }

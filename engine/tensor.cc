@@ -260,7 +260,16 @@ void Tensor::Unshare() {
 }
 
 Tensor& Tensor::operator=(const Tensor& other) {
-  if (this != &other) *this = Tensor(other);
+  if (this == &other) return *this;
+  // Member by member, the shape first (the one step that may throw): a tensor assigned the
+  // same kind of tensor again, as a replayed cache's element is, reuses its shape's room.
+  shape_ = other.shape_;
+  dtype_ = other.dtype_;
+  num_elements_ = other.num_elements_;
+  byte_size_ = other.byte_size_;
+  data_ = other.data_;
+  provenance_ = other.provenance_;
+  if (is_inline()) std::memcpy(inline_, other.inline_, byte_size_);
   return *this;
 }
 

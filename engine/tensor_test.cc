@@ -116,6 +116,42 @@ TEST(TensorTest, CopiesHaveValueSemanticsAndCompareByValue) {
   EXPECT_EQ(c, a);
 }
 
+// Copy-assignment goes member by member (it reuses the shape's room): every kind of tensor
+// assigned over every other must end up equal to its source, buffers shared or inline as a
+// copy's would be, and the source untouched.
+TEST(TensorTest, AssigningOverAnyOtherKindOfTensorGivesAnEqualCopy) {
+  const std::vector<Tensor> kinds = {
+      Tensor(),
+      Tensor::Scalar<int64_t>(7),
+      Tensor::FromVector<int64_t>({2}, {5, 6}),
+      Tensor::FromVector<float>({2, 3}, std::vector<float>{1, 2, 3, 4, 5, 6}),
+      Tensor::FromVector<uint8_t>({40}, std::vector<uint8_t>(40, 9)),
+      Tensor::FromStrings({2}, std::vector<std::string>{"ada", "a longer string than sixteen"}),
+  };
+  for (size_t from = 0; from < kinds.size(); ++from) {
+    for (size_t onto = 0; onto < kinds.size(); ++onto) {
+      Tensor target = kinds[onto];
+      target = kinds[from];
+      EXPECT_EQ(target, kinds[from]) << from << " onto " << onto;
+      EXPECT_EQ(target.dtype(), kinds[from].dtype()) << from << " onto " << onto;
+      EXPECT_EQ(target.shape(), kinds[from].shape()) << from << " onto " << onto;
+      EXPECT_EQ(target.byte_size(), kinds[from].byte_size()) << from << " onto " << onto;
+      const bool heap = kinds[from].byte_size() > Tensor::kInlineBytes;
+      EXPECT_EQ(target.SharesBufferWith(kinds[from]), heap) << from << " onto " << onto;
+      if (!heap && target.byte_size() > 0) {
+        // Inline bytes are the target's own: writing them leaves the source as it was.
+        target.mutable_data()[0] = std::byte{0x7f};
+        EXPECT_NE(target.data(), kinds[from].data());
+      }
+    }
+  }
+  EXPECT_EQ(kinds[2].values<int64_t>()[0], 5) << "a source was written through a copy";
+  Tensor self = kinds[4];
+  const Tensor& alias = self;
+  self = alias;
+  EXPECT_EQ(self, kinds[4]);
+}
+
 TEST(TensorTest, MovedFromTensorHoldsNoBytes) {
   Tensor a = Tensor::Scalar<double>(2.5);
   Tensor b = std::move(a);
