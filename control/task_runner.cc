@@ -177,6 +177,7 @@ absl::Status TaskRunner::ProduceAll(engine::ElementIterator& iterator) {
 }
 
 absl::StatusOr<transport::Slab> TaskRunner::AcquireSlab() {
+  const absl::Time start = absl::Now();
   for (;;) {
     if (std::optional<transport::Slab> slab = pool_->Acquire(absl::Milliseconds(100))) {
       return std::move(*slab);
@@ -189,11 +190,7 @@ absl::StatusOr<transport::Slab> TaskRunner::AcquireSlab() {
       // pipeline: the oldest kept batch most likely arrived long ago.
       released = ReleaseOldestKept();
     }
-    // Uncoordinated readers acknowledge other tasks' batches as they read on; coordinated
-    // consumers waiting for this task's round cannot.
-    if (!released && task_.num_consumers() > 0 && options_.on_slabs_short) {
-      options_.on_slabs_short(this);
-    }
+    if (!released && options_.on_slabs_short) options_.on_slabs_short(this, absl::Now() - start);
   }
 }
 

@@ -47,12 +47,15 @@ struct TaskRunnerOptions {
   size_t buffer_batches = 4;
   // Directories the task's pipeline may read files from (the worker's --data-root).
   std::vector<std::string> data_roots;
-  // Called by a coordinated task's producer that waited for a slab and had no kept batch of
-  // its own to let go: the worker lets the kept batches of the job's other tasks go. Two tasks of
-  // one coordinated job on one worker (a recovery task beside the worker's own) otherwise deadlock:
-  // one holds every slab in kept and buffered batches while the consumers wait for the other's
-  // round. It gets the calling runner, which it must not hold on to.
-  std::function<void(const TaskRunner*)> on_slabs_short;
+  // Called by a producer that waited for a slab and had no kept batch of its own to let go,
+  // with how long it has waited for this slab: the worker lets other tasks' kept batches go
+  // (Worker::ReleaseKeptBatches). Two tasks of one coordinated job on one worker (a recovery
+  // task beside the worker's own) otherwise deadlock: one holds every slab in kept and
+  // buffered batches while the consumers wait for the other's round. And readers of other
+  // jobs that stopped reading (slow, or dead until their client timeout) would otherwise
+  // hold every slab for acknowledgements while this task's readers wait. It gets the
+  // calling runner, which it must not hold on to.
+  std::function<void(const TaskRunner*, absl::Duration waited)> on_slabs_short;
   // Requests a task holds while no batch is ready for them; beyond it the oldest is told to
   // retry (a reader that is still there asks again), so that the requests of readers that
   // went away cannot pile up behind a slow pipeline.
@@ -141,6 +144,7 @@ class TaskRunner {
   [[nodiscard]] bool finished() const;
   [[nodiscard]] int64_t task_id() const { return task_.task_id(); }
   [[nodiscard]] int64_t job_id() const { return task_.job_id(); }
+  [[nodiscard]] bool coordinated() const { return task_.num_consumers() > 0; }
   // Lets the oldest batch kept for an acknowledgement go, with the kept batches packed into
   // its slab (see on_slabs_short); false when none is kept.
   bool ReleaseKeptBatch();

@@ -19,8 +19,8 @@
 namespace sluice::control {
 
 Worker::Worker(const WorkerOptions& options) : options_(options), task_options_(options.task) {
-  task_options_.on_slabs_short = [this](const TaskRunner* short_of_slabs) {
-    ReleaseKeptBatches(short_of_slabs);
+  task_options_.on_slabs_short = [this](const TaskRunner* short_of_slabs, absl::Duration waited) {
+    ReleaseKeptBatches(short_of_slabs, waited);
   };
   // The integration tests have every task check its count of kept slabs against a walk of
   // its kept batches (tests/meson.build); too slow for production.
@@ -219,21 +219,27 @@ Worker::~Worker() {
   rpc_.reset();
 }
 
-void Worker::ReleaseKeptBatches(const TaskRunner* except) {
+void Worker::ReleaseKeptBatches(const TaskRunner* except, absl::Duration waited) {
+  // Coordinated consumers waiting for `except`'s round cannot read on, so its job's other
+  // tasks' slabs do not come back by themselves: those go at once. Other jobs' readers
+  // usually read on and acknowledge; a slab none of them gave back within
+  // kOtherJobsKeepSlabsFor is held for a reader that stopped (a slow one, or a dead one
+  // until its client timeout, a minute), and this task must not wait for it.
+  const bool any_job = waited >= kOtherJobsKeepSlabsFor;
+  if (!any_job && !except->coordinated()) return;
   // Not a copy of `except`: the last reference to a runner dropped on its own producer
   // thread would make it join itself.
   std::vector<std::shared_ptr<TaskRunner>> runners;
   {
     absl::MutexLock lock(&mu_);
     for (const auto& [id, runner] : runners_) {
-      if (runner.get() != except && runner->job_id() == except->job_id()) {
+      if (runner.get() != except && (any_job || runner->job_id() == except->job_id())) {
         runners.push_back(runner);
       }
     }
   }
   // One slab's kept batches of each, per wait of a starving producer: the slabs come from
-  // whichever task holds them, and none loses more than the producer needs. Only the same job's
-  // tasks: another job's consumers read on and acknowledge, so its slabs come back by themselves.
+  // whichever task holds them, and none loses more than the producer needs.
   for (const std::shared_ptr<TaskRunner>& runner : runners) (void)runner->ReleaseKeptBatch();
 }
 

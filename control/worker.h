@@ -71,8 +71,11 @@ class Worker {
   // (the heartbeat's): a runner's destructor joins its producer, which must happen neither
   // on the transport's progress thread nor on another runner's producer (ReleaseKeptBatches).
   void DestroyRemovedRunners();
-  // TaskRunnerOptions::on_slabs_short: one kept batch of every other task of its job goes.
-  void ReleaseKeptBatches(const TaskRunner* except);
+  // TaskRunnerOptions::on_slabs_short: one slab's kept batches of every other task of a
+  // coordinated task's job go; of every other task of any job once the producer waited
+  // kOtherJobsKeepSlabsFor.
+  void ReleaseKeptBatches(const TaskRunner* except, absl::Duration waited);
+  static constexpr absl::Duration kOtherJobsKeepSlabsFor = absl::Seconds(1);
 
   const WorkerOptions options_;
   TaskRunnerOptions task_options_;  // options_.task, with on_slabs_short set to this worker
