@@ -86,17 +86,6 @@ absl::Status ExplainRegistrationFailure(const absl::Status& why, size_t bytes,
                    "`sluice-perf doctor` checks the host)"));
 }
 
-Slab& Slab::operator=(Slab&& other) noexcept {
-  if (this != &other) {
-    Release();
-    pool_ = std::move(other.pool_);
-    index_ = other.index_;
-    data_ = std::exchange(other.data_, nullptr);
-    capacity_ = std::exchange(other.capacity_, 0);
-  }
-  return *this;
-}
-
 void Slab::Release() {
   if (data_ == nullptr) return;
   pool_->Return(index_);

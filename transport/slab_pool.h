@@ -24,6 +24,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -39,9 +40,26 @@ class SlabPool;
 class Slab {
  public:
   Slab() = default;
-  Slab(Slab&& other) noexcept { *this = std::move(other); }
-  Slab& operator=(Slab&& other) noexcept;
-  ~Slab() { Release(); }
+  // Inline, member by member: a reader's batch moves its slab about 15 times on its way
+  // to the caller, and out-of-line moves were ~4% of the reader's work per small batch.
+  Slab(Slab&& other) noexcept
+      : pool_(std::move(other.pool_)),
+        index_(other.index_),
+        data_(std::exchange(other.data_, nullptr)),
+        capacity_(std::exchange(other.capacity_, 0)) {}
+  Slab& operator=(Slab&& other) noexcept {
+    if (this != &other) {
+      if (data_ != nullptr) Release();
+      pool_ = std::move(other.pool_);
+      index_ = other.index_;
+      data_ = std::exchange(other.data_, nullptr);
+      capacity_ = std::exchange(other.capacity_, 0);
+    }
+    return *this;
+  }
+  ~Slab() {
+    if (data_ != nullptr) Release();
+  }
 
   [[nodiscard]] std::byte* data() const { return data_; }
   [[nodiscard]] size_t capacity() const { return capacity_; }
