@@ -36,10 +36,16 @@ void BatchReader::Pump() {
       if (tasks_.empty() || outstanding_ >= FetchLimit()) return;
       size_t n = tasks_.size();
       size_t i = 0;
-      const absl::Time now = absl::Now();
+      // The clock is read only for a task with a retry scheduled: none, as a rule.
+      std::optional<absl::Time> now;
+      auto due = [&now](const Task& task) {
+        if (task.retry_at == absl::InfinitePast()) return true;
+        if (!now) now = absl::Now();
+        return task.retry_at <= *now;
+      };
       for (; i < n; ++i) {
         const Task& candidate = tasks_[(next_task_ + i) % n];
-        if (!candidate.ended && !candidate.end_seen && candidate.retry_at <= now) break;
+        if (!candidate.ended && !candidate.end_seen && due(candidate)) break;
       }
       if (i == n) return;
       const size_t task_index = (next_task_ + i) % n;
@@ -54,6 +60,7 @@ void BatchReader::Pump() {
         return;
       }
       next_task_ = task_index + 1;
+      tasks_[task_index].retry_at = absl::InfinitePast();  // due: the clock is not read again
       fetch_id = AddFetch(task_index, -1, std::move(*free_slab));
     }
     Fetch(fetch_id);
@@ -461,7 +468,7 @@ absl::StatusOr<std::optional<Batch>> BatchReader::Next() {
       auto wake = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
         return can_return() || retry_scheduled_;
       };
-      mu_.AwaitWithTimeout(absl::Condition(&wake), UntilTheNextRetry());
+      if (!wake()) mu_.AwaitWithTimeout(absl::Condition(&wake), UntilTheNextRetry());
       if (!ready_.empty()) {
         ready.emplace(std::move(ready_.front()));
         ready_.pop_front();
