@@ -177,11 +177,11 @@ absl::Status TaskRunner::ProduceAll(engine::ElementIterator& iterator) {
 }
 
 absl::StatusOr<transport::Slab> TaskRunner::AcquireSlab() {
-  const absl::Time start = absl::Now();
+  constexpr absl::Duration kWait = absl::Milliseconds(100);
+  absl::Duration waited;  // counted, not timed: no clock read for a slab free at once
   for (;;) {
-    if (std::optional<transport::Slab> slab = pool_->Acquire(absl::Milliseconds(100))) {
-      return std::move(*slab);
-    }
+    if (std::optional<transport::Slab> slab = pool_->Acquire(kWait)) return std::move(*slab);
+    waited += kWait;
     bool released;
     {
       absl::MutexLock lock(&mu_);
@@ -190,7 +190,7 @@ absl::StatusOr<transport::Slab> TaskRunner::AcquireSlab() {
       // pipeline: the oldest kept batch most likely arrived long ago.
       released = ReleaseOldestKept();
     }
-    if (!released && options_.on_slabs_short) options_.on_slabs_short(this, absl::Now() - start);
+    if (!released && options_.on_slabs_short) options_.on_slabs_short(this, waited);
   }
 }
 

@@ -59,6 +59,10 @@ class Worker {
   // Data-path counters summed over all tasks since start.
   [[nodiscard]] proto::WorkerStats stats();
 
+  // How long a producer short of slabs waits before other jobs' tasks let kept batches go
+  // (ReleaseKeptBatches): their readers usually acknowledge, and so give slabs back, sooner.
+  static constexpr absl::Duration kOtherJobsKeepSlabsFor = absl::Seconds(1);
+
  private:
   // Heartbeats asked for early (HeartbeatPacer::Soon) come at most this often.
   static constexpr absl::Duration kMinHeartbeatGap = absl::Milliseconds(5);
@@ -75,7 +79,6 @@ class Worker {
   // coordinated task's job go; of every other task of any job once the producer waited
   // kOtherJobsKeepSlabsFor.
   void ReleaseKeptBatches(const TaskRunner* except, absl::Duration waited);
-  static constexpr absl::Duration kOtherJobsKeepSlabsFor = absl::Seconds(1);
 
   const WorkerOptions options_;
   TaskRunnerOptions task_options_;  // options_.task, with on_slabs_short set to this worker

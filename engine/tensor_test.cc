@@ -138,10 +138,15 @@ TEST(TensorTest, AssigningOverAnyOtherKindOfTensorGivesAnEqualCopy) {
       EXPECT_EQ(target.byte_size(), kinds[from].byte_size()) << from << " onto " << onto;
       const bool heap = kinds[from].byte_size() > Tensor::kInlineBytes;
       EXPECT_EQ(target.SharesBufferWith(kinds[from]), heap) << from << " onto " << onto;
-      if (!heap && target.byte_size() > 0) {
-        // Inline bytes are the target's own: writing them leaves the source as it was.
+      if (from != onto && kinds[onto].byte_size() > Tensor::kInlineBytes) {
+        EXPECT_FALSE(target.SharesBufferWith(kinds[onto])) << from << " onto " << onto;
+      }
+      if (target.byte_size() > 0) {
+        // The target's bytes are its own once written: the source keeps its own (no kind
+        // starts with 0x7f).
         target.mutable_data()[0] = std::byte{0x7f};
-        EXPECT_NE(target.data(), kinds[from].data());
+        EXPECT_FALSE(target.SharesBufferWith(kinds[from])) << from << " onto " << onto;
+        EXPECT_NE(kinds[from].data()[0], std::byte{0x7f}) << from << " onto " << onto;
       }
     }
   }

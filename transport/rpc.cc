@@ -210,6 +210,7 @@ absl::StatusOr<ConnectionId> RpcEndpoint::ConnectTo(const Address& peer, Connect
   absl::StatusOr<ConnectionId> connected = transport_->Connect(peer);
   ConnectionId kept = kNoConnection;
   std::optional<absl::Status> closed;  // why, when it was reported gone meanwhile
+  bool closed_while_opening = false;
   {
     absl::MutexLock lock(&mu_);
     // The transport may report a connection gone as soon as it exists (the peer died as it
@@ -220,6 +221,12 @@ absl::StatusOr<ConnectionId> RpcEndpoint::ConnectTo(const Address& peer, Connect
           it != closed_while_connecting_.end()) {
         closed = std::move(it->second);
         closed_while_connecting_.erase(it);
+        closed_while_opening = true;
+        // Another thread's connection to the peer, made meanwhile, serves as well.
+        if (auto live = connections_.find(peer); live != connections_.end()) {
+          kept = live->second;
+          closed.reset();
+        }
       } else {
         auto [it2, inserted] = connections_.emplace(peer, *connected);
         if (inserted) peer_of_[*connected] = Peer{peer};
@@ -236,7 +243,7 @@ absl::StatusOr<ConnectionId> RpcEndpoint::ConnectTo(const Address& peer, Connect
   const ConnectionId id = *connected;
   // Another thread connected meanwhile: one connection per peer. Closed outside the lock,
   // which is held for table operations only.
-  if (kept != id) transport_->Close(id);
+  if (kept != id && !closed_while_opening) transport_->Close(id);
   return kept;
 }
 
@@ -490,6 +497,12 @@ void RpcEndpoint::OnDisconnect(ConnectionId connection, absl::Status why) {
       }
       peer_of_.erase(it);
     } else if (connects_in_flight_ > 0) {
+      // Bounded should connects overlap for ever (each is short, so they do not): past the
+      // cap the table starts over, and a connection lost as it opened may then be handed
+      // out, to fail its calls until given up, as before this table.
+      if (closed_while_connecting_.size() >= kMaxClosedWhileConnecting) {
+        closed_while_connecting_.clear();
+      }
       closed_while_connecting_.emplace(connection, why);
     }
     // A call whose payload is landing is left to the transport when it says the receive may

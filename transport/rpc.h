@@ -235,6 +235,7 @@ class RpcEndpoint final : public MessageHandler {
   // reported gone meanwhile that were not (yet) in peer_of_: one of them may be a connection
   // being made. Cleared when none is in flight, so incoming ones do not pile up.
   int connects_in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  static constexpr size_t kMaxClosedWhileConnecting = 4096;
   absl::flat_hash_map<ConnectionId, absl::Status> closed_while_connecting_ ABSL_GUARDED_BY(mu_);
 };
 

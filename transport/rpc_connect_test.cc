@@ -50,10 +50,14 @@ class LosesConnectionsAsTheyOpen final : public Transport, public MessageHandler
   absl::StatusOr<ConnectionId> Connect(const Address& peer) override {
     absl::StatusOr<ConnectionId> id = inner_->Connect(peer);
     if (!id.ok()) return id;
-    absl::MutexLock lock(&mu_);
-    if (!std::exchange(lose_next_, false)) return id;
-    losing_ = *id;
+    {
+      absl::MutexLock lock(&mu_);
+      if (!std::exchange(lose_next_, false)) return id;
+      losing_ = *id;
+    }
+    // Not under mu_: a transport may report the abort from within Abort.
     inner_->Abort(*id, absl::UnavailableError("the peer died as it was reached"));
+    absl::MutexLock lock(&mu_);
     auto told = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return losing_ == kNoConnection; };
     if (!mu_.AwaitWithTimeout(absl::Condition(&told), absl::Seconds(10))) {
       return absl::DeadlineExceededError("the transport never reported the aborted connection");
@@ -93,10 +97,11 @@ class LosesConnectionsAsTheyOpen final : public Transport, public MessageHandler
   LosesConnectionsAsTheyOpen() = default;
 
   MessageHandler* endpoint_ = nullptr;
-  std::unique_ptr<Transport> inner_;
   absl::Mutex mu_;
   bool lose_next_ ABSL_GUARDED_BY(mu_) = false;
   ConnectionId losing_ ABSL_GUARDED_BY(mu_) = kNoConnection;
+  // Last: destroyed first, as its shutdown may still report to OnDisconnect, which locks mu_.
+  std::unique_ptr<Transport> inner_;
 };
 
 struct Case {
