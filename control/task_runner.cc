@@ -186,6 +186,7 @@ absl::StatusOr<transport::Slab> TaskRunner::AcquireSlab() {
     {
       absl::MutexLock lock(&mu_);
       if (stopping_) return absl::CancelledError("stopping");
+      ++stats_.slab_waits;
       // Acknowledgements that may never come (a client that died) must not starve the
       // pipeline: the oldest kept batch most likely arrived long ago.
       released = ReleaseOldestKept();

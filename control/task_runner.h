@@ -94,6 +94,8 @@ struct TaskRunnerStats {
   int64_t lost_batches_dropped = 0;
   // Acknowledgements requests carried (WorkerStats.acknowledgements_received).
   int64_t acknowledgements_received = 0;
+  // 100 ms waits of the pipeline for a free slab (WorkerStats.slab_waits).
+  int64_t slab_waits = 0;
 };
 
 // What an uncoordinated request says about delivery (GetElementRequest fields 7, 8).

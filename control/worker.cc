@@ -162,6 +162,7 @@ void AddTaskStats(const TaskRunnerStats& task, proto::WorkerStats* worker) {
   worker->set_lost_batches_dropped(worker->lost_batches_dropped() + task.lost_batches_dropped);
   worker->set_acknowledgements_received(worker->acknowledgements_received() +
                                         task.acknowledgements_received);
+  worker->set_slab_waits(worker->slab_waits() + task.slab_waits);
 }
 
 }  // namespace
@@ -290,6 +291,14 @@ absl::Status Worker::Heartbeat() {
                 << "may now lose a batch. Raise --slabs (now " << options_.num_slabs << " of "
                 << options_.slab_bytes << " bytes; half of them keep batches) to hold at least "
                 << "2 x clients x requests in flight per client of its batches\n";
+    }
+    if (request.stats().slab_waits() > 0 && !warned_slab_waits_) {
+      warned_slab_waits_ = true;
+      std::cerr << "sluice worker " << address_ << ": a task's pipeline waited for a free slab; "
+                << "all " << options_.num_slabs << " were held by batches buffered (up to "
+                << options_.task.buffer_batches << " per task) or kept for acknowledgements. "
+                << "A reader that stops reading holds its task's; raise --slabs to serve "
+                << "more tasks at once\n";
     }
     for (const auto& [id, runner] : runners_) {
       request.add_current_tasks(id);

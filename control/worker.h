@@ -94,6 +94,7 @@ class Worker {
   std::vector<std::shared_ptr<TaskRunner>> removing_ ABSL_GUARDED_BY(mu_);
   std::string last_heartbeat_error_ ABSL_GUARDED_BY(mu_);
   bool warned_kept_released_ ABSL_GUARDED_BY(mu_) = false;
+  bool warned_slab_waits_ ABSL_GUARDED_BY(mu_) = false;
   std::string dispatcher_id_ ABSL_GUARDED_BY(mu_);
   proto::WorkerStats retired_stats_ ABSL_GUARDED_BY(mu_);  // of tasks already deleted
   HeartbeatPacer heartbeat_pacer_{options_.heartbeat_interval, kMinHeartbeatGap};

@@ -91,6 +91,8 @@ TEST(WorkerSlabSharingTest, ReadersOfOtherJobsThatStoppedDoNotStarveAJobThatRead
   // had it come at once, the stopped readers did not hold the pool, and the test would no
   // longer test that.
   EXPECT_GE(first_batch, Worker::kOtherJobsKeepSlabsFor - absl::Milliseconds(100));
+  // Each of those 100 ms waits is counted, for `sluice status` to show.
+  EXPECT_GE((*cluster)->workers()[0]->stats().slab_waits(), 9);
 }
 
 }  // namespace

@@ -430,12 +430,13 @@ int RunServiceCommand(const ServiceFlags& flags) {
   if (!status_client.ok()) return Fail("service", status_client.status().message());
   auto status = (*status_client)->GetStatus();
   if (!status.ok()) return Fail("service", status.status().message());
-  int64_t assembled = 0, worker_copied = 0, kept_released = 0;
+  int64_t assembled = 0, worker_copied = 0, kept_released = 0, slab_waits = 0;
   std::vector<int64_t> per_worker;
   for (const proto::WorkerStatus& w : status->workers()) {
     assembled += w.stats().bytes_assembled();
     worker_copied += w.stats().transport_bytes_copied();
     kept_released += w.stats().kept_batches_released();
+    slab_waits += w.stats().slab_waits();
     per_worker.push_back(w.stats().batches_served());
   }
   // Conservative: counts assembly of batches still buffered on workers and of warm-up.
@@ -482,7 +483,10 @@ int RunServiceCommand(const ServiceFlags& flags) {
       {"huge_pages", transport::DefaultPoolsUseHugePages()},
       // Batches workers let go unacknowledged: above 0, a broken
       // connection could have lost one (raise the workers' --slabs).
-      {"kept_batches_released", kept_released}};
+      {"kept_batches_released", kept_released},
+      // 100 ms waits of workers' pipelines for a free slab: above 0, the pool (--slabs) held
+      // the pipeline back, not the readers.
+      {"slab_waits", slab_waits}};
   if (flags.device >= 0) {
     // The staging copy from the pinned landing slab to the device, by the GPU's copy engine
     // (not the CPU, so not in copied_bytes_per_delivered_byte).
@@ -494,11 +498,12 @@ int RunServiceCommand(const ServiceFlags& flags) {
   } else {
     std::cout << absl::StrFormat(
         "%d worker(s) -> %d client(s)%s%s, %s batches, %s: %.1f batches/s, %.1f MB/s, %s p50 "
-        "%.0f us p99 %.0f us, %.2f bytes copied per byte delivered, %d kept batches let go\n",
+        "%.0f us p99 %.0f us, %.2f bytes copied per byte delivered, %d kept batches let go, %d "
+        "slab waits\n",
         flags.workers, flags.clients, flags.coordinated ? " in coordinated rounds" : "",
         flags.device >= 0 ? absl::StrCat(" (CUDA device ", flags.device, ")") : "",
         FormatByteSize(*batch_bytes), flags.mode, batches / seconds, bytes / seconds / 1e6,
-        flags.device >= 0 ? "wait" : "fetch", p50, p99, copied_per_byte, kept_released);
+        flags.device >= 0 ? "wait" : "fetch", p50, p99, copied_per_byte, kept_released, slab_waits);
   }
   return 0;
 }

@@ -103,6 +103,8 @@ TEST(PerfToolTest, ServiceReportsTheContractFields) {
   EXPECT_FALSE(r.contains("bytes_copied_to_device_per_delivered_byte")) << r.dump();
   ASSERT_TRUE(r["kept_batches_released"].is_number_integer()) << r.dump();
   EXPECT_GE(r["kept_batches_released"].get<int64_t>(), 0);
+  ASSERT_TRUE(r["slab_waits"].is_number_integer()) << r.dump();
+  EXPECT_GE(r["slab_waits"].get<int64_t>(), 0);
   // One copy per byte (assembly into the slab), plus batches still buffered on workers.
   EXPECT_GE(r["copied_bytes_per_delivered_byte"].get<double>(), 0.99);
   EXPECT_LE(r["copied_bytes_per_delivered_byte"].get<double>(), 1.1);
