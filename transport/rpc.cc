@@ -299,7 +299,7 @@ void RpcEndpoint::SendFrame(ConnectionId to, uint8_t kind, uint32_t method, uint
   auto owned = std::make_shared<std::string>(body);
   Payload as_payload{owned->data(), owned->size()};
   transport_->Send(to, EncodeFrame(frame, {}, stack, heap), as_payload,
-                   [owned, on_sent = std::move(on_sent)](absl::Status s) {
+                   [owned, on_sent = std::move(on_sent)](absl::Status s) mutable {
                      if (on_sent) on_sent(s);
                    });
 }

@@ -31,6 +31,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "common/inline_function.h"
 #include "transport/address.h"
 
 namespace sluice::transport {
@@ -75,7 +76,9 @@ struct InboundPayload {
   std::unique_ptr<std::byte[]> owned;
 };
 
-using SendCallback = std::function<void(absl::Status)>;
+// Move-only: a send's completion on the data path holds its slab, and keeping it in place
+// spares an allocation per batch (common/inline_function.h).
+using SendCallback = InlineFunction<void(absl::Status)>;
 
 // Status payload on an OnDisconnect reason: receives into buffers the handler chose may still
 // complete on this connection (libfabric reads cannot be cancelled), so those buffers stay in

@@ -75,7 +75,7 @@ void ProgressThread::Wake() {
   }
 }
 
-bool ProgressThread::Post(std::function<void()> task) {
+bool ProgressThread::Post(absl::AnyInvocable<void()> task) {
   {
     absl::MutexLock lock(&mu_);
     if (exited_) return false;
@@ -112,7 +112,7 @@ void ProgressThread::Unwatch(int fd) { epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, n
 
 bool ProgressThread::DrainQueue() {
   if (!has_posts_.exchange(false, std::memory_order_acq_rel)) return true;
-  std::deque<std::function<void()>> tasks;
+  std::deque<absl::AnyInvocable<void()>> tasks;
   {
     absl::MutexLock lock(&mu_);
     if (stopping_) {

@@ -23,6 +23,7 @@
 #include <functional>
 #include <thread>
 
+#include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
@@ -59,7 +60,7 @@ class ProgressThread {
   void Stop();
 
   // Queues `task`; false (and `task` dropped) once the thread has ended.
-  bool Post(std::function<void()> task);
+  bool Post(absl::AnyInvocable<void()> task);
   // Runs `task` on the thread and waits; inline when called on it. False when it has ended.
   bool RunSync(const std::function<void()>& task);
   [[nodiscard]] bool OnThread() const { return std::this_thread::get_id() == thread_id_; }
@@ -90,7 +91,7 @@ class ProgressThread {
   std::atomic<bool> sleeping_{false};
 
   absl::Mutex mu_;
-  std::deque<std::function<void()>> queue_ ABSL_GUARDED_BY(mu_);
+  std::deque<absl::AnyInvocable<void()>> queue_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool exited_ ABSL_GUARDED_BY(mu_) = false;
 };

@@ -166,7 +166,7 @@ UcxTransport::~UcxTransport() {
   if (event_fd_ >= 0) close(event_fd_);
 }
 
-void UcxTransport::Post(std::function<void()> task) {
+void UcxTransport::Post(absl::AnyInvocable<void()> task) {
   {
     absl::MutexLock lock(&queue_mu_);
     queue_.push_back(std::move(task));
@@ -208,7 +208,7 @@ void UcxTransport::DrainQueue() {
   if (!has_posts_.load(std::memory_order_acquire)) return;
   if (!has_posts_.exchange(false, std::memory_order_acq_rel)) return;
   // The two vectors trade places so that no drain allocates (a task may itself drain).
-  std::vector<std::function<void()>> tasks;
+  std::vector<absl::AnyInvocable<void()>> tasks;
   tasks.swap(spare_queue_);
   {
     absl::MutexLock lock(&queue_mu_);

@@ -35,6 +35,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/container/node_hash_map.h"
+#include "absl/functional/any_invocable.h"
 #include "absl/synchronization/mutex.h"
 #include "transport/adaptive_spin.h"
 #include "transport/bootstrap.h"
@@ -128,7 +129,7 @@ class UcxTransport final : public Transport {
   void RestartWorker(const absl::Status& why);
 
   // Runs `task` on the progress thread (asynchronously).
-  void Post(std::function<void()> task);
+  void Post(absl::AnyInvocable<void()> task);
   // Runs `task` on the progress thread and waits for it; runs inline on that thread.
   void RunSync(const std::function<void()>& task);
   void ProgressLoop();
@@ -271,8 +272,8 @@ class UcxTransport final : public Transport {
   std::thread progress_thread_;
 
   absl::Mutex queue_mu_;
-  std::vector<std::function<void()>> queue_ ABSL_GUARDED_BY(queue_mu_);
-  std::vector<std::function<void()>> spare_queue_;  // of whoever drives the worker
+  std::vector<absl::AnyInvocable<void()>> queue_ ABSL_GUARDED_BY(queue_mu_);
+  std::vector<absl::AnyInvocable<void()>> spare_queue_;  // of whoever drives the worker
   // Set once, after the last Post; read by the progress loop without taking queue_mu_.
   std::atomic<bool> stopping_{false};
   std::atomic<bool> has_posts_{false};
