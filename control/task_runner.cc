@@ -189,7 +189,7 @@ absl::StatusOr<transport::Slab> TaskRunner::AcquireSlab() {
       ++stats_.slab_waits;
       // Acknowledgements that may never come (a client that died) must not starve the
       // pipeline: the oldest kept batch most likely arrived long ago.
-      released = ReleaseOldestKept();
+      released = ReleaseOldestKept({.only_freeing_a_slab = true});
     }
     if (!released && options_.on_slabs_short) options_.on_slabs_short(this, waited);
   }

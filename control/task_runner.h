@@ -147,9 +147,15 @@ class TaskRunner {
   [[nodiscard]] int64_t task_id() const { return task_.task_id(); }
   [[nodiscard]] int64_t job_id() const { return task_.job_id(); }
   [[nodiscard]] bool coordinated() const { return task_.num_consumers() > 0; }
+  // Whether a batch kept because its client lost it may be let go (for good: the client
+  // stops waiting for it) to give a slab back.
+  enum class LostBatches { kKeep, kLetGo };
   // Lets the oldest batch kept for an acknowledgement go, with the kept batches packed into
-  // its slab (see on_slabs_short); false when none is kept.
-  bool ReleaseKeptBatch();
+  // its slab, when that gives the slab back to the pool (see on_slabs_short): a slab the
+  // producer or the buffer still holds (a cached batch served again) stays with its kept
+  // batches. False when no kept batch would free a slab. Another task's producer passes
+  // kKeep: a batch its client never got is not lost for the sake of another job.
+  bool ReleaseKeptBatch(LostBatches lost);
   // Forgets the acknowledging clients not in `readers` that have not asked since
   // `quiet_since`: the batches kept for them go (they may have arrived), those they lost go
   // to the other readers (or, when every reader was told the end, are dropped and counted),
@@ -309,9 +315,15 @@ class TaskRunner {
   // With TaskRunnerOptions::verify_kept_slabs, aborts unless kept_count_ agrees with a walk
   // of every kept batch.
   void VerifyKeptSlabs() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Which kept batches ReleaseOldestKept may let go.
+  struct ReleaseRule {
+    LostBatches lost = LostBatches::kLetGo;
+    // Only a slab that nothing but kept batches holds, so that its memory comes back.
+    bool only_freeing_a_slab = false;
+  };
   // Lets the batch kept longest for an acknowledgement go (a lost one only when none is), with
-  // every kept or lost batch packed into the same slab; false when none is kept.
-  bool ReleaseOldestKept() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // every kept or lost batch packed into the same slab; false when no kept batch may go.
+  bool ReleaseOldestKept(ReleaseRule rule) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A copy of `batch` to keep for an acknowledgement, stamped as kept now (kept_since).
   [[nodiscard]] ReadyBatch KeptCopyOf(const ReadyBatch& batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     ReadyBatch kept = CopyOf(batch);

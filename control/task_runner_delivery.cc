@@ -9,6 +9,7 @@
 #include <limits>
 #include <utility>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/random/random.h"
 #include "absl/time/clock.h"
 #include "control/task_runner.h"
@@ -186,7 +187,7 @@ void TaskRunner::KeepUntilAcknowledged(const Waiter& waiter, const ReadyBatch& b
   } else {
     client.unacked.emplace_hint(at, batch.index, std::pair{KeptCopyOf(batch), waiter.epoch});
   }
-  while (KeptSlabs() > kept_budget_ && ReleaseOldestKept()) {
+  while (KeptSlabs() > kept_budget_ && ReleaseOldestKept({})) {
   }
 }
 
@@ -223,34 +224,66 @@ std::map<int64_t, std::pair<TaskRunner::ReadyBatch, int64_t>>::iterator TaskRunn
   return client.unacked.erase(kept);
 }
 
-bool TaskRunner::ReleaseKeptBatch() {
+bool TaskRunner::ReleaseKeptBatch(LostBatches lost) {
   absl::MutexLock lock(&mu_);
-  return ReleaseOldestKept();
+  return ReleaseOldestKept({.lost = lost, .only_freeing_a_slab = true});
 }
 
-bool TaskRunner::ReleaseOldestKept() {
-  // Few kept batches (about one per request in flight): a scan is cheaper than keeping an
-  // index of them. A batch awaiting its acknowledgement goes before a lost one: it has most
-  // likely arrived, while a lost one let go is lost for good. Among them the one kept
-  // longest goes first, not the lowest index: a batch handed on from a forgotten client has
-  // a low index but was sent just now.
-  uint64_t oldest = std::numeric_limits<uint64_t>::max();
-  const transport::Slab* slab = nullptr;
-  auto consider = [&oldest, &slab](const ReadyBatch& kept) {
-    if (kept.kept_since < oldest) {
-      oldest = kept.kept_since;
-      slab = kept.slab.get();
+bool TaskRunner::ReleaseOldestKept(ReleaseRule rule) {
+  // Few kept batches (about one per request in flight) in fewer slabs: a scan is cheaper
+  // than keeping an index of them. A batch awaiting its acknowledgement goes before a lost
+  // one: it has most likely arrived, while a lost one let go is lost for good. Among them
+  // the one kept longest goes first, not the lowest index: a batch handed on from a
+  // forgotten client has a low index but was sent just now.
+  struct KeptSlab {
+    const std::shared_ptr<transport::Slab>* slab;
+    long kept = 0;  // references of kept and lost batches
+    bool holds_lost = false;
+    uint64_t oldest_awaiting = std::numeric_limits<uint64_t>::max();  // acknowledgement
+    uint64_t oldest_lost = std::numeric_limits<uint64_t>::max();
+  };
+  absl::InlinedVector<KeptSlab, 8> slabs;
+  auto of = [&slabs](const ReadyBatch& kept) -> KeptSlab& {
+    for (KeptSlab& s : slabs) {
+      if (s.slab->get() == kept.slab.get()) return s;
     }
+    return slabs.emplace_back(KeptSlab{&kept.slab});
+  };
+  auto awaiting = [&of](const ReadyBatch& kept) {
+    KeptSlab& s = of(kept);
+    ++s.kept;
+    s.oldest_awaiting = std::min(s.oldest_awaiting, kept.kept_since);
   };
   for (const auto& [id, client] : deliveries_) {
-    for (const auto& [index, kept] : client.unacked) consider(kept.first);
+    for (const auto& [index, kept] : client.unacked) awaiting(kept.first);
+    for (const ReadyBatch& lost : client.lost) {
+      KeptSlab& s = of(lost);
+      ++s.kept;
+      s.holds_lost = true;
+      s.oldest_lost = std::min(s.oldest_lost, lost.kept_since);
+    }
   }
   for (const auto& [consumer, rounds] : kept_rounds_) {
-    for (const auto& [round, kept] : rounds) consider(kept);
+    for (const auto& [round, kept] : rounds) awaiting(kept);
   }
-  if (slab == nullptr) {
-    for (const auto& [id, client] : deliveries_) {
-      for (const ReadyBatch& lost : client.lost) consider(lost);
+  // While any batch awaits its acknowledgement, no slab goes for a lost batch alone: not
+  // even when the awaiting ones cannot go yet (their send has not completed).
+  const bool any_awaiting = std::any_of(slabs.begin(), slabs.end(), [](const KeptSlab& s) {
+    return s.oldest_awaiting != std::numeric_limits<uint64_t>::max();
+  });
+  const transport::Slab* slab = nullptr;
+  uint64_t oldest = std::numeric_limits<uint64_t>::max();
+  for (const KeptSlab& s : slabs) {
+    if (s.holds_lost && rule.lost == LostBatches::kKeep) continue;
+    const bool for_lost = s.oldest_awaiting == std::numeric_limits<uint64_t>::max();
+    if (for_lost && any_awaiting) continue;
+    // Read without the holders' locks (a send completing drops its copy): at worst a slab
+    // that has just become free to go waits for the next try.
+    if (rule.only_freeing_a_slab && s.slab->use_count() > s.kept) continue;
+    const uint64_t since = for_lost ? s.oldest_lost : s.oldest_awaiting;
+    if (since < oldest) {
+      slab = s.slab->get();
+      oldest = since;
     }
   }
   if (slab == nullptr) return false;

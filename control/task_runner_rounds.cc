@@ -113,7 +113,7 @@ void TaskRunner::KeepRound(const Waiter& waiter, const ReadyBatch& batch) {
     ++stats_.kept_batches_released;
   }
   kept.insert_or_assign(waiter.round, KeptCopyOf(batch));
-  while (KeptSlabs() > kept_budget_ && ReleaseOldestKept()) {
+  while (KeptSlabs() > kept_budget_ && ReleaseOldestKept({})) {
   }
 }
 

@@ -228,20 +228,19 @@ void Worker::ReleaseKeptBatches(const TaskRunner* except, absl::Duration waited)
   // until its client timeout, a minute), and this task must not wait for it.
   const bool any_job = waited >= kOtherJobsKeepSlabsFor;
   if (!any_job && !except->coordinated()) return;
-  // Not a copy of `except`: the last reference to a runner dropped on its own producer
-  // thread would make it join itself.
-  std::vector<std::shared_ptr<TaskRunner>> runners;
-  {
-    absl::MutexLock lock(&mu_);
-    for (const auto& [id, runner] : runners_) {
-      if (runner.get() != except && (any_job || runner->job_id() == except->job_id())) {
-        runners.push_back(runner);
-      }
+  // Under mu_, not on copies of the runners: a copy whose last reference dropped here
+  // would join its producer from another producer's thread (two starving producers could
+  // join each other), and ~Worker could free this worker while a producer is still here.
+  // A runner's lock is taken under mu_ elsewhere too (stats, Heartbeat); nothing takes mu_
+  // under a runner's. One slab's kept batches of each, per wait of a starving producer: the
+  // slabs come from whichever task holds them, and none loses more than the producer needs.
+  // Batches a client lost stay: they are not given up for another job's sake.
+  absl::MutexLock lock(&mu_);
+  for (const auto& [id, runner] : runners_) {
+    if (runner.get() != except && (any_job || runner->job_id() == except->job_id())) {
+      (void)runner->ReleaseKeptBatch(TaskRunner::LostBatches::kKeep);
     }
   }
-  // One slab's kept batches of each, per wait of a starving producer: the slabs come from
-  // whichever task holds them, and none loses more than the producer needs.
-  for (const std::shared_ptr<TaskRunner>& runner : runners) (void)runner->ReleaseKeptBatch();
 }
 
 proto::WorkerStats Worker::stats() {
