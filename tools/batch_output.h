@@ -38,6 +38,8 @@ class BatchSink {
            int64_t task = -1);
   // Prints the summary (kSummary); returns it as JSON either way.
   nlohmann::json Finish();
+  // A write failed: whoever read the output has gone (a closed pipe).
+  [[nodiscard]] bool output_failed() const { return out_.fail(); }
 
  private:
   const OutputFormat format_;

@@ -12,13 +12,13 @@ namespace sluice::tools {
 
 absl::Status ReadThroughDevice(std::unique_ptr<control::BatchReader> reader,
                                const control::ReadOptions& read_options, int device, int64_t take,
-                               BatchSink& sink) {
+                               const StopRequest& stop, BatchSink& sink) {
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<gpu::DeviceBatchReader> device_reader,
                           gpu::ReadIntoDevice(std::move(reader), read_options, device));
   std::vector<std::byte> host;
   // Coordinated consumers count rounds, as the host path does (sluice_main.cc).
   const bool coordinated = read_options.num_consumers > 0;
-  for (int64_t taken = 0; take < 0 || taken < take; ++taken) {
+  for (int64_t taken = 0; (take < 0 || taken < take) && !stop.requested(); ++taken) {
     SLUICE_ASSIGN_OR_RETURN(std::optional<gpu::DeviceBatch> batch, device_reader->Next());
     if (!batch) break;
     if (coordinated && take >= 0 && batch->round() >= take) break;
@@ -28,6 +28,7 @@ absl::Status ReadThroughDevice(std::unique_ptr<control::BatchReader> reader,
         gpu::CopyDeviceToHost(device, batch->data(), batch->size(), host.data()));
     SLUICE_ASSIGN_OR_RETURN(engine::BatchView view, engine::BatchView::Parse(host));
     sink.Add(view, batch->worker(), batch->index(), batch->round());
+    if (sink.output_failed()) break;  // the caller tells a closed pipe
   }
   return absl::OkStatus();
 }

@@ -4,7 +4,7 @@
 // that copy is for output only and is not part of the data path.
 //
 //   SLUICE_RETURN_IF_ERROR(ReadThroughDevice(std::move(reader), read_options, /*device=*/0,
-//                                            /*take=*/-1, sink));
+//                                            /*take=*/-1, stop, sink));
 #ifndef SLUICE_TOOLS_DEVICE_READ_H_
 #define SLUICE_TOOLS_DEVICE_READ_H_
 
@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "control/batch_reader.h"
 #include "tools/batch_output.h"
+#include "tools/stop_request.h"
 
 namespace sluice::tools {
 
@@ -22,7 +23,8 @@ namespace sluice::tools {
 // is usable.
 [[nodiscard]] absl::Status ReadThroughDevice(std::unique_ptr<control::BatchReader> reader,
                                              const control::ReadOptions& read_options, int device,
-                                             int64_t take, BatchSink& sink);
+                                             int64_t take, const StopRequest& stop,
+                                             BatchSink& sink);
 
 }  // namespace sluice::tools
 

@@ -31,6 +31,7 @@
 #include "tools/byte_size.h"
 #include "tools/device_read.h"
 #include "tools/status_output.h"
+#include "tools/stop_request.h"
 #include "transport/progress_mode.h"
 
 namespace sluice::tools {
@@ -137,9 +138,14 @@ void AddReadFlags(CLI::App* app, ReadFlags& flags) {
       ->capture_default_str();
 }
 
-// Reads a whole job and prints it on `data`. Shared by `read` and `local`.
+// How long a read asked to stop by a signal has to print what it read and let its job go.
+constexpr absl::Duration kStopGrace = absl::Seconds(3);
+
+// Reads a whole job and prints it on `data`. Shared by `read` and `local`. Stops early,
+// with what it read printed and status 128 + the signal, when `stop` is requested, and with
+// status 128 + SIGPIPE when `data` can no longer be written (`| head`).
 int ReadAll(const transport::Address& dispatcher, const ReadFlags& flags, absl::Duration timeout,
-            std::ostream& data) {
+            const StopRequest& stop, std::ostream& data) {
   absl::StatusOr<OutputFormat> format = ParseOutputFormat(flags.format);
   if (!format.ok()) return Fail(format.status(), "read");
   absl::StatusOr<proto::ProcessingMode> mode = ParseMode(flags.mode);
@@ -183,24 +189,27 @@ int ReadAll(const transport::Address& dispatcher, const ReadFlags& flags, absl::
   BatchSink sink(*format, data, *format == OutputFormat::kSummary && isatty(2));
   if (flags.device >= 0) {
     absl::Status read =
-        ReadThroughDevice(std::move(*reader), read_options, flags.device, flags.take, sink);
+        ReadThroughDevice(std::move(*reader), read_options, flags.device, flags.take, stop, sink);
+    if (sink.output_failed()) return 128 + SIGPIPE;
     if (!read.ok()) return Fail(read, "read");
     sink.Finish();
-    return 0;
+    return stop.exit_status();
   }
   // Coordinated consumers count rounds, so all stop at the same one even when some had to
   // skip a round whose worker died.
   const bool coordinated = flags.num_consumers > 0;
-  for (int64_t taken = 0; flags.take < 0 || taken < flags.take; ++taken) {
+  for (int64_t taken = 0; (flags.take < 0 || taken < flags.take) && !stop.requested(); ++taken) {
     absl::StatusOr<std::optional<control::Batch>> batch = (*reader)->Next();
     if (!batch.ok()) return Fail(batch.status(), "read");
     if (!batch->has_value()) break;
     if (coordinated && flags.take >= 0 && (*batch)->round() >= flags.take) break;
     sink.Add(**batch);
+    // Whoever read the output has gone: quietly, as a process SIGPIPE ends would.
+    if (sink.output_failed()) return 128 + SIGPIPE;
     if (coordinated) taken = (*batch)->round();
   }
   sink.Finish();
-  return 0;
+  return stop.exit_status();
 }
 
 absl::Status LoadPlugins(const std::vector<std::string>& paths) {
@@ -221,12 +230,9 @@ void WaitForTerminationSignal() {
 }
 
 int Main(int argc, char** argv) {
-  // Termination signals are taken by sigwait; block them before any thread starts.
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  // Termination signals are taken by sigwait (dispatcher, worker) or a StopRequest (read,
+  // local); block them before any thread starts. A closed stdout shows as a failed write.
+  BlockTerminationSignals();
   signal(SIGPIPE, SIG_IGN);
 
   CLI::App app{
@@ -439,7 +445,8 @@ int Main(int argc, char** argv) {
     // Before any transport starts, so that no library message lands amid the batches.
     auto data = PrivateStdout::Take();
     if (!data.ok()) return Fail(data.status(), "read");
-    return ReadAll(*dispatcher, read_flags, *timeout, (*data)->stream());
+    StopRequest stop(kStopGrace);
+    return ReadAll(*dispatcher, read_flags, *timeout, stop, (*data)->stream());
   }
   if (status_cmd->parsed()) {
     absl::StatusOr<transport::Address> dispatcher = transport::ParseAddress(status_dispatcher);
@@ -469,6 +476,7 @@ int Main(int argc, char** argv) {
   options.dispatcher.config.data_roots = local_data_roots;
   auto data = PrivateStdout::Take();  // before the transports start (private_stdout.h)
   if (!data.ok()) return Fail(data.status(), "local");
+  StopRequest stop(kStopGrace);
   auto cluster = control::LocalCluster::Start(options);
   if (!cluster.ok()) return Fail(cluster.status(), "local");
   if (local_flags.format == "summary") {
@@ -476,7 +484,7 @@ int Main(int argc, char** argv) {
                       << ", " << local_workers << " workers; pipeline: " << local_flags.pipeline
                       << " (mode " << local_flags.mode << ")\n";
   }
-  return ReadAll((*cluster)->dispatcher_address(), local_flags, *timeout, (*data)->stream());
+  return ReadAll((*cluster)->dispatcher_address(), local_flags, *timeout, stop, (*data)->stream());
 }
 
 }  // namespace

@@ -1,0 +1,69 @@
+// `sluice` as a user at a terminal meets it: a read runs until it is done, or until it is
+// told to stop (Ctrl-C, SIGTERM) or whoever reads its output goes away (`| head`).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_split.h"
+#include "common/subprocess.h"
+
+namespace sluice::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string SluiceBinary() {
+  const char* path = std::getenv("SLUICE_BINARY");
+  return path ? path : "sluice";
+}
+
+// An in-process cluster reading a job that never ends.
+std::vector<std::string> EndlessLocalRead(const std::string& format) {
+  return {
+      SluiceBinary(), "local",    "--workers", "1",          "--mode",
+      "off",          "--format", format,      "--pipeline", "range(100) | batch(10) | repeat()"};
+}
+
+// Signalled after its first batches: it stops, prints what it read, and says why in its
+// exit status. Before, `local` and `read` blocked SIGINT and SIGTERM for the sake of the
+// dispatcher's and worker's sigwait and never looked at them: only SIGKILL ended them.
+void ExpectStopsOn(int signal, const std::string& format, const std::string& first_output) {
+  Subprocess local(EndlessLocalRead(format));
+  ASSERT_FALSE(local.WaitForOutput(first_output, absl::Seconds(30)).empty()) << local.stderr_text();
+  local.Kill(signal);
+  EXPECT_EQ(local.Wait(absl::Seconds(20)), 128 + signal) << local.stderr_text();
+  EXPECT_THAT(local.stderr_text(), HasSubstr("stopping"));
+}
+
+TEST(CliTest, LocalStopsOnInterruptAndPrintsWhatItRead) {
+  Subprocess local(EndlessLocalRead("summary"));
+  // The summary's lines come at the end only: nothing to watch for meanwhile. Signalled
+  // before its first batch, it prints "read 0 batches (...)".
+  absl::SleepFor(absl::Seconds(2));
+  local.Kill(SIGINT);
+  EXPECT_EQ(local.Wait(absl::Seconds(20)), 128 + SIGINT) << local.stderr_text();
+  EXPECT_THAT(local.stdout_text(), HasSubstr(" batches (")) << "the summary of what was read";
+}
+
+TEST(CliTest, LocalStopsOnTerminate) { ExpectStopsOn(SIGTERM, "jsonl", "\"index\""); }
+
+// `sluice local --format jsonl | head -n 2` ends once head has its lines: the failed write
+// stops the read (it ran until killed, SIGPIPE being ignored).
+TEST(CliTest, LocalStopsWhenItsOutputIsClosed) {
+  std::string command;
+  for (const std::string& arg : EndlessLocalRead("jsonl")) {
+    command += "'" + arg + "' ";
+  }
+  Subprocess pipeline({"/bin/bash", "-c", "set -o pipefail; " + command + "| head -n 2"});
+  EXPECT_EQ(pipeline.Wait(absl::Seconds(60)), 128 + SIGPIPE) << pipeline.stderr_text();
+  std::vector<std::string> lines = absl::StrSplit(pipeline.stdout_text(), '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_THAT(lines[1], HasSubstr("\"index\":1"));
+}
+
+}  // namespace
+}  // namespace sluice::testing
