@@ -48,6 +48,37 @@ proto::GetOrCreateJobResponse DynamicJob(DispatcherState& state, const char* pip
   return job.ok() ? *job : proto::GetOrCreateJobResponse();
 }
 
+// A job made while a worker is lost gets no task there: its readers waited out their
+// timeout on a dead address, and failed (`sluice read` after a worker was killed). The
+// worker coming back joins the job as a new one would.
+TEST(DispatcherChurnTest, NewJobsGetNoTaskOnALostWorker) {
+  DispatcherState state({.elements_per_split = 10, .worker_timeout = absl::Milliseconds(50)});
+  Heartbeat(state, "ucx://a:1");
+  Heartbeat(state, "ucx://b:1");
+  absl::SleepFor(absl::Milliseconds(100));
+  const absl::Time checked = absl::Now();
+  Heartbeat(state, "ucx://b:1");
+  state.CheckLiveness(checked);
+  EXPECT_EQ(state.num_workers(), 1) << "a is lost";
+
+  const proto::GetOrCreateJobResponse job = DynamicJob(state, "range(100)");
+  proto::ClientHeartbeatRequest client;
+  client.set_job_id(job.job_id());
+  client.set_client_id(job.client_id());
+  absl::StatusOr<proto::ClientHeartbeatResponse> told = state.ClientHeartbeat(client);
+  ASSERT_TRUE(told.ok()) << told.status();
+  ASSERT_EQ(told->tasks_size(), 1);
+  EXPECT_EQ(told->tasks(0).worker_address(), "ucx://b:1");
+  EXPECT_EQ(told->num_workers(), 1);
+
+  const proto::WorkerHeartbeatResponse back = Heartbeat(state, "ucx://a:1");
+  ASSERT_EQ(back.new_tasks_size(), 1);
+  EXPECT_EQ(back.new_tasks(0).job_id(), job.job_id());
+  told = state.ClientHeartbeat(client);
+  ASSERT_TRUE(told.ok()) << told.status();
+  EXPECT_EQ(told->tasks_size(), 2);
+}
+
 TEST(DispatcherChurnTest, LostTasksSplitsAreReissuedOnceClientsConfirm) {
   DispatcherState state({.elements_per_split = 10, .worker_timeout = absl::Milliseconds(50)});
   const proto::GetOrCreateJobResponse job = DynamicJob(state, "range(100)");

@@ -182,7 +182,11 @@ absl::StatusOr<proto::GetOrCreateJobResponse> DispatcherState::GetOrCreateJob(
   create->set_client_id(response.client_id());
   create->set_num_consumers(job.num_consumers);
   Journal(update);
-  for (const auto& [address, unused] : workers_) CreateTask(job, address);
+  // Not on lost workers: their readers would wait out their timeout on a dead address. One
+  // that comes back joins the job as a new worker does.
+  for (const auto& [address, worker] : workers_) {
+    if (!worker.lost) CreateTask(job, address);
+  }
   if (!job.name.empty()) job_by_name_[job.name] = job.id;
   response.set_job_id(job.id);
   jobs_.emplace(job.id, std::move(job));
@@ -327,7 +331,7 @@ absl::StatusOr<proto::ClientHeartbeatResponse> DispatcherState::ClientHeartbeat(
   }
   response.set_round_horizon(job.round_horizon);
   response.set_job_finished(JobFinished(job));
-  response.set_num_workers(static_cast<int32_t>(workers_.size()));
+  response.set_num_workers(LiveWorkers());
   return response;
 }
 
@@ -488,7 +492,12 @@ proto::GetStatusResponse DispatcherState::Status() const {
 
 int DispatcherState::num_workers() const {
   absl::MutexLock lock(&mu_);
-  return static_cast<int>(workers_.size());
+  return LiveWorkers();
+}
+
+int DispatcherState::LiveWorkers() const {
+  return static_cast<int>(std::count_if(workers_.begin(), workers_.end(),
+                                        [](const auto& worker) { return !worker.second.lost; }));
 }
 
 }  // namespace sluice::control

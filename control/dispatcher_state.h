@@ -109,6 +109,7 @@ class DispatcherState {
   // Declares workers silent for longer than worker_timeout lost; call periodically.
   void CheckLiveness(absl::Time now);
 
+  // Workers not lost.
   [[nodiscard]] int num_workers() const;
   // Workers, datasets and jobs, for `sluice status`.
   [[nodiscard]] proto::GetStatusResponse Status() const;
@@ -266,6 +267,7 @@ class DispatcherState {
   void RemoveJob(int64_t job_id, bool journal) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void LoseWorker(const std::string& address, WorkerInfo& worker, const std::string& why)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  [[nodiscard]] int LiveWorkers() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void LaunchRecoveries(Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The splits of `task`'s leases, keyed and with what clients already received attached.
   absl::StatusOr<std::map<int64_t, std::vector<proto::Split>>> ReissuedSplits(Job& job,
