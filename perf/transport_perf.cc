@@ -22,6 +22,9 @@ constexpr uint32_t kMessageEchoPort = 3;
 }  // namespace
 
 nlohmann::json TransportPerfResult::ToJson() const {
+  auto MeasuredOrNull = [this](double value) -> nlohmann::json {
+    return latency_measured ? nlohmann::json(value) : nlohmann::json(nullptr);
+  };
   return {{"transport", transport},
           {"ucx_tls", ucx_tls},
           {"ofi_provider", ofi_provider},
@@ -34,10 +37,11 @@ nlohmann::json TransportPerfResult::ToJson() const {
           {"window", window},
           {"seconds", seconds},
           {"bandwidth_mb_s", bandwidth_mb_s},
-          {"latency_us", latency_us},
-          {"round_trip_us", round_trip_us},
-          {"message_latency_us", message_latency_us},
-          {"message_round_trip_us", message_round_trip_us},
+          // null, not 0, when the latency runs were skipped (--latency-iterations 0)
+          {"latency_us", MeasuredOrNull(latency_us)},
+          {"round_trip_us", MeasuredOrNull(round_trip_us)},
+          {"message_latency_us", MeasuredOrNull(message_latency_us)},
+          {"message_round_trip_us", MeasuredOrNull(message_round_trip_us)},
           {"payload_bytes_copied", payload_bytes_copied},
           {"huge_pages", huge_pages}};
 }
@@ -244,6 +248,7 @@ absl::StatusOr<TransportPerfResult> RunTransportPerfClient(const transport::Addr
     double total_us =
         std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - lat_start)
             .count();
+    result.latency_measured = true;
     result.round_trip_us = total_us / options.latency_iterations;
     result.latency_us = result.round_trip_us / 2;
 

@@ -44,8 +44,9 @@ struct TransportPerfResult {
   int64_t iterations = 0;
   int window = 0;  // requests in flight
   double seconds = 0;
-  double bandwidth_mb_s = 0;  // decimal MB/s of payload
-  double latency_us = 0;      // one-way: half the mean 8-byte round trip, as ucx_perftest
+  double bandwidth_mb_s = 0;      // decimal MB/s of payload
+  bool latency_measured = false;  // latency_iterations > 0; JSON null latencies otherwise
+  double latency_us = 0;          // one-way: half the mean 8-byte round trip, as ucx_perftest
   double round_trip_us = 0;
   // The same for bare Transport messages, without the RPC layer (message_ping_pong.h).
   double message_latency_us = 0;

@@ -138,16 +138,21 @@ int RunTransportCommand(const TransportFlags& flags) {
   if (flags.json) {
     json_out->stream() << result->ToJson().dump() << std::endl;
   } else {
+    const std::string latency =
+        result->latency_measured
+            ? absl::StrFormat(
+                  "8-byte latency %.2f us one-way by RPC (%.2f us round trip), "
+                  "%.2f us by bare message (%.2f us)",
+                  result->latency_us, result->round_trip_us, result->message_latency_us,
+                  result->message_round_trip_us)
+            : std::string("latency not measured (--latency-iterations 0)");
     std::cout << absl::StrFormat(
-        "%s (%s, %s progress) %s x %d: %.1f MB/s; 8-byte latency %.2f us one-way by RPC "
-        "(%.2f us round trip), %.2f us by bare message (%.2f us); %d payload bytes copied on "
-        "receive\n%s\n",
+        "%s (%s, %s progress) %s x %d: %.1f MB/s; %s; %d payload bytes copied on receive\n%s\n",
         result->transport,
         result->transport == "ofi" ? "provider " + result->ofi_provider
                                    : "UCX_TLS=" + result->ucx_tls,
         result->progress, FormatByteSize(result->size), result->iterations, result->bandwidth_mb_s,
-        result->latency_us, result->round_trip_us, result->message_latency_us,
-        result->message_round_trip_us, result->payload_bytes_copied, result->transport_description);
+        latency, result->payload_bytes_copied, result->transport_description);
   }
   return 0;
 }

@@ -422,6 +422,18 @@ int RunServiceCommand(const ServiceFlags& flags) {
     p99 = std::max(p99, r["p99_us"].get<double>());
   }
   if (isatty(2)) std::cerr << "\r";
+  // A pipeline that ends (no repeat()) can run out before or during the measured window.
+  if (batches == 0) {
+    return Fail("service",
+                "no batch came within the measured window: the pipeline ended during the "
+                "warm-up; give one that repeats (e.g. '... | repeat()')");
+  }
+  if (seconds < 0.9 * flags.seconds) {
+    std::cerr << absl::StrFormat(
+        "sluice-perf service: the pipeline ended after %.2f s of the %.2f s asked; the figures "
+        "cover %d batches\n",
+        seconds, flags.seconds, batches);
+  }
   // Worker counters arrive with heartbeats; let one more pass.
   absl::SleepFor(absl::Milliseconds(400));
   control::ClientOptions options;

@@ -2,7 +2,9 @@
 // `ucx_perftest -t ucp_am_bw` run in the same sweep, as CSV and a gnuplot PNG.
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -89,10 +91,26 @@ int RunSweepCommand(const SweepFlags& flags) {
     }
     workers.push_back(n);
   }
+  if (flags.transport != "ucx" && flags.transport != "ofi") {
+    std::cerr << "sluice-perf sweep: --transport expects ucx or ofi, got '" << flags.transport
+              << "'\n";
+    return 2;
+  }
+  if (flags.seconds <= 0) {
+    std::cerr << "sluice-perf sweep: --seconds must be positive, got " << flags.seconds << "\n";
+    return 2;
+  }
   const bool perftest = !flags.skip_perftest && flags.transport == "ucx" &&
                         access("/usr/bin/ucx_perftest", X_OK) == 0;
+  // Before the first run, not after all of them: a typo in the prefix costs nothing.
   std::ofstream csv(flags.out + ".csv");
+  if (!csv) {
+    std::cerr << "sluice-perf sweep: cannot write " << flags.out << ".csv: " << strerror(errno)
+              << "\n";
+    return 1;
+  }
   csv << "series,size,workers,bandwidth_mb_s\n";
+  int failed_points = 0;
   const std::string tls = perf::EffectiveUcxTls({});
   // ucx_perftest's buffers are on base pages; Sluice's pools on huge pages unless told not.
   const std::string pages = transport::DefaultPoolsUseHugePages() ? "huge pages" : "base pages";
@@ -112,6 +130,7 @@ int RunSweepCommand(const SweepFlags& flags) {
       csv << "sluice-transport," << size << ",0," << (*t)["bandwidth_mb_s"].get<double>() << "\n";
     } else {
       std::cerr << "  failed: " << t.status().message() << "\n";
+      ++failed_points;
     }
     if (perftest) {
       progress("ucx_perftest " + FormatByteSize(size));
@@ -120,6 +139,7 @@ int RunSweepCommand(const SweepFlags& flags) {
         csv << "ucx_perftest-am_bw," << size << ",0," << *p << "\n";
       } else {
         std::cerr << "  failed: " << p.status().message() << "\n";
+        ++failed_points;
       }
     }
     for (int w : workers) {
@@ -133,13 +153,24 @@ int RunSweepCommand(const SweepFlags& flags) {
             << (*s)["bandwidth_mb_s"].get<double>() << "\n";
       } else {
         std::cerr << "  failed: " << s.status().message() << "\n";
+        ++failed_points;
       }
     }
     csv.flush();
   }
   csv.close();
+  if (!csv) {
+    std::cerr << "sluice-perf sweep: writing " << flags.out << ".csv failed\n";
+    return 1;
+  }
   std::cout << "wrote " << flags.out << ".csv (UCX_TLS=" << tls << ", Sluice slabs on " << pages
             << ")\n";
+  // The plot shows what was measured; the status says that some points are missing.
+  const int status = failed_points == 0 ? 0 : 1;
+  if (failed_points > 0) {
+    std::cerr << "sluice-perf sweep: " << failed_points << " of " << points
+              << " points failed (see above); the CSV has the others\n";
+  }
 
   // The plot: one line per series, bandwidth against size on a log axis.
   std::ofstream gp(flags.out + ".gp");
@@ -156,14 +187,14 @@ int RunSweepCommand(const SweepFlags& flags) {
   if (!OnPath("gnuplot")) {
     std::cerr << "gnuplot not found (apt-get install gnuplot-nox); plot script left in "
               << flags.out << ".gp\n";
-    return 0;
+    return status;
   }
   if (std::system(("gnuplot " + flags.out + ".gp").c_str()) != 0) {
     std::cerr << "gnuplot failed; the script is " << flags.out << ".gp\n";
     return 1;
   }
   std::cout << "wrote " << flags.out << ".png\n";
-  return 0;
+  return status;
 }
 
 }  // namespace sluice::tools

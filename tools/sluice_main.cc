@@ -13,6 +13,7 @@
 #include <string>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "common/mutex_checks.h"
@@ -61,6 +62,18 @@ struct ReadFlags {
   std::string progress = "auto";
 };
 
+// A whole number of at least `min` (CLI11's PositiveNumber names a 300-digit bound).
+CLI::Validator AtLeast(int64_t min) {
+  return CLI::Validator(
+      [min](std::string& text) -> std::string {
+        int64_t value = 0;
+        if (!absl::SimpleAtoi(text, &value)) return "expects a whole number, got '" + text + "'";
+        if (value < min) return absl::StrCat("must be at least ", min, ", got ", text);
+        return "";
+      },
+      absl::StrCat(">= ", min));
+}
+
 int Fail(const absl::Status& status, absl::string_view context) {
   std::cerr << "sluice " << context << ": " << status.message() << "\n";
   return status.code() == absl::StatusCode::kInvalidArgument ? kUsageError : kRuntimeError;
@@ -107,25 +120,33 @@ void AddReadFlags(CLI::App* app, ReadFlags& flags) {
                   "Share a job with other clients that name it (default: a job of one's own)");
   app->add_option("--num-consumers", flags.num_consumers,
                   "Coordinated reads: consumers of the named, infinite job; each round gives every "
-                  "consumer one batch, all from one worker");
-  app->add_option("--consumer-index", flags.consumer_index,
-                  "Coordinated reads: this consumer's index in [0, --num-consumers)");
+                  "consumer one batch, all from one worker")
+      ->check(AtLeast(0));
+  CLI::Option* consumer_index =
+      app->add_option("--consumer-index", flags.consumer_index,
+                      "Coordinated reads: this consumer's index in [0, --num-consumers)")
+          ->check(AtLeast(0));
+  consumer_index->needs("--num-consumers");
   app->add_option("--take", flags.take,
-                  "Stop after this many batches (coordinated reads: rounds) - for infinite jobs");
+                  "Stop after this many batches (coordinated reads: rounds) - for infinite jobs")
+      ->check(AtLeast(0));
   app->add_option("--format", flags.format, "Output: jsonl (one line per batch) or summary")
       ->capture_default_str();
   app->add_option("--max-outstanding", flags.max_outstanding, "Fetches in flight")
+      ->check(AtLeast(1))
       ->capture_default_str();
   app->add_option("--max-bytes-in-flight", flags.max_bytes_in_flight,
                   "Fewer fetches in flight for large batches: at most this over the largest "
                   "batch seen (at least one per worker); 0: only --max-outstanding bounds them")
       ->capture_default_str();
   app->add_option("--prefetch", flags.prefetch, "Fetched batches waiting for the reader")
+      ->check(AtLeast(1))
       ->capture_default_str();
   app->add_option("--test-disconnect-every", flags.test_disconnect_every,
                   "Fault injection: drop the connection to a worker after every N batches "
                   "(nothing may be lost or duplicated)");
   app->add_option("--slab-bytes", flags.slab_bytes, "Largest batch the client accepts")
+      ->check(AtLeast(1))
       ->capture_default_str();
   app->add_option("--device", flags.device,
                   "Land batches in the memory of this CUDA device (staged through pinned host "
@@ -254,11 +275,13 @@ int Main(int argc, char** argv) {
   std::string dispatcher_host = "0.0.0.0";
   int64_t elements_per_split = 256;
   dispatcher_cmd->add_option("--port", dispatcher_port, "Port to listen on (0: any free port)")
+      ->check(CLI::Range(0, 65535))
       ->capture_default_str();
   dispatcher_cmd->add_option("--host", dispatcher_host, "Address to bind")->capture_default_str();
   dispatcher_cmd
       ->add_option("--elements-per-split", elements_per_split,
                    "DYNAMIC split size in source elements")
+      ->check(AtLeast(1))
       ->capture_default_str();
 
   std::vector<std::string> dispatcher_plugins;
@@ -317,17 +340,21 @@ int Main(int argc, char** argv) {
   worker_cmd->add_option("--dispatcher", worker_dispatcher, "Dispatcher address ucx://HOST:PORT")
       ->required();
   worker_cmd->add_option("--port", worker_port, "Port to serve on (0: any free port)")
+      ->check(CLI::Range(0, 65535))
       ->capture_default_str();
   worker_cmd->add_option("--host", worker_host, "Address to bind")->capture_default_str();
   worker_cmd->add_option("--advertise-host", advertise_host,
                          "Host clients should use (default: the IP facing the dispatcher)");
   worker_cmd->add_option("--slab-bytes", worker_options.slab_bytes, "Largest batch, in bytes")
+      ->check(AtLeast(1))
       ->capture_default_str();
   worker_cmd->add_option("--slabs", worker_options.num_slabs, "Registered slabs in the pool")
+      ->check(AtLeast(1))
       ->capture_default_str();
   worker_cmd
       ->add_option("--buffer-batches", worker_options.task.buffer_batches,
                    "Finished batches buffered per task")
+      ->check(AtLeast(1))
       ->capture_default_str();
   std::vector<std::string> worker_plugins;
   worker_cmd->add_option("--plugin", worker_plugins,
@@ -354,7 +381,9 @@ int Main(int argc, char** argv) {
       app.add_subcommand("local", "Run a dispatcher and workers in this process and read");
   int local_workers = 2;
   ReadFlags local_flags;
-  local_cmd->add_option("--workers", local_workers, "Number of workers")->capture_default_str();
+  local_cmd->add_option("--workers", local_workers, "Number of workers")
+      ->check(AtLeast(1))
+      ->capture_default_str();
   std::vector<std::string> local_plugins;
   std::vector<std::string> local_data_roots;
   local_cmd->add_option("--plugin", local_plugins,
