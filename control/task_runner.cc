@@ -48,7 +48,7 @@ TaskRunner::~TaskRunner() {
   }
   if (feed_ != nullptr) feed_->Cancel();
   producer_.join();
-  std::deque<Waiter> waiters;
+  std::vector<Waiter> waiters;
   {
     absl::MutexLock lock(&mu_);
     waiters.swap(waiters_);
@@ -220,7 +220,7 @@ std::optional<TaskRunner::Waiter> TaskRunner::Park(Waiter waiter) {
   waiters_.push_back(std::move(waiter));
   if (waiters_.size() <= options_.max_parked_requests) return std::nullopt;
   std::optional<Waiter> oldest(std::move(waiters_.front()));
-  waiters_.pop_front();
+  waiters_.erase(waiters_.begin());
   ++stats_.parked_requests_evicted;
   return oldest;
 }
