@@ -10,6 +10,18 @@
 #include "engine/cardinality.h"
 
 namespace sluice::control {
+namespace {
+
+// A failure of the data itself (a list_files pattern matching nothing, a file gone) as
+// FailedPrecondition: a worker takes NotFound from GetSplit for a job the dispatcher no
+// longer knows, and told its user the dispatcher had restarted without its state.
+absl::Status AsSplitFailure(const absl::Status& status, int64_t job_id) {
+  if (!absl::IsNotFound(status)) return status;
+  return absl::FailedPreconditionError(
+      absl::StrCat("cannot make the splits of job ", job_id, ": ", status.message()));
+}
+
+}  // namespace
 
 absl::StatusOr<proto::GetSplitResponse> DispatcherState::GetSplit(
     const proto::GetSplitRequest& request) {
@@ -49,7 +61,8 @@ absl::StatusOr<proto::GetSplitResponse> DispatcherState::GetSplit(
     auto last = job.last_leases.find(lease_key);
     if (last != job.last_leases.end() && last->second.seq == request.lease_seq()) {
       // The worker did not get our reply (e.g. we restarted): the same splits again.
-      SLUICE_RETURN_IF_ERROR(ReplayLease(job, request.repetition(), last->second, &response));
+      SLUICE_RETURN_IF_ERROR(
+          AsSplitFailure(ReplayLease(job, request.repetition(), last->second, &response), job.id));
       for (int i = 0; i < response.splits_size(); ++i) {
         response.mutable_splits(i)->set_key(SplitKey(request.repetition(), last->second.first + i));
       }
@@ -63,13 +76,15 @@ absl::StatusOr<proto::GetSplitResponse> DispatcherState::GetSplit(
     if (EndlessJob(job)) response.set_next_repetition(LatestRepetition(job, request.repetition()));
     return response;
   }
-  SLUICE_ASSIGN_OR_RETURN(split::SplitProvider * provider, Provider(job, request.repetition()));
+  absl::StatusOr<split::SplitProvider*> provided = Provider(job, request.repetition());
+  if (!provided.ok()) return AsSplitFailure(provided.status(), job.id);
+  split::SplitProvider* provider = *provided;
   const int64_t first_split_index = provider->next_split_index();
   const int wanted = std::clamp(request.max_splits(), 1, kMaxSplitsPerLease);
   while (response.splits_size() < wanted) {
     proto::Split split;
     bool end = false;
-    SLUICE_RETURN_IF_ERROR(provider->GetNext(&split, &end));
+    SLUICE_RETURN_IF_ERROR(AsSplitFailure(provider->GetNext(&split, &end), job.id));
     if (end) {
       response.set_end_of_splits(true);
       break;

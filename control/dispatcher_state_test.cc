@@ -28,6 +28,35 @@ proto::GetOrCreateJobRequest JobRequest(const std::string& dataset, proto::Proce
   return request;
 }
 
+// A pattern that matches no file is a failure of the data (FailedPrecondition, naming it),
+// not NotFound: a worker takes NotFound for a job the dispatcher forgot, and told its user
+// that the dispatcher had restarted without its state.
+TEST(DispatcherStateTest, SplitsOfFilesThatDoNotExistFailAsAPrecondition) {
+  const std::string root = ::testing::TempDir();
+  DispatcherState state({.data_roots = {root}});
+  proto::WorkerHeartbeatRequest beat;
+  beat.set_worker_address("ucx://a:1");
+  absl::StatusOr<proto::WorkerHeartbeatResponse> joined = state.WorkerHeartbeat(beat);
+  ASSERT_TRUE(joined.ok()) << joined.status();
+  absl::StatusOr<std::string> dataset = state.RegisterDataset(
+      Pipeline("list_files('no-such-file-*.tfrecord') | interleave(tfrecord()) | batch(2)"));
+  ASSERT_TRUE(dataset.ok()) << dataset.status();
+  absl::StatusOr<proto::GetOrCreateJobResponse> job =
+      state.GetOrCreateJob(JobRequest(*dataset, proto::DYNAMIC, ""));
+  ASSERT_TRUE(job.ok()) << job.status();
+  joined = state.WorkerHeartbeat(beat);
+  ASSERT_TRUE(joined.ok()) << joined.status();
+  ASSERT_EQ(joined->new_tasks_size(), 1);
+  proto::GetSplitRequest lease;
+  lease.set_job_id(job->job_id());
+  lease.set_task_id(joined->new_tasks(0).task_id());
+  lease.set_max_splits(1);
+  absl::StatusOr<proto::GetSplitResponse> splits = state.GetSplit(lease);
+  ASSERT_FALSE(splits.ok());
+  EXPECT_EQ(splits.status().code(), absl::StatusCode::kFailedPrecondition) << splits.status();
+  EXPECT_THAT(splits.status().message(), HasSubstr("no files match"));
+}
+
 TEST(DispatcherStateTest, SameDefinitionSameDatasetId) {
   DispatcherState state({});
   auto a = state.RegisterDataset(Pipeline("range(10) | batch(2)"));

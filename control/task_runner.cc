@@ -271,7 +271,8 @@ void TaskRunner::Reply(const Waiter& waiter, ReadyBatch batch) {
     waiter.call->Reply(absl::ResourceExhaustedError(
         absl::StrCat("batch ", batch.index, " of task ", task_.task_id(), " is ", batch.size,
                      " bytes but the client's landing buffers hold ", waiter.max_batch_bytes,
-                     "; raise the client's slab size")));
+                     "; raise the client's slab size (sluice read --slab-bytes, "
+                     "ReadOptions::slab_bytes)")));
     sends_in_flight_->fetch_sub(1);
     return;
   }

@@ -75,7 +75,8 @@ CLI::Validator AtLeast(int64_t min) {
 }
 
 int Fail(const absl::Status& status, absl::string_view context) {
-  std::cerr << "sluice " << context << ": " << status.message() << "\n";
+  std::cerr << "sluice" << (context.empty() ? "" : " ") << context << ": " << status.message()
+            << "\n";
   return status.code() == absl::StatusCode::kInvalidArgument ? kUsageError : kRuntimeError;
 }
 
@@ -165,26 +166,26 @@ constexpr absl::Duration kStopGrace = absl::Seconds(3);
 // Reads a whole job and prints it on `data`. Shared by `read` and `local`. Stops early,
 // with what it read printed and status 128 + the signal, when `stop` is requested, and with
 // status 128 + SIGPIPE when `data` can no longer be written (`| head`).
-int ReadAll(const transport::Address& dispatcher, const ReadFlags& flags, absl::Duration timeout,
-            const StopRequest& stop, std::ostream& data) {
+int ReadAll(absl::string_view command, const transport::Address& dispatcher, const ReadFlags& flags,
+            absl::Duration timeout, const StopRequest& stop, std::ostream& data) {
   absl::StatusOr<OutputFormat> format = ParseOutputFormat(flags.format);
-  if (!format.ok()) return Fail(format.status(), "read");
+  if (!format.ok()) return Fail(format.status(), command);
   absl::StatusOr<proto::ProcessingMode> mode = ParseMode(flags.mode);
-  if (!mode.ok()) return Fail(mode.status(), "read");
+  if (!mode.ok()) return Fail(mode.status(), command);
   absl::StatusOr<proto::PipelineDef> pipeline = ParseAndValidate(flags.pipeline, *mode);
-  if (!pipeline.ok()) return Fail(pipeline.status(), "read");
+  if (!pipeline.ok()) return Fail(pipeline.status(), command);
 
   absl::StatusOr<transport::ProgressMode> progress = transport::ParseProgressMode(flags.progress);
   if (!progress.ok()) {
     return Fail(
         absl::InvalidArgumentError(absl::StrCat("--progress ", progress.status().message())),
-        "read");
+        command);
   }
   absl::StatusOr<size_t> max_bytes_in_flight = tools::ParseByteBound(flags.max_bytes_in_flight);
   if (!max_bytes_in_flight.ok()) {
     return Fail(absl::InvalidArgumentError(absl::StrCat("--max-bytes-in-flight: ",
                                                         max_bytes_in_flight.status().message())),
-                "read");
+                command);
   }
   control::ClientOptions client_options;
   client_options.dispatcher = dispatcher;
@@ -192,9 +193,9 @@ int ReadAll(const transport::Address& dispatcher, const ReadFlags& flags, absl::
   client_options.transport.caller_driven_progress =
       transport::UsesCallerDrivenProgress(*progress, transport::UsableCpus());
   auto client = control::Client::Connect(client_options);
-  if (!client.ok()) return Fail(client.status(), "read");
+  if (!client.ok()) return Fail(client.status(), command);
   absl::StatusOr<std::string> dataset = (*client)->RegisterDataset(*pipeline, flags.dataset_id);
-  if (!dataset.ok()) return Fail(dataset.status(), "read");
+  if (!dataset.ok()) return Fail(dataset.status(), command);
   control::ReadOptions read_options;
   read_options.mode = *mode;
   read_options.job_name = flags.job_name;
@@ -206,13 +207,13 @@ int ReadAll(const transport::Address& dispatcher, const ReadFlags& flags, absl::
   read_options.slab_bytes = flags.slab_bytes;
   read_options.disconnect_every_batches = flags.test_disconnect_every;
   auto reader = (*client)->Read(*dataset, read_options);
-  if (!reader.ok()) return Fail(reader.status(), "read");
+  if (!reader.ok()) return Fail(reader.status(), command);
   BatchSink sink(*format, data, *format == OutputFormat::kSummary && isatty(2));
   if (flags.device >= 0) {
     absl::Status read =
         ReadThroughDevice(std::move(*reader), read_options, flags.device, flags.take, stop, sink);
     if (sink.output_failed()) return 128 + SIGPIPE;
-    if (!read.ok()) return Fail(read, "read");
+    if (!read.ok()) return Fail(read, command);
     sink.Finish();
     return stop.exit_status();
   }
@@ -221,7 +222,7 @@ int ReadAll(const transport::Address& dispatcher, const ReadFlags& flags, absl::
   const bool coordinated = flags.num_consumers > 0;
   for (int64_t taken = 0; (flags.take < 0 || taken < flags.take) && !stop.requested(); ++taken) {
     absl::StatusOr<std::optional<control::Batch>> batch = (*reader)->Next();
-    if (!batch.ok()) return Fail(batch.status(), "read");
+    if (!batch.ok()) return Fail(batch.status(), command);
     if (!batch->has_value()) break;
     if (coordinated && flags.take >= 0 && (*batch)->round() >= flags.take) break;
     sink.Add(**batch);
@@ -475,7 +476,7 @@ int Main(int argc, char** argv) {
     auto data = PrivateStdout::Take();
     if (!data.ok()) return Fail(data.status(), "read");
     StopRequest stop(kStopGrace);
-    return ReadAll(*dispatcher, read_flags, *timeout, stop, (*data)->stream());
+    return ReadAll("read", *dispatcher, read_flags, *timeout, stop, (*data)->stream());
   }
   if (status_cmd->parsed()) {
     absl::StatusOr<transport::Address> dispatcher = transport::ParseAddress(status_dispatcher);
@@ -513,7 +514,8 @@ int Main(int argc, char** argv) {
                       << ", " << local_workers << " workers; pipeline: " << local_flags.pipeline
                       << " (mode " << local_flags.mode << ")\n";
   }
-  return ReadAll((*cluster)->dispatcher_address(), local_flags, *timeout, stop, (*data)->stream());
+  return ReadAll("local", (*cluster)->dispatcher_address(), local_flags, *timeout, stop,
+                 (*data)->stream());
 }
 
 }  // namespace
