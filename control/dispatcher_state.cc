@@ -113,7 +113,7 @@ absl::StatusOr<proto::GetOrCreateJobResponse> DispatcherState::GetOrCreateJob(
           "coordinated reads need an infinite pipeline (end it with repeat()); this one has ",
           cardinality == engine::kUnknown ? std::string("an unknown number of")
                                           : absl::StrCat(cardinality),
-          " elements"));
+          " elements (batches, after a batch op)"));
     }
   }
   if (IsStaticSharding(request.mode())) {

@@ -496,6 +496,14 @@ int Main(int argc, char** argv) {
   // local
   absl::StatusOr<proto::ProcessingMode> mode = ParseMode(local_flags.mode);
   if (!mode.ok()) return Fail(mode.status(), "local");
+  if (control::IsStaticSharding(*mode)) {
+    return Fail(absl::InvalidArgumentError(absl::StrCat(
+                    "--mode ", local_flags.mode,
+                    " shards by a fixed worker list, which a local cluster's workers (on ports "
+                    "chosen at start) have none of; use --mode dynamic or off here, or run "
+                    "`sluice dispatcher --worker-addresses ...` and its workers")),
+                "local");
+  }
   if (auto p = ParseAndValidate(local_flags.pipeline, *mode); !p.ok()) {
     return Fail(p.status(), "local");
   }
