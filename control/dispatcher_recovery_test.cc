@@ -362,5 +362,52 @@ TEST(DispatcherRecoveryTest, AFinishedTaskIsNotLostAfterARestart) {
   }
 }
 
+// A worker lost when a job was made got no task of it; lost is not journaled, so after a
+// restart it looked live and known, and on its next heartbeat still got none: a static
+// shard of it would have been waited for for ever. Its first heartbeat to the restarted
+// dispatcher now joins it to the jobs it lacks.
+TEST(DispatcherRecoveryTest, AJobMadeWhileAWorkerWasLostReachesItAfterARestart) {
+  TempDir tmp;
+  int64_t job_id = 0;
+  proto::WorkerHeartbeatRequest a;
+  a.set_worker_address("ucx://127.0.0.1:7001");
+  a.set_worker_uid("a-1");
+  proto::WorkerHeartbeatRequest b;
+  b.set_worker_address("ucx://127.0.0.1:7002");
+  b.set_worker_uid("b-1");
+  {
+    std::unique_ptr<JournalWriter> journal = *JournalWriter::Open(tmp.dir(), {});
+    DispatcherState state({.worker_timeout = absl::Milliseconds(50)});
+    state.AttachJournal(journal.get(), /*compact_every=*/0);
+    ASSERT_TRUE(state.WorkerHeartbeat(a).ok());
+    ASSERT_TRUE(state.WorkerHeartbeat(b).ok());
+    absl::SleepFor(absl::Milliseconds(100));
+    const absl::Time checked = absl::Now();
+    ASSERT_TRUE(state.WorkerHeartbeat(b).ok());
+    state.CheckLiveness(checked);
+    ASSERT_EQ(state.num_workers(), 1) << "a is lost";
+    proto::GetOrCreateJobRequest job;
+    job.set_dataset_id(*state.RegisterDataset(*engine::ParsePipeline("range(100) | batch(10)")));
+    job.set_mode(proto::OFF);
+    job.set_job_name("late");
+    job_id = state.GetOrCreateJob(job)->job_id();
+    ASSERT_TRUE(journal->Flush().ok());
+  }
+  absl::StatusOr<Recovered> recovered = Recover(tmp.dir());
+  ASSERT_TRUE(recovered.ok()) << recovered.status();
+  DispatcherState state({});
+  ASSERT_TRUE(state.Restore(*recovered).ok());
+  absl::StatusOr<proto::WorkerHeartbeatResponse> back = state.WorkerHeartbeat(a);
+  ASSERT_TRUE(back.ok()) << back.status();
+  ASSERT_EQ(back->new_tasks_size(), 1);
+  EXPECT_EQ(back->new_tasks(0).job_id(), job_id);
+  // b had its task all along and gets no second one.
+  absl::StatusOr<proto::WorkerHeartbeatResponse> other = state.WorkerHeartbeat(b);
+  ASSERT_TRUE(other.ok()) << other.status();
+  const int b_tasks = std::count_if(other->new_tasks().begin(), other->new_tasks().end(),
+                                    [&](const proto::TaskDef& t) { return t.job_id() == job_id; });
+  EXPECT_EQ(b_tasks, 1);
+}
+
 }  // namespace
 }  // namespace sluice::control
