@@ -38,7 +38,7 @@ class InlineFunction<R(Args...), kInlineBytes> {
   InlineFunction(F&& f) {  // NOLINT: implicit, like std::function
     if constexpr (std::is_pointer_v<D> || std::is_member_pointer_v<D>) {
       if (f == nullptr) return;
-    } else if constexpr (IsStdFunction<D>::value) {
+    } else if constexpr (IsFunctionWrapper<D>::value) {
       if (!f) return;
     }
     if constexpr (kFitsInline<D>) {
@@ -58,10 +58,12 @@ class InlineFunction<R(Args...), kInlineBytes> {
   }
   InlineFunction& operator=(InlineFunction&& other) noexcept {
     if (this != &other) {
+      // Out of `other` first: it may belong to the callable this one drops.
+      InlineFunction taken(std::move(other));
       Reset();
-      if (other.ops_ != nullptr) {
-        other.ops_->relocate(other.storage_, storage_);
-        ops_ = std::exchange(other.ops_, nullptr);
+      if (taken.ops_ != nullptr) {
+        taken.ops_->relocate(taken.storage_, storage_);
+        ops_ = std::exchange(taken.ops_, nullptr);
       }
     }
     return *this;
@@ -93,10 +95,13 @@ class InlineFunction<R(Args...), kInlineBytes> {
     void (*destroy)(void* storage) noexcept;
   };
 
+  // Wrappers that may be empty: an empty one makes an empty InlineFunction.
   template <typename T>
-  struct IsStdFunction : std::false_type {};
+  struct IsFunctionWrapper : std::false_type {};
   template <typename S>
-  struct IsStdFunction<std::function<S>> : std::true_type {};
+  struct IsFunctionWrapper<std::function<S>> : std::true_type {};
+  template <typename S, size_t kBytes>
+  struct IsFunctionWrapper<InlineFunction<S, kBytes>> : std::true_type {};
 
   template <typename D>
   static constexpr bool kFitsInline =

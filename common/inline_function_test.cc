@@ -27,6 +27,8 @@ TEST(InlineFunctionTest, EmptyUntilGivenACallable) {
   EXPECT_FALSE(from_null_pointer);
   Callback from_empty_std_function = std::function<int(int)>();
   EXPECT_FALSE(from_empty_std_function);
+  Callback from_empty_wrapper_of_another_size = InlineFunction<int(int), 16>();
+  EXPECT_FALSE(from_empty_wrapper_of_another_size);
   Callback some = [](int x) { return x + 1; };
   ASSERT_TRUE(some);
   EXPECT_EQ(some(41), 42);
@@ -97,6 +99,16 @@ TEST(InlineFunctionTest, MoveAssignmentDestroysWhatItHeld) {
   EXPECT_EQ(old_capture.use_count(), 1);
   EXPECT_EQ(new_capture.use_count(), 2);
   EXPECT_EQ(target(0), 2);
+}
+
+// `target = std::move(*inner)` where *inner lives in what target holds: taken out first,
+// then target's old callable (and with it *inner's storage) goes.
+TEST(InlineFunctionTest, MoveAssignmentFromInsideTheCallableItReplaces) {
+  auto inner = std::make_shared<Callback>([](int x) { return x * 3; });
+  Callback* source = inner.get();
+  Callback target = [inner = std::move(inner)](int x) { return (*inner)(x); };
+  target = std::move(*source);
+  EXPECT_EQ(target(14), 42);
 }
 
 TEST(InlineFunctionTest, ArgumentsAreForwardedNotCopied) {

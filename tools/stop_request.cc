@@ -43,6 +43,8 @@ void StopRequest::Watch() {
   while (!done_.load(std::memory_order_acquire)) {
     const int signal = sigtimedwait(&set, nullptr, &kLook);
     if (signal < 0) {
+      // Its owner finished meanwhile (its status stands): nothing to cut short.
+      if (done_.load(std::memory_order_acquire)) break;
       if (errno == EAGAIN && absl::Now() >= deadline) {
         const int first = signal_.load();
         std::fprintf(stderr, "sluice: still running %s after %s; exiting\n",
