@@ -15,6 +15,7 @@
 #include "absl/strings/strip.h"
 #include "common/status_macros.h"
 #include "common/thread_name.h"
+#include "control/static_sharding.h"
 
 namespace sluice::control {
 namespace {
@@ -125,6 +126,7 @@ absl::Status Dispatcher::OpenWorkDir(const DispatcherOptions& options) {
 }
 
 absl::StatusOr<std::unique_ptr<Dispatcher>> Dispatcher::Start(const DispatcherOptions& options) {
+  SLUICE_RETURN_IF_ERROR(WorkerList::Check(options.config.worker_addresses));
   std::unique_ptr<Dispatcher> d(new Dispatcher(options));
   if (options.fault_tolerant) {
     SLUICE_RETURN_IF_ERROR(d->OpenWorkDir(options));

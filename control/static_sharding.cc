@@ -1,5 +1,6 @@
 #include "control/static_sharding.h"
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "control/processing_mode.h"
@@ -34,6 +35,25 @@ bool ReadsFiles(const proto::PipelineDef& def) {
 }
 
 }  // namespace
+
+absl::Status WorkerList::Check(const std::vector<std::string>& entries) {
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const std::string entry = StripScheme(entries[i]);
+    auto bad = [&](absl::string_view why) {
+      return absl::InvalidArgumentError(absl::StrCat("worker address ", i + 1, " ('", entries[i],
+                                                     "'): ", why,
+                                                     "; expected HOST, HOST:PORT or "
+                                                     "SCHEME://HOST:PORT"));
+    };
+    if (HostOf(entry).empty()) return bad("no host");
+    if (!HasPort(entry)) continue;
+    int port = 0;
+    if (!absl::SimpleAtoi(entry.substr(entry.rfind(':') + 1), &port) || port < 1 || port > 65535) {
+      return bad("the port is not a number in 1-65535");
+    }
+  }
+  return absl::OkStatus();
+}
 
 WorkerList::WorkerList(std::vector<std::string> entries) {
   entries_.reserve(entries.size());

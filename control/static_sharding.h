@@ -27,6 +27,9 @@ class WorkerList {
  public:
   // Entries are "host:port", "scheme://host:port" or "host" (any port on that host).
   explicit WorkerList(std::vector<std::string> entries);
+  // InvalidArgument naming the first entry that is none of those (empty, no host, a port
+  // that is not a number in 1-65535).
+  [[nodiscard]] static absl::Status Check(const std::vector<std::string>& entries);
 
   // The position of the first entry matching `worker_address` ("scheme://host:port").
   [[nodiscard]] std::optional<int64_t> IndexOf(const std::string& worker_address) const;

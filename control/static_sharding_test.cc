@@ -31,6 +31,19 @@ TEST(WorkerListTest, MatchesHostPortOrHostAndIgnoresTheScheme) {
   EXPECT_EQ(list.ToString(), "10.0.0.1:7000, 10.0.0.1:7001, 10.0.0.9");
 }
 
+// `--worker-addresses 'foo,,bar:x'` was taken as given: the empty and the portless-port
+// entries could never match a worker, whose registrations were then refused.
+TEST(WorkerListTest, CheckNamesTheFirstEntryThatCannotMatchAWorker) {
+  EXPECT_TRUE(WorkerList::Check({"10.0.0.1:7000", "ucx://h:1", "h", "[::1]:7000"}).ok());
+  absl::Status empty = WorkerList::Check({"foo", "", "bar:x"});
+  EXPECT_EQ(empty.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(empty.message()), ::testing::HasSubstr("worker address 2 ('')"));
+  EXPECT_THAT(std::string(WorkerList::Check({"foo", "bar:x"}).message()),
+              ::testing::HasSubstr("'bar:x'): the port"));
+  EXPECT_FALSE(WorkerList::Check({"h:70000"}).ok());
+  EXPECT_FALSE(WorkerList::Check({":7000"}).ok());
+}
+
 TEST(ProcessingModeTest, NamesRoundTripAndUnknownNamesListTheChoices) {
   for (proto::ProcessingMode mode :
        {proto::OFF, proto::DYNAMIC, proto::FILE, proto::DATA, proto::FILE_OR_DATA, proto::HINT}) {

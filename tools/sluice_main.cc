@@ -261,6 +261,8 @@ int Main(int argc, char** argv) {
       "Sluice: a data-plane service for ML training (tf.data-service semantics, "
       "zero-copy batches over UCX)"};
   app.require_subcommand(1);
+  // `sluice status --dispatcher X --timeout 1s`: the global options also after the command.
+  app.fallthrough();
   std::string timeout_text = "10s";
   std::string scheme = "ucx";
   app.add_option("--transport", scheme,
