@@ -47,9 +47,7 @@ void UcxTransport::Send(ConnectionId to, absl::string_view header, Payload paylo
     baton_.Lend();
     return;
   }
-  Post([this, to, header = std::string(header), payload, done = std::move(done)]() mutable {
-    DoSend(to, header, payload, std::move(done));
-  });
+  PostSend(to, header, payload, std::move(done));
 }
 
 std::unique_ptr<UcxTransport::SendOp> UcxTransport::AcquireSendOp() {

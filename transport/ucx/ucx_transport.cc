@@ -171,6 +171,34 @@ void UcxTransport::Post(absl::AnyInvocable<void()> task) {
     absl::MutexLock lock(&queue_mu_);
     queue_.push_back(std::move(task));
   }
+  WakeForPosts();
+}
+
+void UcxTransport::PostSend(ConnectionId to, absl::string_view header, Payload payload,
+                            SendCallback&& done) {
+  {
+    absl::MutexLock lock(&queue_mu_);
+    std::unique_ptr<PostedSend> send;
+    if (spare_posted_.empty()) {
+      send = std::make_unique<PostedSend>();
+    } else {
+      send = std::move(spare_posted_.back());
+      spare_posted_.pop_back();
+    }
+    send->to = to;
+    send->header.assign(header.data(), header.size());
+    send->payload = payload;
+    send->done = std::move(done);
+    // `this` and the pointer: AnyInvocable keeps them in place.
+    queue_.push_back([this, send = std::move(send)]() mutable {
+      DoSend(send->to, send->header, send->payload, std::move(send->done));
+      posted_sent_.push_back(std::move(send));
+    });
+  }
+  WakeForPosts();
+}
+
+void UcxTransport::WakeForPosts() {
   has_posts_.store(true, std::memory_order_seq_cst);
   // Only a sleeping progress thread needs the (system call) wake-up.
   if (sleeping_.load(std::memory_order_seq_cst)) {
@@ -213,7 +241,13 @@ void UcxTransport::DrainQueue() {
   {
     absl::MutexLock lock(&queue_mu_);
     tasks.swap(queue_);
+    for (std::unique_ptr<PostedSend>& sent : posted_sent_) {
+      if (spare_posted_.size() >= kMaxSparePostedSends) break;
+      sent->done = nullptr;  // moved from already; nothing of the last send stays
+      spare_posted_.push_back(std::move(sent));
+    }
   }
+  posted_sent_.clear();
   for (auto& task : tasks) task();
   tasks.clear();
   spare_queue_.swap(tasks);

@@ -98,6 +98,16 @@ class UcxTransport final : public Transport {
     SendOp* prev = nullptr;
     SendOp* next = nullptr;
   };
+  // A send from a thread that does not drive the worker, queued for the one that does.
+  // Recycled with its header's room: a reply a task's producer sends allocates nothing once
+  // warm (a lambda holding a header string and the callback made two allocations).
+  struct PostedSend {
+    ConnectionId to = kNoConnection;
+    std::string header;
+    Payload payload;
+    SendCallback done;
+  };
+  static constexpr size_t kMaxSparePostedSends = 64;
   // An endpoint being flushed before it is closed.
   struct Flushing {
     ConnectionId id;
@@ -130,6 +140,10 @@ class UcxTransport final : public Transport {
 
   // Runs `task` on the progress thread (asynchronously).
   void Post(absl::AnyInvocable<void()> task);
+  // Post for a send, in a recycled PostedSend.
+  void PostSend(ConnectionId to, absl::string_view header, Payload payload, SendCallback&& done);
+  // After a Post: a sleeping progress thread is woken.
+  void WakeForPosts();
   // Runs `task` on the progress thread and waits for it; runs inline on that thread.
   void RunSync(const std::function<void()>& task);
   void ProgressLoop();
@@ -274,6 +288,9 @@ class UcxTransport final : public Transport {
   absl::Mutex queue_mu_;
   std::vector<absl::AnyInvocable<void()>> queue_ ABSL_GUARDED_BY(queue_mu_);
   std::vector<absl::AnyInvocable<void()>> spare_queue_;  // of whoever drives the worker
+  std::vector<std::unique_ptr<PostedSend>> spare_posted_ ABSL_GUARDED_BY(queue_mu_);
+  // Sent since the last DrainQueue, back to spare_posted_ at the next (of the driver).
+  std::vector<std::unique_ptr<PostedSend>> posted_sent_;
   // Set once, after the last Post; read by the progress loop without taking queue_mu_.
   std::atomic<bool> stopping_{false};
   std::atomic<bool> has_posts_{false};
