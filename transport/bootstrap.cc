@@ -17,7 +17,28 @@
 namespace sluice::transport {
 namespace {
 
-constexpr char kMagic[4] = {'S', 'L', 'C', '2'};
+constexpr char kUcxMagic[4] = {'S', 'L', 'C', '2'};
+constexpr char kOfiMagic[4] = {'S', 'L', 'O', '2'};
+
+const char* MagicOf(HelloTransport transport) {
+  switch (transport) {
+    case HelloTransport::kUcx:
+      return kUcxMagic;
+    case HelloTransport::kOfi:
+      return kOfiMagic;
+  }
+  return kUcxMagic;
+}
+
+const char* NameOf(HelloTransport transport) {
+  switch (transport) {
+    case HelloTransport::kUcx:
+      return "UCX (ucx://)";
+    case HelloTransport::kOfi:
+      return "libfabric (ofi://)";
+  }
+  return "?";
+}
 // A worker address is a few hundred bytes; anything far larger is not a Sluice peer.
 constexpr uint32_t kMaxWorkerAddress = 64 * 1024;
 constexpr uint32_t kMaxLocality = 1024;
@@ -57,7 +78,13 @@ absl::Status ReadAll(int fd, void* data, size_t size, absl::Time deadline) {
     SLUICE_RETURN_IF_ERROR(WaitFor(fd, POLLIN, deadline, "waiting for the connection hello"));
     ssize_t n = recv(fd, p, size, 0);
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-    if (n == 0) return absl::UnavailableError("peer closed the connection during the hello");
+    // A peer that refused our hello (another transport's endpoint, say) closes, or resets
+    // a connection it left data on.
+    if (n == 0 || (n < 0 && errno == ECONNRESET)) {
+      return absl::UnavailableError(
+          "peer closed the connection during the hello (is it a Sluice endpoint of the same "
+          "transport, ucx:// or ofi://?)");
+    }
     if (n < 0) return absl::UnavailableError(absl::StrCat("recv: ", std::strerror(errno)));
     p += n;
     size -= static_cast<size_t>(n);
@@ -144,7 +171,7 @@ absl::StatusOr<ScopedFd> ConnectSocket(const Address& peer, absl::Duration timeo
 }
 
 absl::Status SendHello(int fd, const Hello& hello, absl::Time deadline) {
-  std::string message(kMagic, sizeof(kMagic));
+  std::string message(MagicOf(hello.transport), sizeof(kUcxMagic));
   uint32_t length = static_cast<uint32_t>(hello.worker_address.size());
   message.append(reinterpret_cast<const char*>(&hello.token), sizeof(hello.token));
   message.append(reinterpret_cast<const char*>(&length), sizeof(length));
@@ -156,12 +183,20 @@ absl::Status SendHello(int fd, const Hello& hello, absl::Time deadline) {
   return WriteAll(fd, message.data(), message.size(), deadline);
 }
 
-absl::StatusOr<Hello> ReceiveHello(int fd, absl::Time deadline) {
-  char magic[sizeof(kMagic)];
+absl::StatusOr<Hello> ReceiveHello(int fd, HelloTransport expected, absl::Time deadline) {
+  char magic[sizeof(kUcxMagic)];
   Hello hello;
+  hello.transport = expected;
   uint32_t length = 0;
   SLUICE_RETURN_IF_ERROR(ReadAll(fd, magic, sizeof(magic), deadline));
-  if (std::memcmp(magic, kMagic, sizeof(kMagic)) != 0) {
+  if (std::memcmp(magic, MagicOf(expected), sizeof(magic)) != 0) {
+    for (HelloTransport other : {HelloTransport::kUcx, HelloTransport::kOfi}) {
+      if (other != expected && std::memcmp(magic, MagicOf(other), sizeof(magic)) == 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "the peer is a Sluice endpoint over ", NameOf(other), ", this one is over ",
+            NameOf(expected), ": give both ends the same transport"));
+      }
+    }
     return absl::InvalidArgumentError("peer is not a Sluice endpoint (bad hello magic)");
   }
   SLUICE_RETURN_IF_ERROR(ReadAll(fd, &hello.token, sizeof(hello.token), deadline));
@@ -207,7 +242,8 @@ bool SocketAloneWatches(const Hello& mine, const Hello& theirs) {
   return wishes_socket_alone(mine.peer_watch) && wishes_socket_alone(theirs.peer_watch);
 }
 
-bool AcceptPeer(int listen_fd, absl::Time deadline, absl::StatusOr<AcceptedPeer>* accepted) {
+bool AcceptPeer(int listen_fd, HelloTransport expected, absl::Time deadline,
+                absl::StatusOr<AcceptedPeer>* accepted) {
   sockaddr_storage from{};
   socklen_t length = sizeof(from);
   ScopedFd socket(accept4(listen_fd, reinterpret_cast<sockaddr*>(&from), &length,
@@ -219,7 +255,7 @@ bool AcceptPeer(int listen_fd, absl::Time deadline, absl::StatusOr<AcceptedPeer>
               NI_NUMERICHOST | NI_NUMERICSERV);
   // The hello is small and sent right after connecting; a peer that does not send it in
   // time is dropped.
-  absl::StatusOr<Hello> hello = ReceiveHello(socket.get(), deadline);
+  absl::StatusOr<Hello> hello = ReceiveHello(socket.get(), expected, deadline);
   if (!hello.ok()) {
     *accepted = hello.status();
     return true;

@@ -56,11 +56,17 @@ enum class PeerWatch : uint8_t {
   kSocketForLocalPeers = 2,  // the socket alone watches peers of the same HostLocality
 };
 
+// Which transport's address a hello carries: each has its own magic, so that a peer of the
+// other transport is refused by name (a UCX dispatcher handed a libfabric address
+// aborted in UCX's address unpacking).
+enum class HelloTransport : uint8_t { kUcx, kOfi };
+
 struct Hello {
   uint64_t token = 0;
   std::string worker_address;
   std::string locality;  // the sender's HostLocality() (host_locality.h), "" if unknown
   PeerWatch peer_watch = PeerWatch::kUcx;
+  HelloTransport transport = HelloTransport::kUcx;
 };
 
 // Whether the connection between the senders of `mine` and `theirs` is watched by its socket
@@ -72,7 +78,9 @@ struct Hello {
 // Connects within `timeout`; a refused or unreachable peer is Unavailable, naming it.
 [[nodiscard]] absl::StatusOr<ScopedFd> ConnectSocket(const Address& peer, absl::Duration timeout);
 [[nodiscard]] absl::Status SendHello(int fd, const Hello& hello, absl::Time deadline);
-[[nodiscard]] absl::StatusOr<Hello> ReceiveHello(int fd, absl::Time deadline);
+// A hello of the `expected` transport; one of the other is InvalidArgument naming both.
+[[nodiscard]] absl::StatusOr<Hello> ReceiveHello(int fd, HelloTransport expected,
+                                                 absl::Time deadline);
 
 // A connection taken from a listening socket, with the hello its peer sent.
 struct AcceptedPeer {
@@ -84,7 +92,7 @@ struct AcceptedPeer {
 // Accepts one pending connection on the non-blocking `listen_fd` and reads its hello by
 // `deadline`. Returns false when no connection is pending; otherwise `*accepted` holds the
 // peer, or the error that dropped it (the peer sees its connection closed).
-[[nodiscard]] bool AcceptPeer(int listen_fd, absl::Time deadline,
+[[nodiscard]] bool AcceptPeer(int listen_fd, HelloTransport expected, absl::Time deadline,
                               absl::StatusOr<AcceptedPeer>* accepted);
 
 }  // namespace sluice::transport

@@ -28,7 +28,7 @@ TEST(HelloTest, EveryFieldCrossesTheSocket) {
   SocketPair pair;
   const Hello sent{42, std::string(300, 'w'), "boot;ipc=1", PeerWatch::kSocketForLocalPeers};
   ASSERT_TRUE(SendHello(pair.a.get(), sent, Soon()).ok());
-  absl::StatusOr<Hello> received = ReceiveHello(pair.b.get(), Soon());
+  absl::StatusOr<Hello> received = ReceiveHello(pair.b.get(), HelloTransport::kUcx, Soon());
   ASSERT_TRUE(received.ok()) << received.status();
   EXPECT_EQ(received->token, 42u);
   EXPECT_EQ(received->worker_address, sent.worker_address);
@@ -41,7 +41,7 @@ TEST(HelloTest, AnUnknownPeerWatchIsRefused) {
   Hello sent{1, "address", "", PeerWatch::kUcx};
   sent.peer_watch = static_cast<PeerWatch>(7);
   ASSERT_TRUE(SendHello(pair.a.get(), sent, Soon()).ok());
-  absl::StatusOr<Hello> received = ReceiveHello(pair.b.get(), Soon());
+  absl::StatusOr<Hello> received = ReceiveHello(pair.b.get(), HelloTransport::kUcx, Soon());
   EXPECT_EQ(received.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(received.status().message(), HasSubstr("peer watch 7"));
 }
@@ -49,7 +49,32 @@ TEST(HelloTest, AnUnknownPeerWatchIsRefused) {
 TEST(HelloTest, AnythingButAHelloIsRefused) {
   SocketPair pair;
   ASSERT_EQ(write(pair.a.get(), "GET / HTTP/1.1\r\n", 16), 16);
-  EXPECT_THAT(ReceiveHello(pair.b.get(), Soon()).status().message(), HasSubstr("bad hello magic"));
+  EXPECT_THAT(ReceiveHello(pair.b.get(), HelloTransport::kUcx, Soon()).status().message(),
+              HasSubstr("bad hello magic"));
+}
+
+// A hello of the other transport is refused by name on either side: a UCX dispatcher
+// handed a libfabric address aborted in UCX's address unpacking (`sluice status
+// --dispatcher ofi://...` against a UCX dispatcher killed it).
+TEST(HelloTest, AHelloOfTheOtherTransportIsRefusedByName) {
+  for (HelloTransport sender : {HelloTransport::kUcx, HelloTransport::kOfi}) {
+    const HelloTransport receiver =
+        sender == HelloTransport::kUcx ? HelloTransport::kOfi : HelloTransport::kUcx;
+    SocketPair pair;
+    Hello sent{7, "address"};
+    sent.transport = sender;
+    ASSERT_TRUE(SendHello(pair.a.get(), sent, Soon()).ok());
+    absl::StatusOr<Hello> received = ReceiveHello(pair.b.get(), receiver, Soon());
+    EXPECT_EQ(received.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(received.status().message(), HasSubstr("give both ends the same transport"));
+  }
+  SocketPair pair;
+  Hello sent{7, "address"};
+  sent.transport = HelloTransport::kOfi;
+  ASSERT_TRUE(SendHello(pair.a.get(), sent, Soon()).ok());
+  absl::StatusOr<Hello> received = ReceiveHello(pair.b.get(), HelloTransport::kOfi, Soon());
+  ASSERT_TRUE(received.ok()) << received.status();
+  EXPECT_EQ(received->transport, HelloTransport::kOfi);
 }
 
 Hello From(std::string locality, PeerWatch watch) {

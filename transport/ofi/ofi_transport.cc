@@ -110,8 +110,8 @@ absl::StatusOr<ConnectionId> OfiTransport::Connect(const Address& peer) {
   absl::Time deadline = absl::Now() + options_.connect_timeout;
   SLUICE_ASSIGN_OR_RETURN(ScopedFd socket, ConnectSocket(peer, options_.connect_timeout));
   ConnectionId id = next_connection_id_.fetch_add(1);
-  SLUICE_RETURN_IF_ERROR(SendHello(socket.get(), Hello{id, hello_address_}, deadline));
-  absl::StatusOr<Hello> remote = ReceiveHello(socket.get(), deadline);
+  SLUICE_RETURN_IF_ERROR(SendHello(socket.get(), OwnHello(id), deadline));
+  absl::StatusOr<Hello> remote = ReceiveHello(socket.get(), HelloTransport::kOfi, deadline);
   if (!remote.ok()) {
     return absl::Status(remote.status().code(), absl::StrCat("connecting to ", peer.ToString(),
                                                              ": ", remote.status().message()));
@@ -199,7 +199,7 @@ void OfiTransport::AcceptConnections() {
   while (true) {
     absl::Time deadline = absl::Now() + kAcceptHelloTimeout;
     absl::StatusOr<AcceptedPeer> accepted;
-    if (!AcceptPeer(listen_socket_.get(), deadline, &accepted)) return;
+    if (!AcceptPeer(listen_socket_.get(), HelloTransport::kOfi, deadline, &accepted)) return;
     if (!accepted.ok()) continue;
     ConnectionId id = next_connection_id_.fetch_add(1);
     int fd = accepted->socket.get();
@@ -208,7 +208,7 @@ void OfiTransport::AcceptConnections() {
       continue;
     }
     // The handler has not seen this connection yet: drop it without an OnDisconnect.
-    if (!SendHello(fd, Hello{id, hello_address_}, deadline).ok()) CloseConnection(id);
+    if (!SendHello(fd, OwnHello(id), deadline).ok()) CloseConnection(id);
   }
 }
 

@@ -144,6 +144,11 @@ class OfiTransport final : public Transport {
   std::shared_ptr<ProgressThread> progress_;
   ScopedFd listen_socket_;
   std::string hello_address_;  // EncodePeerAddress of this endpoint, sent in every hello
+  [[nodiscard]] Hello OwnHello(ConnectionId id) const {
+    Hello hello{id, hello_address_};
+    hello.transport = HelloTransport::kOfi;
+    return hello;
+  }
 
   std::atomic<ConnectionId> next_connection_id_{1};
   // Progress-thread-only state.

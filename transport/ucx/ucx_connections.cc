@@ -50,7 +50,7 @@ void UcxTransport::AcceptConnections() {
   while (true) {
     absl::Time deadline = absl::Now() + kAcceptHelloTimeout;
     absl::StatusOr<AcceptedPeer> accepted;
-    if (!AcceptPeer(listen_socket_.get(), deadline, &accepted)) return;
+    if (!AcceptPeer(listen_socket_.get(), HelloTransport::kUcx, deadline, &accepted)) return;
     if (!accepted.ok()) continue;
     ConnectionId id = next_connection_id_.fetch_add(1);
     int fd = accepted->socket.get();
@@ -68,7 +68,7 @@ absl::StatusOr<ConnectionId> UcxTransport::Connect(const Address& peer) {
   SLUICE_ASSIGN_OR_RETURN(ScopedFd socket, ConnectSocket(peer, options_.connect_timeout));
   ConnectionId id = next_connection_id_.fetch_add(1);
   SLUICE_RETURN_IF_ERROR(SendHello(socket.get(), OwnHello(id), deadline));
-  absl::StatusOr<Hello> remote = ReceiveHello(socket.get(), deadline);
+  absl::StatusOr<Hello> remote = ReceiveHello(socket.get(), HelloTransport::kUcx, deadline);
   if (!remote.ok()) {
     return absl::Status(remote.status().code(), absl::StrCat("connecting to ", peer.ToString(),
                                                              ": ", remote.status().message()));
