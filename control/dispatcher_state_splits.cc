@@ -12,13 +12,17 @@
 namespace sluice::control {
 namespace {
 
-// A failure of the data itself (a list_files pattern matching nothing, a file gone) as
-// FailedPrecondition: a worker takes NotFound from GetSplit for a job the dispatcher no
-// longer knows, and told its user the dispatcher had restarted without its state.
+// A failure of the data itself (a list_files pattern matching nothing, a file gone, no
+// data roots here), said to be the dispatcher's: the worker passes it on to the reader,
+// whose message named the worker. NotFound becomes FailedPrecondition: a worker takes
+// NotFound from GetSplit for a job the dispatcher no longer knows, and told its user the
+// dispatcher had restarted without its state.
 absl::Status AsSplitFailure(const absl::Status& status, int64_t job_id) {
-  if (!absl::IsNotFound(status)) return status;
-  return absl::FailedPreconditionError(
-      absl::StrCat("cannot make the splits of job ", job_id, ": ", status.message()));
+  if (status.ok()) return status;
+  return absl::Status(
+      absl::IsNotFound(status) ? absl::StatusCode::kFailedPrecondition : status.code(),
+      absl::StrCat("the dispatcher cannot make the splits of job ", job_id, ": ",
+                   status.message()));
 }
 
 }  // namespace

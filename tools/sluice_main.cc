@@ -441,6 +441,13 @@ int Main(int argc, char** argv) {
     if (fault_tolerant && work_dir.empty()) {
       return Fail(absl::InvalidArgumentError("--fault-tolerant needs --work-dir"), "dispatcher");
     }
+    // Alone it did nothing: a restart on a journaled directory came up empty, silently.
+    if (!fault_tolerant && !work_dir.empty()) {
+      return Fail(absl::InvalidArgumentError(
+                      "--work-dir is used only with --fault-tolerant (journal every state "
+                      "change there and recover it on restart); add --fault-tolerant"),
+                  "dispatcher");
+    }
     options.bind =
         transport::Address{scheme, dispatcher_host, static_cast<uint16_t>(dispatcher_port)};
     options.config.elements_per_split = elements_per_split;

@@ -40,6 +40,8 @@ void StopRequest::Watch() {
   // by one of the very signals it waits for.
   constexpr timespec kLook = {0, 100'000'000};
   absl::Time deadline = absl::InfiniteFuture();
+  absl::Time first_at = absl::InfinitePast();
+  constexpr absl::Duration kSameRequestWithin = absl::Milliseconds(500);
   while (!done_.load(std::memory_order_acquire)) {
     const int signal = sigtimedwait(&set, nullptr, &kLook);
     if (signal < 0) {
@@ -54,11 +56,15 @@ void StopRequest::Watch() {
       continue;
     }
     if (requested()) {
+      // GNU timeout, and a shell's job control, signal the process and its group: the same
+      // request arrives twice at once. Only a signal sent later is the user insisting.
+      if (absl::Now() - first_at < kSameRequestWithin) continue;
       std::fprintf(stderr, "sluice: %s again; exiting now\n", strsignal(signal));
       _exit(128 + signal);
     }
     std::fprintf(stderr, "\nsluice: %s: stopping (once more to exit at once)\n", strsignal(signal));
-    deadline = absl::Now() + grace_;
+    first_at = absl::Now();
+    deadline = first_at + grace_;
     signal_.store(signal, std::memory_order_release);
   }
 }

@@ -1,8 +1,9 @@
 // Ctrl-C and SIGTERM for commands that run until their work is done (`sluice read`,
 // `sluice local`). The first signal asks the work to stop at its next step, so that it can
 // print what it read and let its job go; if it has not stopped within `grace` (a reader
-// waiting on a worker that does not answer), or a second signal comes, the process exits
-// at once with status 128 + the signal.
+// waiting on a worker that does not answer), or a second signal comes (half a second or
+// more after the first: `timeout` signals the process and its group at once), the process
+// exits at once with status 128 + the signal.
 //
 //   BlockTerminationSignals();            // first thing in main: no thread may take them
 //   StopRequest stop(absl::Seconds(3));   // watches for them on a thread of its own

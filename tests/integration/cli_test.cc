@@ -51,6 +51,16 @@ TEST(CliTest, LocalStopsOnInterruptAndPrintsWhatItRead) {
 
 TEST(CliTest, LocalStopsOnTerminate) { ExpectStopsOn(SIGTERM, "jsonl", "\"index\""); }
 
+// GNU timeout signals the process and its group at once: one request, not two (the second
+// used to mean "exit at once", and the summary was lost).
+TEST(CliTest, LocalUnderTimeoutPrintsWhatItRead) {
+  std::string command;
+  for (const std::string& arg : EndlessLocalRead("summary")) command += "'" + arg + "' ";
+  Subprocess timed({"/bin/bash", "-c", "timeout 3 " + command});
+  EXPECT_EQ(timed.Wait(absl::Seconds(60)), 124) << timed.stderr_text();
+  EXPECT_THAT(timed.stdout_text(), HasSubstr(" batches (")) << timed.stderr_text();
+}
+
 // `sluice local --format jsonl | head -n 2` ends once head has its lines: the failed write
 // stops the read (it ran until killed, SIGPIPE being ignored).
 TEST(CliTest, LocalStopsWhenItsOutputIsClosed) {
