@@ -95,10 +95,16 @@ void PrintStatus(const proto::GetStatusResponse& status, bool json, std::ostream
   }
   out << absl::StrFormat("%d job(s)\n", status.jobs_size());
   for (const proto::JobStatus& j : status.jobs()) {
-    out << absl::StrFormat("  job %d %-16s dataset %s  mode %s  %d client(s)  tasks %d/%d done%s\n",
-                           j.job_id(), j.job_name().empty() ? "(anonymous)" : j.job_name(),
-                           j.dataset_id(), control::ProcessingModeName(j.mode()), j.num_clients(),
-                           j.finished_tasks(), j.num_tasks(), j.finished() ? "  finished" : "");
+    // A lost task is neither done nor running: said apart, with what was handed out again.
+    const std::string lost = j.lost_tasks() == 0
+                                 ? std::string()
+                                 : absl::StrFormat(", %d lost (%d splits re-issued)",
+                                                   j.lost_tasks(), j.reissued_splits());
+    out << absl::StrFormat(
+        "  job %d %-16s dataset %s  mode %s  %d client(s)  tasks %d/%d done%s%s\n", j.job_id(),
+        j.job_name().empty() ? "(anonymous)" : j.job_name(), j.dataset_id(),
+        control::ProcessingModeName(j.mode()), j.num_clients(), j.finished_tasks(), j.num_tasks(),
+        lost, j.finished() ? "  finished" : "");
   }
 }
 
