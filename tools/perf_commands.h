@@ -40,6 +40,7 @@ struct ServiceFlags {
   std::string progress = "auto";   // how a client's reader waits, as `sluice read` does
   std::string wait_spin = "auto";  // transport/spin_wait.h
   bool coordinated = false;        // clients are the consumers of one coordinated read
+  std::string step = "0";          // the consumer's busy time per batch (a trainer's step)
   bool json = false;
 };
 
@@ -57,6 +58,7 @@ struct ServiceClientFlags {
   std::string wait_spin = "auto";
   int num_consumers = 0;  // > 0: consumer `consumer_index` of a coordinated read
   int consumer_index = 0;
+  std::string step = "0";  // as ServiceFlags::step
 };
 
 struct SweepFlags {

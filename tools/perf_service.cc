@@ -59,7 +59,38 @@ struct Measured {
   int64_t bytes = 0;
   double seconds = 0;
   std::vector<double> latencies_us;
+  // Time spent inside Next(), waiting for input: with a --step, the share of the window the
+  // consumer was held up by Sluice rather than by its own work.
+  double waited_seconds = 0;
 };
+
+// One batch as `next` saw it: its size, its latency (what p50/p99 time) and how long Next()
+// took to hand it over.
+struct Got {
+  size_t bytes = 0;
+  double latency_us = 0;
+  absl::Duration waited;
+};
+
+// --step: a duration of zero or more.
+absl::StatusOr<absl::Duration> ParseStep(const std::string& text) {
+  absl::Duration step;
+  if (!absl::ParseDuration(text, &step) || step < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--step must be a duration of zero or more, such as 200us or 1.5ms; got '", text, "'"));
+  }
+  return step;
+}
+
+// The consumer's work on a batch it holds (--step): the CPU stays busy, as a trainer's input
+// thread is while it decodes or launches a step, so a reader that drives its own transport
+// cannot drive it meanwhile.
+void Step(absl::Duration step) {
+  if (step <= absl::ZeroDuration()) return;
+  const absl::Time until = absl::Now() + step;
+  while (absl::Now() < until) {
+  }
+}
 
 // Where the measured part starts and ends: callers read their counters there, while the
 // reader (and, with --device, its prefetched copies) is still alive.
@@ -69,8 +100,8 @@ struct Window {
 };
 
 // Warm-up batches are not counted: connections, first splits, and the first use of each
-// landing slab (page faults; with --device, its cudaHostRegister). `next` returns a batch's
-// size and latency in µs, nullopt at the end.
+// landing slab (page faults; with --device, its cudaHostRegister). `next` returns what it got
+// (nullopt at the end), after the consumer's step on it.
 template <typename NextFn>
 absl::StatusOr<Measured> Measure(NextFn next, int warm_up, absl::Duration duration,
                                  const Window& window) {
@@ -89,43 +120,50 @@ absl::StatusOr<Measured> Measure(NextFn next, int warm_up, absl::Duration durati
     // first waits out the round wait for its next round, which is not the data path's time.
     if (absl::Now() > end) break;
     ++m.batches;
-    m.bytes += static_cast<int64_t>(batch->first);
-    m.latencies_us.push_back(batch->second);
+    m.bytes += static_cast<int64_t>(batch->bytes);
+    m.latencies_us.push_back(batch->latency_us);
+    m.waited_seconds += absl::ToDoubleSeconds(batch->waited);
   }
   m.seconds = absl::ToDoubleSeconds(std::min(absl::Now(), end) - start);
   window.closes();
   return m;
 }
 
-using SizeAndLatency = std::optional<std::pair<size_t, double>>;
-
 // Host landing: the latency is each batch's fetch, from request to landed payload.
 absl::StatusOr<Measured> ReadOnHost(control::BatchReader& reader, int warm_up,
-                                    absl::Duration duration, const Window& window) {
-  auto next = [&]() -> absl::StatusOr<SizeAndLatency> {
+                                    absl::Duration duration, absl::Duration step,
+                                    const Window& window) {
+  auto next = [&]() -> absl::StatusOr<std::optional<Got>> {
+    const absl::Time asked = absl::Now();
     SLUICE_ASSIGN_OR_RETURN(std::optional<control::Batch> batch, reader.Next());
-    if (!batch) return SizeAndLatency();
-    return SizeAndLatency(
-        {batch->view().bytes().size(), absl::ToDoubleMicroseconds(batch->fetch_latency())});
+    if (!batch) return std::optional<Got>();
+    const Got got{.bytes = batch->view().bytes().size(),
+                  .latency_us = absl::ToDoubleMicroseconds(batch->fetch_latency()),
+                  .waited = absl::Now() - asked};
+    Step(step);
+    return got;
   };
   return Measure(next, warm_up, duration, window);
 }
 
 // Device landing, as a trainer linking Sluice gets it (gpu::DeviceBatchReader): the latency
-// is how long Next() waited for a batch in device memory. Each batch is dropped at once, as
-// if the training step had consumed it.
+// is how long Next() waited for a batch in device memory. Each batch is held for the step,
+// then dropped, as if the training step had consumed it.
 absl::StatusOr<Measured> ReadIntoDevice(std::unique_ptr<control::BatchReader> reader,
                                         const control::ReadOptions& read_options, int device,
-                                        int warm_up, absl::Duration duration, const Window& window,
-                                        uint64_t* bytes_to_device) {
+                                        int warm_up, absl::Duration duration, absl::Duration step,
+                                        const Window& window, uint64_t* bytes_to_device) {
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<gpu::DeviceBatchReader> device_reader,
                           gpu::ReadIntoDevice(std::move(reader), read_options, device));
   uint64_t copied_before = 0;
-  auto next = [&]() -> absl::StatusOr<SizeAndLatency> {
+  auto next = [&]() -> absl::StatusOr<std::optional<Got>> {
     const absl::Time asked = absl::Now();
     SLUICE_ASSIGN_OR_RETURN(std::optional<gpu::DeviceBatch> batch, device_reader->Next());
-    if (!batch) return SizeAndLatency();
-    return SizeAndLatency({batch->size(), absl::ToDoubleMicroseconds(absl::Now() - asked)});
+    if (!batch) return std::optional<Got>();
+    const absl::Duration waited = absl::Now() - asked;
+    Step(step);
+    return Got{
+        .bytes = batch->size(), .latency_us = absl::ToDoubleMicroseconds(waited), .waited = waited};
   };
   const Window device_window{
       .opens =
@@ -185,6 +223,13 @@ void AddServiceFlags(CLI::App* app, ServiceFlags& flags) {
                 "The clients read one job in coordinated rounds, as `sluice read "
                 "--num-consumers` (one consumer per client): each round gives every client "
                 "one batch, all from one worker. Needs --mode off and an infinite pipeline");
+  app->add_option("--step", flags.step,
+                  "The consumer's work per batch, a duration (e.g. 200us): each client keeps "
+                  "its CPU busy this long while it holds a batch, as a trainer's input thread "
+                  "does, and the JSON's 'input_wait_fraction' says how much of the time it "
+                  "still waited for input (0: read as fast as possible, tf.data's ideal model "
+                  "speed)")
+      ->capture_default_str();
   app->add_flag("--json", flags.json, "Print one JSON object");
 }
 
@@ -202,6 +247,7 @@ void AddServiceClientFlags(CLI::App* app, ServiceClientFlags& flags) {
   app->add_option("--wait-spin", flags.wait_spin);
   app->add_option("--num-consumers", flags.num_consumers);
   app->add_option("--consumer-index", flags.consumer_index);
+  app->add_option("--step", flags.step);
 }
 
 int RunServiceClientCommand(const ServiceClientFlags& flags) {
@@ -215,6 +261,8 @@ int RunServiceClientCommand(const ServiceClientFlags& flags) {
   }
   absl::StatusOr<proto::PipelineDef> pipeline = engine::ParsePipeline(flags.pipeline);
   if (!pipeline.ok()) return Fail("service-client", pipeline.status().message());
+  absl::StatusOr<absl::Duration> step = ParseStep(flags.step);
+  if (!step.ok()) return Fail("service-client", step.status().message());
   // The parent parses this process's stdout as JSON: no library message may land in it.
   auto data = PrivateStdout::Take();
   if (!data.ok()) return Fail("service-client", data.status().message());
@@ -271,13 +319,15 @@ int RunServiceClientCommand(const ServiceClientFlags& flags) {
   const int warm_up = read.max_outstanding_requests + read.prefetch_batches + 4;
   uint64_t bytes_to_device = 0;
   absl::StatusOr<Measured> measured =
-      flags.device < 0 ? ReadOnHost(**reader, warm_up, absl::Seconds(flags.seconds), window)
-                       : ReadIntoDevice(*std::move(reader), read, flags.device, warm_up,
-                                        absl::Seconds(flags.seconds), window, &bytes_to_device);
+      flags.device < 0
+          ? ReadOnHost(**reader, warm_up, absl::Seconds(flags.seconds), *step, window)
+          : ReadIntoDevice(*std::move(reader), read, flags.device, warm_up,
+                           absl::Seconds(flags.seconds), *step, window, &bytes_to_device);
   if (!measured.ok()) return Fail("service-client", measured.status().message());
   nlohmann::json out = {{"batches", measured->batches},
                         {"bytes", measured->bytes},
                         {"seconds", measured->seconds},
+                        {"waited_seconds", measured->waited_seconds},
                         {"p50_us", Percentile(measured->latencies_us, 0.5)},
                         {"p99_us", Percentile(measured->latencies_us, 0.99)},
                         {"transport_bytes_received", received},
@@ -312,6 +362,8 @@ int RunServiceCommand(const ServiceFlags& flags) {
   if (!wait_spin.ok()) {
     return Fail("service", absl::StrCat("--wait-spin: ", wait_spin.status().message()));
   }
+  absl::StatusOr<absl::Duration> step = ParseStep(flags.step);
+  if (!step.ok()) return Fail("service", step.status().message());
   absl::StatusOr<transport::ProgressMode> progress = transport::ParseProgressMode(flags.progress);
   if (!progress.ok()) {
     return Fail("service", absl::StrCat("--progress ", progress.status().message()));
@@ -395,7 +447,9 @@ int RunServiceCommand(const ServiceFlags& flags) {
                                      "--progress",
                                      progress_used,
                                      "--wait-spin",
-                                     flags.wait_spin};
+                                     flags.wait_spin,
+                                     "--step",
+                                     absl::FormatDuration(*step)};
     if (flags.coordinated) {
       argv.insert(argv.end(), {"--num-consumers", std::to_string(flags.clients), "--consumer-index",
                                std::to_string(i)});
@@ -404,7 +458,7 @@ int RunServiceCommand(const ServiceFlags& flags) {
   }
   absl::Time start = absl::Now();
   int64_t batches = 0, bytes = 0, client_copied = 0, to_device = 0, driven_waits = 0;
-  double seconds = 0, p50 = 0, p99 = 0;
+  double seconds = 0, p50 = 0, p99 = 0, waited = 0, read_seconds = 0;
   for (auto& client : clients) {
     int code = client->Wait(absl::Seconds(flags.seconds + 60));
     if (isatty(2)) {
@@ -418,6 +472,8 @@ int RunServiceCommand(const ServiceFlags& flags) {
     to_device += r["bytes_copied_to_device"].get<int64_t>();
     driven_waits += r["driven_waits"].get<int64_t>();
     seconds = std::max(seconds, r["seconds"].get<double>());
+    read_seconds += r["seconds"].get<double>();
+    waited += r["waited_seconds"].get<double>();
     p50 = std::max(p50, r["p50_us"].get<double>());  // the slowest client's percentiles
     p99 = std::max(p99, r["p99_us"].get<double>());
   }
@@ -491,6 +547,10 @@ int RunServiceCommand(const ServiceFlags& flags) {
       {"p99_us", p99},
       {"copied_bytes_per_delivered_byte", copied_per_byte},
       {"per_worker_batches", per_worker},
+      // --step, and the share of the clients' time spent in Next() rather than in their
+      // step: near 0, input keeps up with the consumer; near 1 with a step of 0.
+      {"step_us", absl::ToDoubleMicroseconds(*step)},
+      {"input_wait_fraction", read_seconds > 0 ? waited / read_seconds : 0},
       // Every process's slab pools (they inherit SLUICE_HUGE_PAGES).
       {"huge_pages", transport::DefaultPoolsUseHugePages()},
       // Batches workers let go unacknowledged: above 0, a broken
@@ -516,6 +576,11 @@ int RunServiceCommand(const ServiceFlags& flags) {
         flags.device >= 0 ? absl::StrCat(" (CUDA device ", flags.device, ")") : "",
         FormatByteSize(*batch_bytes), flags.mode, batches / seconds, bytes / seconds / 1e6,
         flags.device >= 0 ? "wait" : "fetch", p50, p99, copied_per_byte, kept_released, slab_waits);
+    if (*step > absl::ZeroDuration()) {
+      std::cout << absl::StrFormat(
+          "with a %s step per batch, the clients waited for input %.1f%% of the time\n",
+          absl::FormatDuration(*step), 100 * result["input_wait_fraction"].get<double>());
+    }
   }
   return 0;
 }
