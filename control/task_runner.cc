@@ -159,6 +159,7 @@ absl::Status TaskRunner::ProduceAll(engine::ElementIterator& iterator) {
     SLUICE_ASSIGN_OR_RETURN(size_t written,
                             engine::EncodeBatch(batch, last_slab_->span().subspan(offset)));
     ReadyBatch ready{last_slab_, offset, written, index, {}};
+    ready.assembled = true;
     if (const engine::Provenance* provenance = engine::ElementProvenance(batch)) {
       provenance->ToProto(&ready.provenance);
     }
@@ -170,6 +171,7 @@ absl::Status TaskRunner::ProduceAll(engine::ElementIterator& iterator) {
     {
       absl::MutexLock lock(&mu_);
       stats_.bytes_assembled += static_cast<int64_t>(written);
+      stats_.bytes_assembled_unserved += static_cast<int64_t>(written);
       ready_.push_back(std::move(ready));
     }
     Serve();

@@ -96,6 +96,8 @@ struct TaskRunnerStats {
   int64_t acknowledgements_received = 0;
   // 100 ms waits of the pipeline for a free slab (WorkerStats.slab_waits).
   int64_t slab_waits = 0;
+  // Bytes assembled into batches still in the buffer, not served yet (a gauge).
+  int64_t bytes_assembled_unserved = 0;
 };
 
 // What an uncoordinated request says about delivery (GetElementRequest fields 7, 8).
@@ -187,6 +189,9 @@ class TaskRunner {
     // batch leaves the kept batches (served again, or handed on to ready_). Makes ReadyBatch
     // move-only: copies go through CopyOf, unmarked.
     KeptSlabCount::Mark kept_mark;
+    // Assembled for this entry (not served again from the last batch's slab) and not
+    // served yet: counted in TaskRunnerStats::bytes_assembled_unserved.
+    bool assembled = false;
   };
   struct Waiter {
     std::shared_ptr<transport::ServerCall> call;

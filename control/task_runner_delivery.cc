@@ -111,6 +111,9 @@ void TaskRunner::MatchRequests(Matches& matched, std::vector<Waiter>& stale) {
     } else if (!ready_.empty()) {
       batch.emplace(std::move(ready_.front()));
       ready_.pop_front();
+      if (std::exchange(batch->assembled, false)) {
+        stats_.bytes_assembled_unserved -= static_cast<int64_t>(batch->size);
+      }
     } else {
       ++it;
       continue;

@@ -145,6 +145,9 @@ void TaskRunner::MatchRounds(Matches& matched, std::vector<Waiter>& ended) {
     for (size_t c = 0; c < n && !ready_.empty(); ++c) {
       if (!round.requested[c] || round.given[c]) continue;
       round.batches[c] = std::move(ready_.front());
+      if (std::exchange(round.batches[c]->assembled, false)) {
+        stats_.bytes_assembled_unserved -= static_cast<int64_t>(round.batches[c]->size);
+      }
       round.given[c] = true;
       ready_.pop_front();
     }

@@ -163,6 +163,8 @@ void AddTaskStats(const TaskRunnerStats& task, proto::WorkerStats* worker) {
   worker->set_acknowledgements_received(worker->acknowledgements_received() +
                                         task.acknowledgements_received);
   worker->set_slab_waits(worker->slab_waits() + task.slab_waits);
+  worker->set_bytes_assembled_unserved(worker->bytes_assembled_unserved() +
+                                       task.bytes_assembled_unserved);
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/private_stdout.h"
@@ -62,14 +63,17 @@ struct Measured {
   // Time spent inside Next(), waiting for input: with a --step, the share of the window the
   // consumer was held up by Sluice rather than by its own work.
   double waited_seconds = 0;
+  // Batches by the worker that served them (host landing only; device batches do not say).
+  absl::flat_hash_map<std::string, int64_t> batches_by_worker;
 };
 
-// One batch as `next` saw it: its size, its latency (what p50/p99 time) and how long Next()
-// took to hand it over.
+// One batch as `next` saw it: its size, its latency (what p50/p99 time), how long Next()
+// took to hand it over, and the worker that served it (null: not known).
 struct Got {
   size_t bytes = 0;
   double latency_us = 0;
   absl::Duration waited;
+  const std::string* worker = nullptr;  // valid until the next call of `next`
 };
 
 // --step: a duration of zero or more.
@@ -123,6 +127,7 @@ absl::StatusOr<Measured> Measure(NextFn next, int warm_up, absl::Duration durati
     m.bytes += static_cast<int64_t>(batch->bytes);
     m.latencies_us.push_back(batch->latency_us);
     m.waited_seconds += absl::ToDoubleSeconds(batch->waited);
+    if (batch->worker != nullptr) ++m.batches_by_worker[*batch->worker];
   }
   m.seconds = absl::ToDoubleSeconds(std::min(absl::Now(), end) - start);
   window.closes();
@@ -133,13 +138,17 @@ absl::StatusOr<Measured> Measure(NextFn next, int warm_up, absl::Duration durati
 absl::StatusOr<Measured> ReadOnHost(control::BatchReader& reader, int warm_up,
                                     absl::Duration duration, absl::Duration step,
                                     const Window& window) {
+  // The last batch's worker, kept past the batch (whose slab goes back at once).
+  std::string worker;
   auto next = [&]() -> absl::StatusOr<std::optional<Got>> {
     const absl::Time asked = absl::Now();
     SLUICE_ASSIGN_OR_RETURN(std::optional<control::Batch> batch, reader.Next());
     if (!batch) return std::optional<Got>();
     const Got got{.bytes = batch->view().bytes().size(),
                   .latency_us = absl::ToDoubleMicroseconds(batch->fetch_latency()),
-                  .waited = absl::Now() - asked};
+                  .waited = absl::Now() - asked,
+                  .worker = &worker};
+    if (worker != batch->worker()) worker = batch->worker();  // allocates only on a change
     Step(step);
     return got;
   };
@@ -328,6 +337,7 @@ int RunServiceClientCommand(const ServiceClientFlags& flags) {
                         {"bytes", measured->bytes},
                         {"seconds", measured->seconds},
                         {"waited_seconds", measured->waited_seconds},
+                        {"batches_by_worker", measured->batches_by_worker},
                         {"p50_us", Percentile(measured->latencies_us, 0.5)},
                         {"p99_us", Percentile(measured->latencies_us, 0.99)},
                         {"transport_bytes_received", received},
@@ -458,6 +468,7 @@ int RunServiceCommand(const ServiceFlags& flags) {
   }
   absl::Time start = absl::Now();
   int64_t batches = 0, bytes = 0, client_copied = 0, to_device = 0, driven_waits = 0;
+  absl::flat_hash_map<std::string, int64_t> batches_by_worker;  // in the measured windows
   double seconds = 0, p50 = 0, p99 = 0, waited = 0, read_seconds = 0;
   for (auto& client : clients) {
     int code = client->Wait(absl::Seconds(flags.seconds + 60));
@@ -471,6 +482,9 @@ int RunServiceCommand(const ServiceFlags& flags) {
     client_copied += r["transport_bytes_copied"].get<int64_t>();
     to_device += r["bytes_copied_to_device"].get<int64_t>();
     driven_waits += r["driven_waits"].get<int64_t>();
+    for (const auto& [worker, count] : r["batches_by_worker"].items()) {
+      batches_by_worker[worker] += count.get<int64_t>();
+    }
     seconds = std::max(seconds, r["seconds"].get<double>());
     read_seconds += r["seconds"].get<double>();
     waited += r["waited_seconds"].get<double>();
@@ -501,13 +515,18 @@ int RunServiceCommand(const ServiceFlags& flags) {
   int64_t assembled = 0, worker_copied = 0, kept_released = 0, slab_waits = 0;
   std::vector<int64_t> per_worker;
   for (const proto::WorkerStatus& w : status->workers()) {
-    assembled += w.stats().bytes_assembled();
+    // The assembly of batches served: those still in the workers' buffers were made for
+    // readers that stopped.
+    assembled += w.stats().bytes_assembled() - w.stats().bytes_assembled_unserved();
     worker_copied += w.stats().transport_bytes_copied();
     kept_released += w.stats().kept_batches_released();
     slab_waits += w.stats().slab_waits();
-    per_worker.push_back(w.stats().batches_served());
+    // The clients' measured windows; device batches do not name their worker, so with
+    // --device the whole run's (the warm-up included).
+    per_worker.push_back(flags.device < 0 ? batches_by_worker[w.address()]
+                                          : w.stats().batches_served());
   }
-  // Conservative: counts assembly of batches still buffered on workers and of warm-up.
+  // Over the whole run, the warm-up included, on both sides of the ratio.
   int64_t served_total = 0;
   for (const proto::WorkerStatus& w : status->workers()) served_total += w.stats().bytes_served();
   double copied_per_byte = served_total > 0
