@@ -131,6 +131,7 @@ TEST(DispatcherChurnTest, LostTasksSplitsAreReissuedOnceClientsConfirm) {
   EXPECT_EQ(reissued.splits(1).delivered(0).end(), 10);
   EXPECT_EQ(reissued.splits(2).delivered_size(), 0);
   EXPECT_EQ(state.Status().jobs(0).reissued_splits(), 3);
+  EXPECT_EQ(state.Status().jobs(0).reissued_splits_partly_read(), 2) << "the third was unread";
   EXPECT_EQ(state.Status().jobs(0).lost_tasks(), 1);
 
   // The lost worker's task cannot lease any more.

@@ -187,6 +187,10 @@ void RecoveryTaskSurvivesARestart(int64_t compact_every) {
   ASSERT_TRUE(recovered.ok()) << recovered.status();
   DispatcherState state({.elements_per_split = 10});
   ASSERT_TRUE(state.Restore(*recovered).ok());
+  // The status counts what was re-issued from the restored recovery task.
+  ASSERT_EQ(state.Status().jobs_size(), 1);
+  EXPECT_EQ(state.Status().jobs(0).reissued_splits(), static_cast<int64_t>(lost_begins.size()));
+  EXPECT_EQ(state.Status().jobs(0).reissued_splits_partly_read(), 1);
 
   proto::GetSplitRequest retry = Lease(job_id, recovery_task, 1);
   retry.set_max_splits(1);

@@ -469,6 +469,7 @@ absl::StatusOr<proto::WorkerHeartbeatResponse> DispatcherState::WorkerHeartbeat(
 
 proto::GetStatusResponse DispatcherState::Status() const {
   absl::MutexLock lock(&mu_);
+  const absl::Time now = absl::Now();
   proto::GetStatusResponse status;
   for (const auto& [address, info] : workers_) {
     proto::WorkerStatus* w = status.add_workers();
@@ -493,11 +494,27 @@ proto::GetStatusResponse DispatcherState::Status() const {
     int finished = 0;
     for (int64_t task : job.task_ids) finished += tasks_.at(task).finished ? 1 : 0;
     j->set_finished_tasks(finished);
-    j->set_num_clients(job.num_clients);
+    j->set_clients_joined(job.num_clients);
+    int reading = 0;
+    for (const auto& [client, last] : job.clients) {
+      reading += now - last <= config_.client_timeout ? 1 : 0;
+    }
+    j->set_num_clients(reading);
     int lost = 0;
-    for (int64_t task : job.task_ids) lost += tasks_.at(task).lost ? 1 : 0;
+    int64_t reissued = 0, partly_read = 0;
+    for (int64_t id : job.task_ids) {
+      const Task& task = tasks_.at(id);
+      lost += task.lost ? 1 : 0;
+      // From the recovery tasks, which the journal restores, rather than a counter it would
+      // have to carry.
+      for (const auto& [repetition, splits] : task.recovery_splits) {
+        reissued += static_cast<int64_t>(splits.size());
+        for (const proto::Split& split : splits) partly_read += split.delivered_size() > 0 ? 1 : 0;
+      }
+    }
     j->set_lost_tasks(lost);
-    j->set_reissued_splits(job.reissued_splits);
+    j->set_reissued_splits(reissued);
+    j->set_reissued_splits_partly_read(partly_read);
     j->set_num_consumers(job.num_consumers);
     j->set_delivery_log_entries(static_cast<int64_t>(job.delivered.entries()));
     j->set_finished(JobFinished(job));

@@ -146,7 +146,6 @@ class DispatcherState {
       std::set<int64_t> waiting_for;
     };
     std::vector<Recovery> recoveries;
-    int64_t reissued_splits = 0;
     // When the job last had a client (for garbage collection).
     absl::Time last_client_seen = absl::Now();
     // Coordinated reads: consumers per round (0: not coordinated), the round up to which the

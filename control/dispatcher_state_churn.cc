@@ -148,9 +148,6 @@ void DispatcherState::LaunchRecoveries(Job& job) {
     }
     CreateTask(job, *host, &*splits);  // journals the splits with the task
     Task& recovery = tasks_.at(job.task_ids.back());
-    for (const auto& [repetition, queue] : *splits) {
-      job.reissued_splits += static_cast<int64_t>(queue.size());
-    }
     std::cerr << "sluice dispatcher: the splits of lost task " << it->lost_task << " go to task "
               << recovery.id << " on " << *host << "\n";
     it = job.recoveries.erase(it);

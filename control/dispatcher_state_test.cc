@@ -268,6 +268,10 @@ TEST(DispatcherStateTest, JobsWithoutClientsAreCollectedAndDynamicNamesNotReused
   release.set_job_id(job->job_id());
   release.set_client_id(job->client_id());
   ASSERT_TRUE(state.ReleaseClient(release).ok());
+  // Until it is collected, the job counts no client reading it, and the one that joined.
+  ASSERT_EQ(state.Status().jobs_size(), 1);
+  EXPECT_EQ(state.Status().jobs(0).num_clients(), 0) << "a released client still counted";
+  EXPECT_EQ(state.Status().jobs(0).clients_joined(), 1);
   state.CheckLiveness(absl::Now());
   absl::SleepFor(absl::Milliseconds(60));
   state.CheckLiveness(absl::Now());

@@ -48,11 +48,13 @@ nlohmann::json StatusToJson(const proto::GetStatusResponse& status) {
                     {"dataset_id", j.dataset_id()},
                     {"mode", control::ProcessingModeName(j.mode())},
                     {"clients", j.num_clients()},
+                    {"clients_joined", j.clients_joined()},
                     {"tasks", j.num_tasks()},
                     {"finished_tasks", j.finished_tasks()},
                     {"finished", j.finished()},
                     {"lost_tasks", j.lost_tasks()},
                     {"reissued_splits", j.reissued_splits()},
+                    {"reissued_splits_partly_read", j.reissued_splits_partly_read()},
                     {"delivery_log_entries", j.delivery_log_entries()}});
   }
   return {{"dispatcher_id", status.dispatcher_id()},
@@ -95,16 +97,26 @@ void PrintStatus(const proto::GetStatusResponse& status, bool json, std::ostream
   }
   out << absl::StrFormat("%d job(s)\n", status.jobs_size());
   for (const proto::JobStatus& j : status.jobs()) {
-    // A lost task is neither done nor running: said apart, with what was handed out again.
-    const std::string lost = j.lost_tasks() == 0
-                                 ? std::string()
-                                 : absl::StrFormat(", %d lost (%d splits re-issued)",
-                                                   j.lost_tasks(), j.reissued_splits());
+    // A lost task is neither done nor running: said apart, with what was handed out again
+    // and how much of that had been read (those elements are skipped, not read twice).
+    std::string lost;
+    if (j.lost_tasks() > 0) {
+      lost = absl::StrFormat(", %d lost (%d splits re-issued", j.lost_tasks(), j.reissued_splits());
+      if (j.reissued_splits_partly_read() > 0) {
+        absl::StrAppendFormat(&lost, ", %d of them partly read: the elements read are skipped",
+                              j.reissued_splits_partly_read());
+      }
+      lost += ")";
+    }
+    // Clients that left are not counted, but said while the job has seen more.
+    const std::string joined = j.clients_joined() > j.num_clients()
+                                   ? absl::StrFormat(" (%d joined)", j.clients_joined())
+                                   : std::string();
     out << absl::StrFormat(
-        "  job %d %-16s dataset %s  mode %s  %d client(s)  tasks %d/%d done%s%s\n", j.job_id(),
+        "  job %d %-16s dataset %s  mode %s  %d client(s)%s  tasks %d/%d done%s%s\n", j.job_id(),
         j.job_name().empty() ? "(anonymous)" : j.job_name(), j.dataset_id(),
-        control::ProcessingModeName(j.mode()), j.num_clients(), j.finished_tasks(), j.num_tasks(),
-        lost, j.finished() ? "  finished" : "");
+        control::ProcessingModeName(j.mode()), j.num_clients(), joined, j.finished_tasks(),
+        j.num_tasks(), lost, j.finished() ? "  finished" : "");
   }
 }
 
