@@ -1,13 +1,11 @@
 #include "control/dispatcher.h"
 
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
@@ -15,6 +13,7 @@
 #include "absl/strings/strip.h"
 #include "common/status_macros.h"
 #include "common/thread_name.h"
+#include "control/dispatcher_id.h"
 #include "control/static_sharding.h"
 
 namespace sluice::control {
@@ -23,30 +22,6 @@ namespace {
 std::string RandomId() {
   absl::BitGen gen;
   return absl::StrFormat("%016x", absl::Uniform<uint64_t>(gen));
-}
-
-// The id a fault-tolerant dispatcher keeps across restarts, so peers can tell a restart
-// that kept its state (same id) from one that lost it (new id).
-absl::StatusOr<std::string> LoadOrCreateId(const std::string& dir) {
-  const std::string path = dir + "/dispatcher_id";
-  if (std::ifstream in(path); in) {
-    std::string id;
-    std::getline(in, id);
-    if (!id.empty()) return id;
-  }
-  const std::string id = RandomId();
-  const std::string tmp = path + ".tmp";
-  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0)
-    return absl::InternalError(absl::StrCat("cannot create ", tmp, ": ", strerror(errno)));
-  const std::string line = id + "\n";
-  const bool written =
-      write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()) && fsync(fd) == 0;
-  close(fd);
-  if (!written || rename(tmp.c_str(), path.c_str()) != 0) {
-    return absl::InternalError(absl::StrCat("cannot write ", path, ": ", strerror(errno)));
-  }
-  return id;
 }
 
 template <typename Response>
@@ -107,7 +82,7 @@ absl::Status Dispatcher::OpenWorkDir(const DispatcherOptions& options) {
     return absl::InternalError(
         absl::StrCat("cannot create work dir ", options.work_dir, ": ", strerror(errno)));
   }
-  SLUICE_ASSIGN_OR_RETURN(id_, LoadOrCreateId(options.work_dir));
+  SLUICE_ASSIGN_OR_RETURN(id_, LoadOrCreateDispatcherId(options.work_dir));
   absl::StatusOr<Recovered> recovered = Recover(options.work_dir);
   if (recovered.ok()) {
     SLUICE_RETURN_IF_ERROR(state_.Restore(*recovered));

@@ -1,0 +1,68 @@
+#include "control/dispatcher_id.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+
+#include "absl/strings/ascii.h"
+#include "control/journal_test_util.h"
+
+namespace sluice::control {
+namespace {
+
+using journal_test::TempDir;
+using ::testing::HasSubstr;
+
+void WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+TEST(DispatcherIdTest, TheFirstStartMakesAnIdThatLaterStartsRead) {
+  TempDir dir;
+  absl::StatusOr<std::string> made = LoadOrCreateDispatcherId(dir.path());
+  ASSERT_TRUE(made.ok()) << made.status();
+  ASSERT_EQ(made->size(), 16u);
+  for (char c : *made) EXPECT_TRUE(absl::ascii_isxdigit(static_cast<unsigned char>(c))) << *made;
+  EXPECT_EQ(ReadFile(dir.path() + "/dispatcher_id"), *made + "\n");
+  absl::StatusOr<std::string> again = LoadOrCreateDispatcherId(dir.path());
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(*again, *made);
+  // One written by hand, without its newline, is read as well.
+  WriteFile(dir.path() + "/dispatcher_id", "00112233aabbccdd");
+  EXPECT_EQ(*LoadOrCreateDispatcherId(dir.path()), "00112233aabbccdd");
+}
+
+// Before, an empty file was replaced by a new id (peers then took the restart for one that
+// lost its state, while the journal restored it) and any other text was used as the id.
+TEST(DispatcherIdTest, ADamagedIdFileIsRefusedAndLeftAsItWas) {
+  TempDir dir;
+  const std::string path = dir.path() + "/dispatcher_id";
+  for (const std::string damaged :
+       {std::string(), std::string("\n"), std::string("not an id at all\n"),
+        std::string("00112233aabbccdd00"), std::string(1 << 12, 'a'), std::string("0011\0x", 6)}) {
+    SCOPED_TRACE(damaged.size());
+    WriteFile(path, damaged);
+    absl::StatusOr<std::string> id = LoadOrCreateDispatcherId(dir.path());
+    ASSERT_FALSE(id.ok()) << "accepted '" << *id << "'";
+    EXPECT_EQ(id.status().code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_THAT(id.status().message(), HasSubstr(path));
+    EXPECT_THAT(id.status().message(), HasSubstr("does not hold a dispatcher id"));
+    EXPECT_EQ(ReadFile(path), damaged) << "the file was changed";
+  }
+}
+
+TEST(DispatcherIdTest, AWorkDirThatCannotBeWrittenIsAnError) {
+  absl::StatusOr<std::string> id = LoadOrCreateDispatcherId("/nonexistent/sluice/work");
+  ASSERT_FALSE(id.ok());
+  EXPECT_THAT(id.status().message(), HasSubstr("cannot create /nonexistent/sluice/work/"));
+}
+
+}  // namespace
+}  // namespace sluice::control
