@@ -80,6 +80,22 @@ int Fail(const absl::Status& status, absl::string_view context) {
   return status.code() == absl::StatusCode::kInvalidArgument ? kUsageError : kRuntimeError;
 }
 
+// A peer's address: its scheme names the transport, and one without a scheme takes
+// --transport's. A --transport given explicitly that the scheme contradicts is refused: it
+// was silently ignored.
+absl::StatusOr<transport::Address> PeerAddress(const std::string& text, const std::string& scheme,
+                                               bool transport_given) {
+  absl::StatusOr<transport::Address> address = transport::ParseAddress(text, scheme);
+  if (address.ok() && transport_given && address->scheme != scheme) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--transport ", scheme, " contradicts the address ", text,
+                     ", whose scheme names the transport; drop --transport, or give a "
+                     "dispatcher address that starts with ",
+                     scheme, "://"));
+  }
+  return address;
+}
+
 absl::StatusOr<absl::Duration> ParseDurationFlag(const std::string& name, const std::string& text) {
   absl::Duration d;
   if (!absl::ParseDuration(text, &d) || d <= absl::ZeroDuration()) {
@@ -265,10 +281,13 @@ int Main(int argc, char** argv) {
   app.fallthrough();
   std::string timeout_text = "10s";
   std::string scheme = "ucx";
-  app.add_option("--transport", scheme,
-                 "Transport for the dispatcher and local cluster: ucx or ofi (libfabric); "
-                 "others follow the scheme of the address they are given")
-      ->capture_default_str();
+  CLI::Option* transport_option =
+      app.add_option("--transport", scheme,
+                     "Transport for the dispatcher and local cluster: ucx or ofi (libfabric); "
+                     "the others follow the scheme of the --dispatcher address they are given "
+                     "(an address without one takes this)")
+          ->check(CLI::IsMember({"ucx", "ofi"}))
+          ->capture_default_str();
   app.add_option("--timeout", timeout_text,
                  "Bound on reaching a peer and on each control call (e.g. 10s, 500ms)")
       ->capture_default_str();
@@ -464,7 +483,8 @@ int Main(int argc, char** argv) {
     return 0;
   }
   if (worker_cmd->parsed()) {
-    absl::StatusOr<transport::Address> dispatcher = transport::ParseAddress(worker_dispatcher);
+    absl::StatusOr<transport::Address> dispatcher =
+        PeerAddress(worker_dispatcher, scheme, transport_option->count() > 0);
     if (!dispatcher.ok()) return Fail(dispatcher.status(), "worker");
     worker_options.dispatcher = *dispatcher;
     worker_options.bind =
@@ -479,7 +499,8 @@ int Main(int argc, char** argv) {
     return 0;
   }
   if (read_cmd->parsed()) {
-    absl::StatusOr<transport::Address> dispatcher = transport::ParseAddress(read_dispatcher);
+    absl::StatusOr<transport::Address> dispatcher =
+        PeerAddress(read_dispatcher, scheme, transport_option->count() > 0);
     if (!dispatcher.ok()) return Fail(dispatcher.status(), "read");
     // Before any transport starts, so that no library message lands amid the batches.
     auto data = PrivateStdout::Take();
@@ -488,7 +509,8 @@ int Main(int argc, char** argv) {
     return ReadAll("read", *dispatcher, read_flags, *timeout, stop, (*data)->stream());
   }
   if (status_cmd->parsed()) {
-    absl::StatusOr<transport::Address> dispatcher = transport::ParseAddress(status_dispatcher);
+    absl::StatusOr<transport::Address> dispatcher =
+        PeerAddress(status_dispatcher, scheme, transport_option->count() > 0);
     if (!dispatcher.ok()) return Fail(dispatcher.status(), "status");
     auto data = PrivateStdout::Take();  // before the transport starts (private_stdout.h)
     if (!data.ok()) return Fail(data.status(), "status");

@@ -75,5 +75,23 @@ TEST(CliTest, LocalStopsWhenItsOutputIsClosed) {
   EXPECT_THAT(lines[1], HasSubstr("\"index\":1"));
 }
 
+// The --dispatcher address's scheme names the transport of a worker, reader or status; an
+// address without one takes --transport's. An explicit --transport the scheme contradicts
+// was silently ignored.
+TEST(CliTest, ATransportTheAddressContradictsIsRefused) {
+  Subprocess contradicted({SluiceBinary(), "--transport", "ofi", "read", "--dispatcher",
+                           "ucx://127.0.0.1:1", "--pipeline", "range(3)"});
+  EXPECT_EQ(contradicted.Wait(absl::Seconds(30)), 2) << contradicted.stderr_text();
+  EXPECT_THAT(contradicted.stderr_text(),
+              HasSubstr("--transport ofi contradicts the address ucx://127.0.0.1:1"));
+  Subprocess schemeless({SluiceBinary(), "--transport", "ofi", "status", "--dispatcher",
+                         "127.0.0.1:1", "--timeout", "1s"});
+  EXPECT_EQ(schemeless.Wait(absl::Seconds(30)), 1) << schemeless.stderr_text();
+  EXPECT_THAT(schemeless.stderr_text(), HasSubstr("ofi://127.0.0.1:1")) << "took --transport";
+  Subprocess unknown({SluiceBinary(), "--transport", "tcp", "local", "--pipeline", "range(3)"});
+  EXPECT_EQ(unknown.Wait(absl::Seconds(30)), 2) << unknown.stderr_text();
+  EXPECT_THAT(unknown.stderr_text(), HasSubstr("tcp not in {ucx,ofi}"));
+}
+
 }  // namespace
 }  // namespace sluice::testing
