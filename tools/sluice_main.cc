@@ -310,8 +310,10 @@ int Main(int argc, char** argv) {
   std::vector<std::string> dispatcher_data_roots;
   dispatcher_cmd->add_option("--plugin", dispatcher_plugins,
                              "Shared library of custom functions to load (repeatable)");
-  dispatcher_cmd->add_option("--data-root", dispatcher_data_roots,
-                             "Directory DYNAMIC list_files may glob (repeatable)");
+  dispatcher_cmd
+      ->add_option("--data-root", dispatcher_data_roots,
+                   "Directory DYNAMIC list_files may glob (repeatable)")
+      ->check(CLI::ExistingDirectory);
   std::string work_dir;
   bool fault_tolerant = false;
   std::string worker_timeout = "10s";
@@ -381,8 +383,10 @@ int Main(int argc, char** argv) {
   std::vector<std::string> worker_plugins;
   worker_cmd->add_option("--plugin", worker_plugins,
                          "Shared library of custom functions to load (repeatable)");
-  worker_cmd->add_option("--data-root", worker_options.task.data_roots,
-                         "Directory pipelines may read files from (repeatable; none: no files)");
+  worker_cmd
+      ->add_option("--data-root", worker_options.task.data_roots,
+                   "Directory pipelines may read files from (repeatable; none: no files)")
+      ->check(CLI::ExistingDirectory);
 
   CLI::App* read_cmd = app.add_subcommand("read", "Read a pipeline through a running service");
   std::string read_dispatcher;
@@ -410,8 +414,10 @@ int Main(int argc, char** argv) {
   std::vector<std::string> local_data_roots;
   local_cmd->add_option("--plugin", local_plugins,
                         "Shared library of custom functions to load (repeatable)");
-  local_cmd->add_option("--data-root", local_data_roots,
-                        "Directory pipelines may read files from (repeatable)");
+  local_cmd
+      ->add_option("--data-root", local_data_roots,
+                   "Directory pipelines may read files from (repeatable)")
+      ->check(CLI::ExistingDirectory);
   AddReadFlags(local_cmd, local_flags);
 
   try {

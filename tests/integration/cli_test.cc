@@ -93,5 +93,17 @@ TEST(CliTest, ATransportTheAddressContradictsIsRefused) {
   EXPECT_THAT(unknown.stderr_text(), HasSubstr("tcp not in {ucx,ofi}"));
 }
 
+// A --data-root that does not exist (a typo, a volume not mounted) is said at start-up; it
+// was accepted, and every read of a file under it failed later as "outside every data root".
+TEST(CliTest, ADataRootThatDoesNotExistIsRefusedAtStartUp) {
+  for (const char* command : {"dispatcher", "worker", "local"}) {
+    SCOPED_TRACE(command);
+    Subprocess run({SluiceBinary(), command, "--data-root", "/nonexistent/sluice-data",
+                    "--dispatcher", "ucx://127.0.0.1:1", "--pipeline", "range(3)"});
+    EXPECT_EQ(run.Wait(absl::Seconds(30)), 2) << run.stderr_text();
+    EXPECT_THAT(run.stderr_text(), HasSubstr("/nonexistent/sluice-data"));
+  }
+}
+
 }  // namespace
 }  // namespace sluice::testing
