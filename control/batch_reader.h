@@ -137,6 +137,9 @@ class BatchReader {
   [[nodiscard]] absl::StatusOr<std::optional<Batch>> Next();
 
   [[nodiscard]] int64_t job_id() const { return job_id_; }
+  // The named job (ReadOptions::job_name) had finished before this reader joined it, so
+  // Next() has nothing to give: a caller may say so rather than report an empty read.
+  [[nodiscard]] bool joined_a_finished_job() const { return joined_a_finished_job_; }
   // Waits in Next() that ended with this thread having received a batch itself, driving the
   // transport (TransportOptions::caller_driven_progress) instead of being woken by its
   // progress thread. 0 without caller-driven progress.
@@ -311,6 +314,7 @@ class BatchReader {
   const ReadOptions options_;
   int64_t job_id_ = 0;
   int64_t client_id_ = 0;
+  bool joined_a_finished_job_ = false;
   std::shared_ptr<transport::SlabPool> pool_;
   absl::Time started_;
 

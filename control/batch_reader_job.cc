@@ -43,6 +43,7 @@ absl::StatusOr<std::unique_ptr<BatchReader>> BatchReader::Start(transport::RpcEn
                                         &response, options.request_timeout));
   reader->job_id_ = response.job_id();
   reader->client_id_ = response.client_id();
+  reader->joined_a_finished_job_ = response.job_finished();
   {
     absl::MutexLock lock(&reader->mu_);
     reader->next_round_ = response.starting_round();

@@ -152,6 +152,7 @@ absl::StatusOr<proto::GetOrCreateJobResponse> DispatcherState::GetOrCreateJob(
             " in mode ", ProcessingModeName(request.mode())));
       }
       Job& joined = jobs_.at(it->second);
+      response.set_job_finished(JobFinished(joined));
       joined.num_clients += 1;
       joined.clients[response.client_id()] = absl::Now();
       response.set_job_id(job.id);

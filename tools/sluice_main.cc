@@ -224,6 +224,12 @@ int ReadAll(absl::string_view command, const transport::Address& dispatcher, con
   read_options.disconnect_every_batches = flags.test_disconnect_every;
   auto reader = (*client)->Read(*dataset, read_options);
   if (!reader.ok()) return Fail(reader.status(), command);
+  // Said, or an empty read would look like an empty dataset.
+  if ((*reader)->joined_a_finished_job()) {
+    std::cerr << "sluice " << command << ": job '" << flags.job_name
+              << "' had already finished: nothing more to read (a new --job-name reads the "
+                 "dataset again)\n";
+  }
   BatchSink sink(*format, data, *format == OutputFormat::kSummary && isatty(2));
   if (flags.device >= 0) {
     absl::Status read =

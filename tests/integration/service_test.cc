@@ -68,6 +68,29 @@ TEST(ServiceTest, StatusShowsWorkersDatasetsAndJobs) {
   ASSERT_EQ(s["datasets"].size(), 1u);
 }
 
+// A reader joining a named job that has finished gets nothing, as in tf.data; it says why,
+// where it used to print an empty read as if the dataset were empty.
+TEST(ServiceTest, JoiningAFinishedJobSaysSo) {
+  Cluster cluster(1);
+  auto first = StartRead(cluster.address(), "range(100) | batch(10)", "dynamic", "once");
+  ExpectEachValueTimes(Values(*first), 100, 1);
+  EXPECT_THAT(first->stderr_text(), ::testing::Not(HasSubstr("had already finished")));
+  // The dispatcher learns that the job finished from the worker's next heartbeat.
+  bool finished = false;
+  for (const absl::Time deadline = absl::Now() + absl::Seconds(20);
+       !finished && absl::Now() < deadline; absl::SleepFor(absl::Milliseconds(100))) {
+    Subprocess status({Binary(), "status", "--dispatcher", cluster.address(), "--json"});
+    ASSERT_EQ(status.Wait(absl::Seconds(30)), 0) << status.stderr_text();
+    const nlohmann::json s = nlohmann::json::parse(status.stdout_text());
+    finished = s["jobs"].size() == 1 && s["jobs"][0]["finished"].get<bool>();
+  }
+  ASSERT_TRUE(finished) << "the dispatcher never saw the job finish";
+  auto late = StartRead(cluster.address(), "range(100) | batch(10)", "dynamic", "once");
+  ASSERT_EQ(late->Wait(absl::Seconds(60)), 0) << late->stderr_text();
+  EXPECT_EQ(late->stdout_text(), "");
+  EXPECT_THAT(late->stderr_text(), HasSubstr("job 'once' had already finished"));
+}
+
 // A filter leaves holes in each split's delivered ordinals unless the elements it drops are
 // credited to the ones it keeps (engine/provenance.h); with the holes, the dispatcher's
 // delivery log kept one entry per split read: 2000 here (splits of 100 elements), now 4.
