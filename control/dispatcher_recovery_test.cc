@@ -143,6 +143,7 @@ void RecoveryTaskSurvivesARestart(int64_t compact_every) {
   int64_t recovery_task = 0;
   std::vector<int64_t> lost_begins;
   proto::GetSplitResponse first_recovery_lease;
+  int tasks_before_restart = 0;
   {
     std::unique_ptr<JournalWriter> journal = *JournalWriter::Open(tmp.dir(), {});
     DispatcherState state({.elements_per_split = 10, .worker_timeout = absl::Milliseconds(50)});
@@ -181,12 +182,27 @@ void RecoveryTaskSurvivesARestart(int64_t compact_every) {
     one.set_max_splits(1);
     first_recovery_lease = *state.GetSplit(one);
     ASSERT_EQ(first_recovery_lease.splits_size(), 1);
+    tasks_before_restart = state.Status().jobs(0).num_tasks();
     ASSERT_TRUE(journal->Flush().ok());
   }
   absl::StatusOr<Recovered> recovered = Recover(tmp.dir());
   ASSERT_TRUE(recovered.ok()) << recovered.status();
-  DispatcherState state({.elements_per_split = 10});
+  DispatcherState state({.elements_per_split = 10, .worker_timeout = absl::Milliseconds(50)});
   ASSERT_TRUE(state.Restore(*recovered).ok());
+  // The lost worker stays silent past the restarted dispatcher's timeout, the survivor does
+  // not. Its task was lost and recovered before the restart: recovering it again would hand
+  // out its splits a second time beside the first recovery task. (The loss of an
+  // uncoordinated task was not journaled, so it was.)
+  absl::SleepFor(absl::Milliseconds(100));
+  const absl::Time checked = absl::Now();
+  proto::WorkerHeartbeatRequest b;
+  b.set_worker_address("ucx://b:1");
+  ASSERT_TRUE(state.WorkerHeartbeat(b).ok());
+  state.CheckLiveness(checked);
+  ASSERT_EQ(state.Status().jobs_size(), 1);
+  EXPECT_EQ(state.Status().jobs(0).num_tasks(), tasks_before_restart)
+      << "the lost task was recovered twice";
+  EXPECT_EQ(state.Status().jobs(0).lost_tasks(), 1);
   // The status counts what was re-issued from the restored recovery task.
   ASSERT_EQ(state.Status().jobs_size(), 1);
   EXPECT_EQ(state.Status().jobs(0).reissued_splits(), static_cast<int64_t>(lost_begins.size()));

@@ -210,7 +210,8 @@ int64_t DispatcherState::StartingRoundFor(const Job& job, int32_t consumer_index
 }
 
 void DispatcherState::CreateTask(Job& job, const std::string& worker_address,
-                                 const std::map<int64_t, std::vector<proto::Split>>* reissued) {
+                                 const std::map<int64_t, std::vector<proto::Split>>* reissued,
+                                 int64_t recovers_task_id) {
   const int64_t id = next_id_++;
   int64_t starting_round = 0;
   // A restarted dispatcher knows no consumer's round yet, but its journaled horizon says
@@ -241,7 +242,9 @@ void DispatcherState::CreateTask(Job& job, const std::string& worker_address,
     Task& task = tasks_.at(id);
     task.recovery = true;
     task.recovery_splits = *reissued;
+    task.recovers_task_id = recovers_task_id;
     update.mutable_create_task()->set_recovery(true);
+    update.mutable_create_task()->set_recovers_task_id(recovers_task_id);
     for (const auto& [repetition, splits] : *reissued) {
       proto::Update::ReissuedPass* pass = update.mutable_create_task()->add_reissued();
       pass->set_repetition(repetition);

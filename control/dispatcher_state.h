@@ -185,20 +185,24 @@ class DispatcherState {
     // A recovery task reads only re-issued splits, per repetition; its leases are kept
     // whole (they are not index ranges) in case it is lost too.
     bool recovery = false;
+    // The lost task whose splits it reads (0: none). Journaled with it, so that a restart
+    // knows that task was lost and recovered, and does not recover it again.
+    int64_t recovers_task_id = 0;
     // Per pass: its splits, and how many it has leased (the rest wait).
     std::map<int64_t, std::vector<proto::Split>> recovery_splits;
     std::map<int64_t, int64_t> recovery_next;
   };
 
   bool JobFinished(const Job& job) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // `reissued`: makes it a recovery task reading exactly these splits, per pass.
   // Coordinated reads: the round a new client of `consumer_index` starts at
   // (GetOrCreateJobResponse.starting_round).
   int64_t StartingRoundFor(const Job& job, int32_t consumer_index) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // `reissued`: makes it a recovery task reading exactly these splits, per pass, those of
+  // lost task `recovers_task_id`.
   void CreateTask(Job& job, const std::string& worker_address,
-                  const std::map<int64_t, std::vector<proto::Split>>* reissued = nullptr)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+                  const std::map<int64_t, std::vector<proto::Split>>* reissued = nullptr,
+                  int64_t recovers_task_id = 0) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void AddTask(Job& job, int64_t task_id, const std::string& worker_address)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void AddDataset(const std::string& id, const proto::PipelineDef& pipeline)

@@ -146,7 +146,7 @@ void DispatcherState::LaunchRecoveries(Job& job) {
       ++it;
       continue;
     }
-    CreateTask(job, *host, &*splits);  // journals the splits with the task
+    CreateTask(job, *host, &*splits, it->lost_task);  // journals the splits with the task
     Task& recovery = tasks_.at(job.task_ids.back());
     std::cerr << "sluice dispatcher: the splits of lost task " << it->lost_task << " go to task "
               << recovery.id << " on " << *host << "\n";

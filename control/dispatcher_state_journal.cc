@@ -125,6 +125,7 @@ proto::Snapshot DispatcherState::SnapshotLocked() const {
     t->set_ending_round(task.ending_round);
     t->set_ended_read_all(task.ended_read_all);
     t->set_recovery(task.recovery);
+    t->set_recovers_task_id(task.recovers_task_id);
     for (const auto& [repetition, splits] : task.recovery_splits) {
       proto::Update::ReissuedPass* pass = t->add_reissued();
       pass->set_repetition(repetition);
@@ -232,6 +233,11 @@ absl::Status DispatcherState::Apply(const proto::Update& update) {
       task.ended_read_all = t.ended_read_all();
       task.lost = t.ending_round() > 0 && !task.ended_read_all;
       task.recovery = t.recovery();
+      task.recovers_task_id = t.recovers_task_id();
+      // The task it recovers was lost (uncoordinated tasks journal their loss only so).
+      if (auto lost = tasks_.find(t.recovers_task_id()); lost != tasks_.end()) {
+        lost->second.lost = true;
+      }
       for (const auto& pass : t.reissued()) {
         task.recovery_splits[pass.repetition()].assign(pass.splits().begin(), pass.splits().end());
       }
