@@ -82,8 +82,9 @@ absl::Status Dispatcher::OpenWorkDir(const DispatcherOptions& options) {
     return absl::InternalError(
         absl::StrCat("cannot create work dir ", options.work_dir, ": ", strerror(errno)));
   }
-  SLUICE_ASSIGN_OR_RETURN(id_, LoadOrCreateDispatcherId(options.work_dir));
   absl::StatusOr<Recovered> recovered = Recover(options.work_dir);
+  SLUICE_ASSIGN_OR_RETURN(id_,
+                          LoadOrCreateDispatcherId(options.work_dir, /*has_state=*/recovered.ok()));
   if (recovered.ok()) {
     SLUICE_RETURN_IF_ERROR(state_.Restore(*recovered));
     recovery_summary_ =

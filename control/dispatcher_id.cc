@@ -30,27 +30,40 @@ bool IsId(absl::string_view text) {
 
 }  // namespace
 
-absl::StatusOr<std::string> LoadOrCreateDispatcherId(const std::string& dir) {
+absl::StatusOr<std::string> LoadOrCreateDispatcherId(const std::string& dir, bool has_state) {
   const std::string path = dir + "/dispatcher_id";
-  std::error_code error;
-  if (std::filesystem::exists(path, error)) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return absl::FailedPreconditionError(absl::StrCat("cannot read ", path));
-    // At most a little more than an id: a large file is not one, whatever it holds.
-    std::string text(kIdDigits + 8, '\0');
-    in.read(text.data(), static_cast<std::streamsize>(text.size()));
-    text.resize(static_cast<size_t>(in.gcount()));
-    const absl::string_view id = absl::StripAsciiWhitespace(text);
-    if (IsId(id)) return std::string(id);
+  auto damaged = [&path](absl::string_view why) {
     return absl::FailedPreconditionError(absl::StrCat(
-        path, " does not hold a dispatcher id (",
-        text.empty() ? "it is empty" : "not 16 hex digits",
+        path, " does not hold a dispatcher id (", why,
         "): it was damaged or written by something else. Restore it, or start afresh with a "
         "new --work-dir (workers and clients then start their reads again)"));
+  };
+  std::error_code error;
+  const std::filesystem::file_status status = std::filesystem::status(path, error);
+  if (std::filesystem::exists(status)) {
+    if (!std::filesystem::is_regular_file(status)) return damaged("it is not a file");
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return absl::FailedPreconditionError(absl::StrCat("cannot read ", path));
+    // One byte more than an id and its whitespace may take: a longer file is not an id.
+    constexpr size_t kMaxBytes = 64;
+    std::string text(kMaxBytes + 1, '\0');
+    in.read(text.data(), static_cast<std::streamsize>(text.size()));
+    text.resize(static_cast<size_t>(in.gcount()));
+    if (text.size() > kMaxBytes) return damaged("it is too long");
+    const absl::string_view id = absl::StripAsciiWhitespace(text);
+    if (id.empty()) return damaged("it is empty");
+    if (!IsId(id)) return damaged("not 16 hex digits");
+    return std::string(id);
   }
-  if (error) {
+  if (error && error != std::errc::no_such_file_or_directory) {
     return absl::FailedPreconditionError(
         absl::StrCat("cannot look for ", path, ": ", error.message()));
+  }
+  if (has_state) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        path, " is missing while ", dir,
+        " holds a journal: a new id would tell workers and clients that the state was lost. "
+        "Restore the file, or start afresh with a new --work-dir"));
   }
   absl::BitGen gen;
   const std::string id = absl::StrFormat("%016x", absl::Uniform<uint64_t>(gen));

@@ -14,12 +14,14 @@
 
 namespace sluice::control {
 
-// Reads `dir`/dispatcher_id, or creates it (atomically, fsynced) when it does not exist. A
-// file that exists but does not hold an id (empty, or anything but 16 hex digits) is
-// FailedPrecondition: replacing it would tell every peer that the state was lost while the
-// journal beside it restores that state, and an id read from a damaged file could match
-// nothing the peers knew.
-[[nodiscard]] absl::StatusOr<std::string> LoadOrCreateDispatcherId(const std::string& dir);
+// Reads `dir`/dispatcher_id, or creates it (atomically, fsynced) when it does not exist and
+// `dir` holds no state (`has_state`: a journal was recovered from it). FailedPrecondition
+// for a file that does not hold an id (16 hex digits and a newline, or nothing but
+// whitespace around them) and for a missing one beside a journal: a new id would tell every
+// peer that the state was lost while the journal restores it, and an id read from a
+// damaged file could match nothing the peers knew.
+[[nodiscard]] absl::StatusOr<std::string> LoadOrCreateDispatcherId(const std::string& dir,
+                                                                   bool has_state);
 
 }  // namespace sluice::control
 

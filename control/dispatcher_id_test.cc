@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -26,17 +27,17 @@ std::string ReadFile(const std::string& path) {
 
 TEST(DispatcherIdTest, TheFirstStartMakesAnIdThatLaterStartsRead) {
   TempDir dir;
-  absl::StatusOr<std::string> made = LoadOrCreateDispatcherId(dir.path());
+  absl::StatusOr<std::string> made = LoadOrCreateDispatcherId(dir.path(), /*has_state=*/false);
   ASSERT_TRUE(made.ok()) << made.status();
   ASSERT_EQ(made->size(), 16u);
   for (char c : *made) EXPECT_TRUE(absl::ascii_isxdigit(static_cast<unsigned char>(c))) << *made;
   EXPECT_EQ(ReadFile(dir.path() + "/dispatcher_id"), *made + "\n");
-  absl::StatusOr<std::string> again = LoadOrCreateDispatcherId(dir.path());
+  absl::StatusOr<std::string> again = LoadOrCreateDispatcherId(dir.path(), /*has_state=*/false);
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ(*again, *made);
   // One written by hand, without its newline, is read as well.
   WriteFile(dir.path() + "/dispatcher_id", "00112233aabbccdd");
-  EXPECT_EQ(*LoadOrCreateDispatcherId(dir.path()), "00112233aabbccdd");
+  EXPECT_EQ(*LoadOrCreateDispatcherId(dir.path(), /*has_state=*/false), "00112233aabbccdd");
 }
 
 // Before, an empty file was replaced by a new id (peers then took the restart for one that
@@ -45,11 +46,12 @@ TEST(DispatcherIdTest, ADamagedIdFileIsRefusedAndLeftAsItWas) {
   TempDir dir;
   const std::string path = dir.path() + "/dispatcher_id";
   for (const std::string damaged :
-       {std::string(), std::string("\n"), std::string("not an id at all\n"),
-        std::string("00112233aabbccdd00"), std::string(1 << 12, 'a'), std::string("0011\0x", 6)}) {
+       {std::string(), std::string("\n"), std::string(" \n\t "), std::string("not an id at all\n"),
+        std::string("00112233aabbccdd00"), std::string(1 << 12, 'a'), std::string("0011\0x", 6),
+        std::string("00112233aabbccdd") + std::string(40, ' ') + "junk"}) {
     SCOPED_TRACE(damaged.size());
     WriteFile(path, damaged);
-    absl::StatusOr<std::string> id = LoadOrCreateDispatcherId(dir.path());
+    absl::StatusOr<std::string> id = LoadOrCreateDispatcherId(dir.path(), /*has_state=*/false);
     ASSERT_FALSE(id.ok()) << "accepted '" << *id << "'";
     EXPECT_EQ(id.status().code(), absl::StatusCode::kFailedPrecondition);
     EXPECT_THAT(id.status().message(), HasSubstr(path));
@@ -58,8 +60,24 @@ TEST(DispatcherIdTest, ADamagedIdFileIsRefusedAndLeftAsItWas) {
   }
 }
 
+// A journal without its id: the id is not made up, which would tell peers the state was lost.
+TEST(DispatcherIdTest, AMissingIdBesideAJournalIsRefused) {
+  TempDir dir;
+  absl::StatusOr<std::string> id = LoadOrCreateDispatcherId(dir.path(), /*has_state=*/true);
+  ASSERT_FALSE(id.ok());
+  EXPECT_EQ(id.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(id.status().message(), HasSubstr("is missing while"));
+  EXPECT_FALSE(std::filesystem::exists(dir.path() + "/dispatcher_id"));
+  // A directory in its place is no id either.
+  std::filesystem::create_directory(dir.path() + "/dispatcher_id");
+  id = LoadOrCreateDispatcherId(dir.path(), /*has_state=*/false);
+  ASSERT_FALSE(id.ok());
+  EXPECT_THAT(id.status().message(), HasSubstr("it is not a file"));
+}
+
 TEST(DispatcherIdTest, AWorkDirThatCannotBeWrittenIsAnError) {
-  absl::StatusOr<std::string> id = LoadOrCreateDispatcherId("/nonexistent/sluice/work");
+  absl::StatusOr<std::string> id =
+      LoadOrCreateDispatcherId("/nonexistent/sluice/work", /*has_state=*/false);
   ASSERT_FALSE(id.ok());
   EXPECT_THAT(id.status().message(), HasSubstr("cannot create /nonexistent/sluice/work/"));
 }

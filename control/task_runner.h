@@ -96,7 +96,8 @@ struct TaskRunnerStats {
   int64_t acknowledgements_received = 0;
   // 100 ms waits of the pipeline for a free slab (WorkerStats.slab_waits).
   int64_t slab_waits = 0;
-  // Bytes assembled into batches still in the buffer, not served yet (a gauge).
+  // Bytes assembled into batches not served (yet): in the buffer, or in a coordinated
+  // round's slot. What a deleted task held stays counted in its worker's retired stats.
   int64_t bytes_assembled_unserved = 0;
 };
 

@@ -145,9 +145,6 @@ void TaskRunner::MatchRounds(Matches& matched, std::vector<Waiter>& ended) {
     for (size_t c = 0; c < n && !ready_.empty(); ++c) {
       if (!round.requested[c] || round.given[c]) continue;
       round.batches[c] = std::move(ready_.front());
-      if (std::exchange(round.batches[c]->assembled, false)) {
-        stats_.bytes_assembled_unserved -= static_cast<int64_t>(round.batches[c]->size);
-      }
       round.given[c] = true;
       ready_.pop_front();
     }
@@ -170,6 +167,10 @@ void TaskRunner::MatchRounds(Matches& matched, std::vector<Waiter>& ended) {
     slot.reset();
     stats_.batches_served += 1;
     stats_.bytes_served += static_cast<int64_t>(matched.back().second.size);
+    // Served now, not when the round took it: its consumer's request may have gone.
+    if (std::exchange(matched.back().second.assembled, false)) {
+      stats_.bytes_assembled_unserved -= static_cast<int64_t>(matched.back().second.size);
+    }
     sends_in_flight_->fetch_add(1);
     ++round->second.served;
     it = waiters_.erase(it);

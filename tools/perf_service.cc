@@ -79,9 +79,11 @@ struct Got {
 // --step: a duration of zero or more.
 absl::StatusOr<absl::Duration> ParseStep(const std::string& text) {
   absl::Duration step;
-  if (!absl::ParseDuration(text, &step) || step < absl::ZeroDuration()) {
+  if (!absl::ParseDuration(text, &step) || step < absl::ZeroDuration() ||
+      step == absl::InfiniteDuration()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--step must be a duration of zero or more, such as 200us or 1.5ms; got '", text, "'"));
+        "--step must be a finite duration of zero or more, such as 200us or 1.5ms; got '", text,
+        "'"));
   }
   return step;
 }
@@ -333,17 +335,20 @@ int RunServiceClientCommand(const ServiceClientFlags& flags) {
           : ReadIntoDevice(*std::move(reader), read, flags.device, warm_up,
                            absl::Seconds(flags.seconds), *step, window, &bytes_to_device);
   if (!measured.ok()) return Fail("service-client", measured.status().message());
-  nlohmann::json out = {{"batches", measured->batches},
-                        {"bytes", measured->bytes},
-                        {"seconds", measured->seconds},
-                        {"waited_seconds", measured->waited_seconds},
-                        {"batches_by_worker", measured->batches_by_worker},
-                        {"p50_us", Percentile(measured->latencies_us, 0.5)},
-                        {"p99_us", Percentile(measured->latencies_us, 0.99)},
-                        {"transport_bytes_received", received},
-                        {"transport_bytes_copied", copied},
-                        {"bytes_copied_to_device", bytes_to_device},
-                        {"driven_waits", driven_waits}};
+  nlohmann::json out = {
+      {"batches", measured->batches},
+      {"bytes", measured->bytes},
+      {"seconds", measured->seconds},
+      {"waited_seconds", measured->waited_seconds},
+      {"batches_by_worker", measured->batches_by_worker},
+      {"p50_us", Percentile(measured->latencies_us, 0.5)},
+      {"p99_us", Percentile(measured->latencies_us, 0.99)},
+      {"transport_bytes_received", received},
+      {"transport_bytes_copied", copied},
+      // Since the client connected, as the workers' counters run.
+      {"transport_bytes_copied_in_run", (*client)->transport_stats().payload_bytes_copied.load()},
+      {"bytes_copied_to_device", bytes_to_device},
+      {"driven_waits", driven_waits}};
   (*data)->stream() << out.dump() << std::endl;
   return 0;
 }
@@ -479,7 +484,7 @@ int RunServiceCommand(const ServiceFlags& flags) {
     nlohmann::json r = nlohmann::json::parse(client->stdout_text());
     batches += r["batches"].get<int64_t>();
     bytes += r["bytes"].get<int64_t>();
-    client_copied += r["transport_bytes_copied"].get<int64_t>();
+    client_copied += r["transport_bytes_copied_in_run"].get<int64_t>();
     to_device += r["bytes_copied_to_device"].get<int64_t>();
     driven_waits += r["driven_waits"].get<int64_t>();
     for (const auto& [worker, count] : r["batches_by_worker"].items()) {

@@ -100,7 +100,7 @@ void PrintStatus(const proto::GetStatusResponse& status, bool json, std::ostream
     // A lost task is neither done nor running: said apart, with what was handed out again
     // and how much of that had been read (those elements are skipped, not read twice).
     std::string lost;
-    if (j.lost_tasks() > 0) {
+    if (j.lost_tasks() > 0 || j.reissued_splits() > 0) {
       lost = absl::StrFormat(", %d lost (%d splits re-issued", j.lost_tasks(), j.reissued_splits());
       if (j.reissued_splits_partly_read() > 0) {
         absl::StrAppendFormat(&lost, ", %d of them partly read: the elements read are skipped",

@@ -5,26 +5,11 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "engine/absl_compat.h"
+#include "engine/io/compression_magic.h"
 #include "engine/io/tfrecord_reader.h"
 #include "engine/io/zlib_input_stream.h"
 
 namespace sluice::engine {
-namespace {
-
-bool HasGzipMagic(std::string_view prefix) {
-  return prefix.size() >= 3 && static_cast<uint8_t>(prefix[0]) == 0x1f &&
-         static_cast<uint8_t>(prefix[1]) == 0x8b && prefix[2] == 8;
-}
-
-// RFC 1950: deflate (CM 8) with a window of at most 32K, and a header checksum.
-bool HasZlibHeader(std::string_view prefix) {
-  if (prefix.size() < 2) return false;
-  const auto cmf = static_cast<uint8_t>(prefix[0]);
-  const auto flg = static_cast<uint8_t>(prefix[1]);
-  return (cmf & 0x0f) == 8 && (cmf >> 4) <= 7 && ((cmf << 8) | flg) % 31 == 0;
-}
-
-}  // namespace
 
 std::string_view CompressionName(proto::Compression compression) {
   switch (compression) {
@@ -73,13 +58,13 @@ absl::StatusOr<OpenedDataFile> OpenDataFile(std::string_view path, proto::Compre
       SLUICE_ASSIGN_OR_RETURN(std::string prefix, file->ReadPrefix(kTfRecordHeaderBytes));
       switch (sniff) {
         case Sniff::kTfRecord:
-          if (!LooksLikeTfRecord(prefix) && (HasGzipMagic(prefix) || HasZlibHeader(prefix))) {
+          if (!LooksLikeTfRecord(prefix) && (LooksLikeGzip(prefix) || LooksLikeZlib(prefix))) {
             format = ZlibFormat::kAuto;
-            kind = HasGzipMagic(prefix) ? "gzip" : "zlib";
+            kind = LooksLikeGzip(prefix) ? "gzip" : "zlib";
           }
           break;
         case Sniff::kGzipMagic:
-          if (HasGzipMagic(prefix)) {
+          if (LooksLikeGzip(prefix)) {
             format = ZlibFormat::kGzip;
             kind = "gzip";
           }
@@ -94,6 +79,7 @@ absl::StatusOr<OpenedDataFile> OpenDataFile(std::string_view path, proto::Compre
   }
   OpenedDataFile out;
   const std::string quoted = absl::StrCat("file '", AbslView(path), "'");
+  out.compressed = format.has_value();
   if (!format.has_value()) {
     out.description = quoted;
     out.stream = std::move(file);

@@ -33,6 +33,8 @@ struct OpenedDataFile {
   std::unique_ptr<InputStream> stream;
   // For error messages: "file '/data/a.gz' (gzip; offsets are in the decompressed data)".
   std::string description;
+  // Decompressed on the fly (false: read as it is).
+  bool compressed = false;
 };
 
 // Errors as FileInputStream::Open.

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
+#include "engine/io/compression_magic.h"
 #include "engine/io/crc32c.h"
 
 namespace sluice::engine {
@@ -24,18 +25,14 @@ void AppendLE(T v, std::string* out) {
   out->append(bytes, sizeof(T));
 }
 
-// For a first record that does not check out: what the file looks like instead, when it is
-// a compressed stream read with compression 'none' (the error alone names a CRC).
+// For a first record that does not check out in a file read as it is: what the file looks
+// like instead (the error alone names a CRC).
 std::string CompressionHint(std::string_view start) {
-  if (start.size() >= 2 && static_cast<unsigned char>(start[0]) == 0x1f &&
-      static_cast<unsigned char>(start[1]) == 0x8b) {
+  if (LooksLikeGzip(start)) {
     return "; the file starts like a GZIP stream: read it with compression='gzip' or 'auto'";
   }
-  // A ZLIB header: deflate (CM 8), and CMF * 256 + FLG a multiple of 31 (RFC 1950).
-  if (start.size() >= 2 && (static_cast<unsigned char>(start[0]) & 0x0f) == 8 &&
-      (static_cast<unsigned char>(start[0]) * 256 + static_cast<unsigned char>(start[1])) % 31 ==
-          0) {
-    return "; the file starts like a ZLIB stream: read it with compression='zlib'";
+  if (LooksLikeZlib(start)) {
+    return "; the file starts like a ZLIB stream: read it with compression='zlib' or 'auto'";
   }
   return "";
 }
@@ -99,7 +96,7 @@ absl::Status TfRecordReader::ReadRecord(std::string_view* record, bool* eof) {
                   "corrupt record in %s at offset %d: expected length CRC32C 0x%08x, got 0x%08x "
                   "(the length field %d cannot be trusted)%s",
                   name_, offset, length_crc, stored_length_crc, length,
-                  offset == 0 ? CompressionHint(header) : "")),
+                  offset == 0 && options_.read_as_plain ? CompressionHint(header) : "")),
               /*lose_rest=*/true, &stop));
       break;
     }

@@ -55,6 +55,9 @@ struct TfRecordReaderOptions {
   // Called with the DataLoss error of each skipped record (skip_bad_records only).
   std::function<void(const absl::Status&)> on_bad_record;
   size_t buffer_bytes = BufferedReader::kDefaultBufferBytes;
+  // The stream is the file as it is, not decompressed: a first record that does not check
+  // out and bytes that look like a GZIP or ZLIB stream make the error say so.
+  bool read_as_plain = true;
 };
 
 class TfRecordReader {

@@ -42,11 +42,13 @@ struct Result {
   std::vector<std::string> bad;
 };
 
-Result ReadAll(std::string bytes, bool skip = false, size_t buffer_bytes = 64) {
+Result ReadAll(std::string bytes, bool skip = false, size_t buffer_bytes = 64,
+               bool read_as_plain = true) {
   Result r;
   TfRecordReaderOptions options;
   options.skip_bad_records = skip;
   options.buffer_bytes = buffer_bytes;
+  options.read_as_plain = read_as_plain;
   options.on_bad_record = [&r](const absl::Status& s) { r.bad.emplace_back(s.message()); };
   TfRecordReader reader(std::make_unique<StringStream>(std::move(bytes)), "file 't.tfrecord'",
                         options);
@@ -138,6 +140,9 @@ TEST(TfRecordReaderTest, ACompressedFileReadAsPlainSaysWhichCompressionItLooksLi
   std::string length_flip = kGolden;
   length_flip[21] ^= 1;
   EXPECT_THAT(ReadAll(length_flip).status.message(), Not(HasSubstr("starts like")));
+  // Nor do bytes that came out of a decompressor (a file compressed twice).
+  EXPECT_THAT(ReadAll(Deflate(kGolden, 31), false, 64, /*read_as_plain=*/false).status.message(),
+              Not(HasSubstr("starts like")));
 }
 
 TEST(TfRecordReaderTest, SkipModeCountsBadRecordsAndKeepsTheGoodOnes) {

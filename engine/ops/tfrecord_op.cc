@@ -14,13 +14,19 @@ namespace {
 class TfRecordRecords : public RecordReader {
  public:
   TfRecordRecords(OpenedDataFile file, TfRecordReaderOptions options)
-      : reader_(std::move(file.stream), std::move(file.description), std::move(options)) {}
+      : reader_(std::move(file.stream), std::move(file.description), WithPlain(options, file)) {}
 
   absl::Status Next(std::string_view* record, bool* eof) override {
     return reader_.ReadRecord(record, eof);
   }
 
  private:
+  static TfRecordReaderOptions WithPlain(TfRecordReaderOptions options,
+                                         const OpenedDataFile& file) {
+    options.read_as_plain = !file.compressed;
+    return options;
+  }
+
   TfRecordReader reader_;
 };
 
