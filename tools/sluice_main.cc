@@ -74,6 +74,20 @@ CLI::Validator AtLeast(int64_t min) {
       absl::StrCat(">= ", min));
 }
 
+// A positive byte count with an optional unit ("1MiB", "64KiB", "1048576"), turned into the
+// number the option stores: sluice-perf's sizes took units and these did not.
+CLI::Validator ByteSize() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        absl::StatusOr<size_t> bytes = tools::ParseByteSize(text);
+        if (!bytes.ok()) return std::string(bytes.status().message());
+        if (*bytes == 0) return "must be at least 1 byte, got '" + text + "'";
+        text = std::to_string(*bytes);
+        return "";
+      },
+      "BYTES (e.g. 16MiB)");
+}
+
 int Fail(const absl::Status& status, absl::string_view context) {
   std::cerr << "sluice" << (context.empty() ? "" : " ") << context << ": " << status.message()
             << "\n";
@@ -163,7 +177,7 @@ void AddReadFlags(CLI::App* app, ReadFlags& flags) {
                   "Fault injection: drop the connection to a worker after every N batches "
                   "(nothing may be lost or duplicated)");
   app->add_option("--slab-bytes", flags.slab_bytes, "Largest batch the client accepts")
-      ->check(AtLeast(1))
+      ->transform(ByteSize())
       ->capture_default_str();
   app->add_option("--device", flags.device,
                   "Land batches in the memory of this CUDA device (staged through pinned host "
@@ -375,8 +389,8 @@ int Main(int argc, char** argv) {
   worker_cmd->add_option("--host", worker_host, "Address to bind")->capture_default_str();
   worker_cmd->add_option("--advertise-host", advertise_host,
                          "Host clients should use (default: the IP facing the dispatcher)");
-  worker_cmd->add_option("--slab-bytes", worker_options.slab_bytes, "Largest batch, in bytes")
-      ->check(AtLeast(1))
+  worker_cmd->add_option("--slab-bytes", worker_options.slab_bytes, "Largest batch")
+      ->transform(ByteSize())
       ->capture_default_str();
   worker_cmd->add_option("--slabs", worker_options.num_slabs, "Registered slabs in the pool")
       ->check(AtLeast(1))
