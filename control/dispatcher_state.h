@@ -122,6 +122,10 @@ class DispatcherState {
     proto::ProcessingMode mode;
     std::vector<int64_t> task_ids;
     int num_clients = 0;
+    // An anonymous job whose client released it: nobody can read it again, so its tasks
+    // were ended (journaled as finished) and workers are told to delete them, freeing the
+    // slabs their buffers held until the job's garbage collection.
+    bool released = false;
     // DYNAMIC: one provider per repetition (pass) of the source, made on first use.
     std::map<int64_t, std::unique_ptr<split::SplitProvider>> providers;
     // The split size the job's providers use (journaled, so a restart keeps it).

@@ -287,6 +287,50 @@ TEST(DispatcherStateTest, JobsWithoutClientsAreCollectedAndDynamicNamesNotReused
   EXPECT_THAT(state.ClientHeartbeat(late).status().message(), HasSubstr("garbage-collected"));
 }
 
+// Nobody can read an anonymous job once its one client released it: its tasks end at once,
+// and workers are told to delete them (they held --buffer-batches slabs each until the job's
+// garbage collection, and a worker that served a few short reads had no slab left). A named
+// job's tasks stay for the clients that may still join it.
+TEST(DispatcherStateTest, AnAnonymousJobsTasksEndWhenItsClientReleasesIt) {
+  DispatcherState state({});
+  std::string ds = *state.RegisterDataset(Pipeline("range(1000000000)"));
+  auto anonymous = state.GetOrCreateJob(JobRequest(ds, proto::DYNAMIC, ""));
+  auto named = state.GetOrCreateJob(JobRequest(ds, proto::DYNAMIC, "kept"));
+  ASSERT_TRUE(anonymous.ok() && named.ok());
+  proto::WorkerHeartbeatRequest worker;
+  worker.set_worker_address("ucx://w:1");
+  absl::StatusOr<proto::WorkerHeartbeatResponse> first = state.WorkerHeartbeat(worker);
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_EQ(first->new_tasks_size(), 2);
+  for (const proto::TaskDef& task : first->new_tasks()) worker.add_current_tasks(task.task_id());
+  const int64_t anonymous_task = first->new_tasks(0).job_id() == anonymous->job_id()
+                                     ? first->new_tasks(0).task_id()
+                                     : first->new_tasks(1).task_id();
+
+  for (const auto* job : {&*anonymous, &*named}) {
+    proto::ReleaseClientRequest release;
+    release.set_job_id(job->job_id());
+    release.set_client_id(job->client_id());
+    ASSERT_TRUE(state.ReleaseClient(release).ok());
+  }
+  absl::StatusOr<proto::WorkerHeartbeatResponse> after = state.WorkerHeartbeat(worker);
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_THAT(after->tasks_to_delete(), ::testing::ElementsAre(anonymous_task));
+  const proto::GetStatusResponse status = state.Status();
+  ASSERT_EQ(status.jobs_size(), 2) << "both stay listed until collected";
+  for (const proto::JobStatus& job : status.jobs()) {
+    EXPECT_EQ(job.released(), job.job_id() == anonymous->job_id()) << job.job_id();
+    EXPECT_EQ(job.finished(), job.job_id() == anonymous->job_id()) << job.job_id();
+  }
+  // A worker that joins later gets a task of the named job only.
+  proto::WorkerHeartbeatRequest newcomer;
+  newcomer.set_worker_address("ucx://w:2");
+  absl::StatusOr<proto::WorkerHeartbeatResponse> joined = state.WorkerHeartbeat(newcomer);
+  ASSERT_TRUE(joined.ok()) << joined.status();
+  ASSERT_EQ(joined->new_tasks_size(), 1);
+  EXPECT_EQ(joined->new_tasks(0).job_id(), named->job_id());
+}
+
 // Workers learn which clients still read each job of theirs, so that their tasks can let go
 // of what they keep for clients that left (TaskRunner::ForgetClients).
 TEST(DispatcherStateTest, WorkerHeartbeatsListTheClientsStillReadingEachJob) {

@@ -52,6 +52,7 @@ nlohmann::json StatusToJson(const proto::GetStatusResponse& status) {
                     {"tasks", j.num_tasks()},
                     {"finished_tasks", j.finished_tasks()},
                     {"finished", j.finished()},
+                    {"released", j.released()},
                     {"lost_tasks", j.lost_tasks()},
                     {"reissued_splits", j.reissued_splits()},
                     {"reissued_splits_partly_read", j.reissued_splits_partly_read()},
@@ -116,7 +117,7 @@ void PrintStatus(const proto::GetStatusResponse& status, bool json, std::ostream
         "  job %d %-16s dataset %s  mode %s  %d client(s)%s  tasks %d/%d done%s%s\n", j.job_id(),
         j.job_name().empty() ? "(anonymous)" : j.job_name(), j.dataset_id(),
         control::ProcessingModeName(j.mode()), j.num_clients(), joined, j.finished_tasks(),
-        j.num_tasks(), lost, j.finished() ? "  finished" : "");
+        j.num_tasks(), lost, j.released() ? "  released" : (j.finished() ? "  finished" : ""));
   }
 }
 

@@ -68,6 +68,21 @@ TEST(ServiceTest, StatusShowsWorkersDatasetsAndJobs) {
   ASSERT_EQ(s["datasets"].size(), 1u);
 }
 
+// Short anonymous reads one after another: each job's tasks end when its reader releases it,
+// so the worker's slabs come back. Before, each task kept its buffer's slabs until the job
+// was garbage-collected (5 minutes), and with 8 slabs the third read waited for good.
+TEST(ServiceTest, ShortReadsOneAfterAnotherDoNotRunAWorkerOutOfSlabs) {
+  Cluster cluster(
+      ClusterOptions{.workers = 1, .worker_args = {"--slab-bytes", "256KiB", "--slabs", "8"}});
+  for (int i = 0; i < 6; ++i) {
+    SCOPED_TRACE(i);
+    auto read =
+        StartRead(cluster.address(), "range(100000000) | batch(20000)", "off", "", {"--take", "2"});
+    ASSERT_EQ(read->Wait(absl::Seconds(30)), 0) << read->stderr_text();
+    ExpectEachValueTimes(Values(*read), 40000, 1);  // the first two batches
+  }
+}
+
 // A reader joining a named job that has finished gets nothing, as in tf.data; it says why,
 // where it used to print an empty read as if the dataset were empty.
 TEST(ServiceTest, JoiningAFinishedJobSaysSo) {
