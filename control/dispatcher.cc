@@ -83,8 +83,10 @@ absl::Status Dispatcher::OpenWorkDir(const DispatcherOptions& options) {
         absl::StrCat("cannot create work dir ", options.work_dir, ": ", strerror(errno)));
   }
   absl::StatusOr<Recovered> recovered = Recover(options.work_dir);
-  SLUICE_ASSIGN_OR_RETURN(id_,
-                          LoadOrCreateDispatcherId(options.work_dir, /*has_state=*/recovered.ok()));
+  // An empty or new work dir recovers fine, from nothing.
+  const bool has_state =
+      recovered.ok() && (recovered->snapshot.has_value() || !recovered->journal_files.empty());
+  SLUICE_ASSIGN_OR_RETURN(id_, LoadOrCreateDispatcherId(options.work_dir, has_state));
   if (recovered.ok()) {
     SLUICE_RETURN_IF_ERROR(state_.Restore(*recovered));
     recovery_summary_ =

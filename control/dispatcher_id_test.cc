@@ -8,6 +8,7 @@
 #include <string>
 
 #include "absl/strings/ascii.h"
+#include "control/dispatcher.h"
 #include "control/journal_test_util.h"
 
 namespace sluice::control {
@@ -73,6 +74,28 @@ TEST(DispatcherIdTest, AMissingIdBesideAJournalIsRefused) {
   id = LoadOrCreateDispatcherId(dir.path(), /*has_state=*/false);
   ASSERT_FALSE(id.ok());
   EXPECT_THAT(id.status().message(), HasSubstr("it is not a file"));
+}
+
+// The dispatcher's own use: a fresh work dir (new, or made empty) gets an id, and a restart
+// on it keeps the id. (A first check of the journal took an empty dir for one with state.)
+TEST(DispatcherIdTest, AFaultTolerantDispatcherStartsOnAFreshWorkDirAndKeepsItsId) {
+  TempDir dir;
+  for (const std::string& work_dir : {dir.path() + "/new", dir.path()}) {
+    SCOPED_TRACE(work_dir);
+    DispatcherOptions options;
+    options.bind = transport::Address{"ucx", "127.0.0.1", 0};
+    options.fault_tolerant = true;
+    options.work_dir = work_dir;
+    std::string id;
+    {
+      absl::StatusOr<std::unique_ptr<Dispatcher>> first = Dispatcher::Start(options);
+      ASSERT_TRUE(first.ok()) << first.status();
+      id = (*first)->id();
+    }
+    absl::StatusOr<std::unique_ptr<Dispatcher>> restarted = Dispatcher::Start(options);
+    ASSERT_TRUE(restarted.ok()) << restarted.status();
+    EXPECT_EQ((*restarted)->id(), id);
+  }
 }
 
 TEST(DispatcherIdTest, AWorkDirThatCannotBeWrittenIsAnError) {
