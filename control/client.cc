@@ -17,6 +17,12 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(const ClientOptions& opt
   absl::Status status =
       client->rpc_->CallProto(options.dispatcher, proto::GET_DISPATCHER_INFO,
                               proto::GetDispatcherInfoRequest(), &info, options.timeout);
+  if (absl::IsUnimplemented(status)) {
+    // A Sluice peer that is not a dispatcher ("unknown method 7" said nothing).
+    return absl::FailedPreconditionError(absl::StrCat(
+        options.dispatcher.ToString(),
+        " is not a dispatcher (it does not answer GetDispatcherInfo: a worker's address?)"));
+  }
   if (!status.ok()) {
     return absl::Status(status.code(),
                         absl::StrCat("cannot reach the dispatcher at ",

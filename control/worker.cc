@@ -194,6 +194,11 @@ absl::StatusOr<std::unique_ptr<Worker>> Worker::Start(const WorkerOptions& optio
   w->address_ = transport::Address{bound.scheme, host, bound.port}.ToString();
   // The first heartbeat registers the worker; failing it fails start-up with its reason.
   absl::Status registered = w->Heartbeat();
+  if (absl::IsUnimplemented(registered)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "worker could not register: ", options.dispatcher.ToString(),
+        " is not a dispatcher (it does not answer WorkerHeartbeat: another worker's address?)"));
+  }
   if (!registered.ok()) {
     return absl::Status(registered.code(),
                         absl::StrCat("worker could not register with the dispatcher at ",

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <iostream>
@@ -356,8 +357,10 @@ int RunServiceClientCommand(const ServiceClientFlags& flags) {
 int RunServiceCommand(const ServiceFlags& flags) {
   absl::StatusOr<size_t> batch_bytes = ParseByteSize(flags.batch_bytes);
   if (!batch_bytes.ok()) return Fail("service", batch_bytes.status().message());
-  if (flags.workers < 1 || flags.clients < 1 || flags.seconds <= 0) {
-    return Fail("service", "--workers and --clients must be >= 1 and --seconds > 0");
+  // Not `seconds <= 0`: NaN passes it, and the run then never ends.
+  if (flags.workers < 1 || flags.clients < 1 || !(flags.seconds > 0) ||
+      !std::isfinite(flags.seconds)) {
+    return Fail("service", "--workers and --clients must be >= 1 and --seconds finite and > 0");
   }
   if (flags.mode != "off" && flags.mode != "dynamic") {
     return Fail("service", "--mode must be off or dynamic");
@@ -379,6 +382,13 @@ int RunServiceCommand(const ServiceFlags& flags) {
   }
   absl::StatusOr<absl::Duration> step = ParseStep(flags.step);
   if (!step.ok()) return Fail("service", step.status().message());
+  // A step as long as the window measures the warm-up at best (and each client's warm-up
+  // takes a dozen steps).
+  if (*step * 20 > absl::Seconds(flags.seconds)) {
+    return Fail("service",
+                absl::StrCat("--step ", absl::FormatDuration(*step), " is too long for --seconds ",
+                             flags.seconds, ": give at least 20 steps' time"));
+  }
   absl::StatusOr<transport::ProgressMode> progress = transport::ParseProgressMode(flags.progress);
   if (!progress.ok()) {
     return Fail("service", absl::StrCat("--progress ", progress.status().message()));

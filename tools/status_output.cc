@@ -104,7 +104,9 @@ void PrintStatus(const proto::GetStatusResponse& status, bool json, std::ostream
     if (j.lost_tasks() > 0 || j.reissued_splits() > 0) {
       lost = absl::StrFormat(", %d lost (%d splits re-issued", j.lost_tasks(), j.reissued_splits());
       if (j.reissued_splits_partly_read() > 0) {
-        absl::StrAppendFormat(&lost, ", %d of them partly read: the elements read are skipped",
+        absl::StrAppendFormat(&lost,
+                              ", %d of them read in part or whole before: the elements read "
+                              "are skipped",
                               j.reissued_splits_partly_read());
       }
       lost += ")";

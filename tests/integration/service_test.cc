@@ -83,6 +83,15 @@ TEST(ServiceTest, ShortReadsOneAfterAnotherDoNotRunAWorkerOutOfSlabs) {
   }
 }
 
+// A worker's address given where the dispatcher's belongs is named as such; it said
+// "unknown method 7".
+TEST(ServiceTest, AWorkersAddressIsNotTakenForTheDispatchers) {
+  Cluster cluster(1);
+  Subprocess status({Binary(), "status", "--dispatcher", cluster.worker_address(0)});
+  EXPECT_EQ(status.Wait(absl::Seconds(30)), 1) << status.stderr_text();
+  EXPECT_THAT(status.stderr_text(), HasSubstr(cluster.worker_address(0) + " is not a dispatcher"));
+}
+
 // A reader joining a named job that has finished gets nothing, as in tf.data; it says why,
 // where it used to print an empty read as if the dataset were empty.
 TEST(ServiceTest, JoiningAFinishedJobSaysSo) {
