@@ -9,6 +9,8 @@
 #include <string>
 
 #include "CLI/CLI.hpp"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
 
 namespace sluice::tools {
 
@@ -85,6 +87,8 @@ void AddDoctorFlags(CLI::App* app, DoctorFlags& flags);
 int RunTransportCommand(const TransportFlags& flags);
 int RunServiceCommand(const ServiceFlags& flags);
 int RunServiceClientCommand(const ServiceClientFlags& flags);
+// --step of `service` and `service-client`: a finite duration of zero or more.
+[[nodiscard]] absl::StatusOr<absl::Duration> ParseStep(const std::string& text);
 int RunSweepCommand(const SweepFlags& flags);
 int RunDoctorCommand(const DoctorFlags& flags);
 

@@ -5,7 +5,8 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "zlib.h"
+
+#include "engine/test_util.h"
 
 namespace sluice::engine {
 namespace {
@@ -109,31 +110,15 @@ TEST(TfRecordReaderTest, CorruptionAndTruncationNameTheFileAndOffset) {
             "file ends after 4 bytes");
 }
 
-// `windowBits` 15: a ZLIB stream; 31: a GZIP one.
-std::string Deflate(const std::string& data, int window_bits) {
-  z_stream z{};
-  EXPECT_EQ(deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, window_bits, 8, Z_DEFAULT_STRATEGY),
-            Z_OK);
-  std::string out(deflateBound(&z, data.size()) + 32, '\0');
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
-  z.avail_in = static_cast<uInt>(data.size());
-  z.next_out = reinterpret_cast<Bytef*>(out.data());
-  z.avail_out = static_cast<uInt>(out.size());
-  EXPECT_EQ(deflate(&z, Z_FINISH), Z_STREAM_END);
-  out.resize(z.total_out);
-  deflateEnd(&z);
-  return out;
-}
-
 // A compressed file read with compression 'none' fails on its first header's CRC; the error
 // says which compression the bytes look like instead of only naming a CRC.
 TEST(TfRecordReaderTest, ACompressedFileReadAsPlainSaysWhichCompressionItLooksLike) {
-  Result gzip = ReadAll(Deflate(kGolden, 31));
+  Result gzip = ReadAll(testing::Compress(kGolden, /*gzip=*/true));
   EXPECT_EQ(gzip.status.code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(gzip.status.message(), HasSubstr("at offset 0: expected length CRC32C"));
   EXPECT_THAT(gzip.status.message(),
               HasSubstr("starts like a GZIP stream: read it with compression='gzip'"));
-  Result zlib = ReadAll(Deflate(kGolden, 15));
+  Result zlib = ReadAll(testing::Compress(kGolden, /*gzip=*/false));
   EXPECT_THAT(zlib.status.message(),
               HasSubstr("starts like a ZLIB stream: read it with compression='zlib'"));
   // Damage past the first record gets no such guess.
@@ -141,7 +126,8 @@ TEST(TfRecordReaderTest, ACompressedFileReadAsPlainSaysWhichCompressionItLooksLi
   length_flip[21] ^= 1;
   EXPECT_THAT(ReadAll(length_flip).status.message(), Not(HasSubstr("starts like")));
   // Nor do bytes that came out of a decompressor (a file compressed twice).
-  EXPECT_THAT(ReadAll(Deflate(kGolden, 31), false, 64, /*read_as_plain=*/false).status.message(),
+  EXPECT_THAT(ReadAll(testing::Compress(kGolden, /*gzip=*/true), false, 64, /*read_as_plain=*/false)
+                  .status.message(),
               Not(HasSubstr("starts like")));
 }
 
