@@ -216,6 +216,11 @@ TEST(UcxPeerKilledTest, SendsToAReceiverKilledBeforeTakingThemComplete) {
   auto connection = (*sender)->Connect(Address{"ucx", "127.0.0.1", port});
   ASSERT_TRUE(connection.ok()) << connection.status();
   ASSERT_EQ(kill(child, SIGSTOP), 0);
+  // kill() returns before the child stops: on a busy machine its progress thread could
+  // still take the first payload (one CI run saw a send complete). Wait until it stopped.
+  int stopped_status = 0;
+  ASSERT_EQ(waitpid(child, &stopped_status, WUNTRACED), child);
+  ASSERT_TRUE(WIFSTOPPED(stopped_status));
   constexpr int kSends = 4;
   std::vector<std::byte> payload(1 << 20, std::byte{1});  // rendezvous
   std::atomic<int> completed{0};
