@@ -34,6 +34,14 @@ void BatchReader::Pump() {
       absl::MutexLock lock(&mu_);
       if (!error_.ok() || stop_.HasBeenNotified()) return;
       if (tasks_.empty() || outstanding_ >= FetchLimit()) return;
+      if (options_.max_batches > 0 && batches_kept_ + outstanding_ >= options_.max_batches) {
+        // Nothing in flight or ready: batches held for order wait for one no fetch will
+        // bring within the budget, and are handed out as they are rather than never.
+        if (outstanding_ == 0 && ready_.empty()) {
+          for (Task& task : tasks_) HandOutHeld(task);
+        }
+        return;
+      }
       size_t n = tasks_.size();
       size_t i = 0;
       // The clock is read only for a task with a retry scheduled: none, as a rule.
@@ -43,9 +51,19 @@ void BatchReader::Pump() {
         if (!now) now = absl::Now();
         return task.retry_at <= *now;
       };
-      for (; i < n; ++i) {
-        const Task& candidate = tasks_[(next_task_ + i) % n];
-        if (!candidate.ended && !candidate.end_seen && due(candidate)) break;
+      if (std::optional<size_t> first = FirstToRecover(); first.has_value()) {
+        // ReadOptions::max_batches: a task whose reply was lost on the way is asked before
+        // any other, and the others wait for it: its next request has the worker serve the
+        // lost batch again (and the batches held behind it can go), where another task's
+        // batch could take the last of the budget and leave the lost one with the worker.
+        if (*first == n) return;  // its request is out, or not due yet
+        i = (*first + n - next_task_ % n) % n;
+        if (!due(tasks_[*first])) return;
+      } else {
+        for (; i < n; ++i) {
+          const Task& candidate = tasks_[(next_task_ + i) % n];
+          if (!candidate.ended && !candidate.end_seen && due(candidate)) break;
+        }
       }
       if (i == n) return;
       const size_t task_index = (next_task_ + i) % n;
@@ -83,6 +101,21 @@ uint64_t BatchReader::AddFetch(size_t task_index, int64_t round, transport::Slab
     peak_fetches_after_first_batch_ = std::max(peak_fetches_after_first_batch_, outstanding_);
   }
   return id;
+}
+
+std::optional<size_t> BatchReader::FirstToRecover() const {
+  if (options_.max_batches == 0) return std::nullopt;
+  bool any = false;
+  for (size_t k = 0; k < tasks_.size(); ++k) {
+    const Task& task = tasks_[k];
+    // Epoch 1 is the first; a raised one not confirmed yet means a request failed since.
+    if (task.ended || task.delivery_epoch <= std::max<int64_t>(1, task.confirmed_epoch)) {
+      continue;
+    }
+    any = true;
+    if (task.outstanding == 0) return k;
+  }
+  return any ? std::optional<size_t>(tasks_.size()) : std::nullopt;
 }
 
 int BatchReader::FetchLimit() const {
@@ -371,6 +404,7 @@ bool BatchReader::OnTaskFetched(Task& task, transport::Slab slab, absl::Time sen
     connection_to_drop_ = task.connection;
   }
   unreported_.MergeFrom(response.provenance());
+  ++batches_kept_;
   HandOutInOrder(task,
                  Ready{task.worker_text, response.batch_index(), std::move(slab),
                        response.batch_bytes(), now - sent, /*round=*/-1, task.id},
@@ -404,6 +438,7 @@ bool BatchReader::WaitsOnlyForTheDispatcher() const {
 }
 
 bool BatchReader::Done() const {
+  if (options_.max_batches > 0 && batches_handed_out_ >= options_.max_batches) return true;
   if (!job_finished_ || outstanding_ > 0 || !ready_.empty()) return false;
   for (const Task& task : tasks_) {
     if (!task.ended) return false;
@@ -472,6 +507,7 @@ absl::StatusOr<std::optional<Batch>> BatchReader::Next() {
       if (!ready_.empty()) {
         ready.emplace(std::move(ready_.front()));
         ready_.pop_front();
+        ++batches_handed_out_;
       } else if (!error_.ok()) {
         return error_;
       } else if (Done()) {

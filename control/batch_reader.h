@@ -30,6 +30,7 @@
 
 #include <atomic>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -80,6 +81,24 @@ struct ReadOptions {
   // Fault injection, for tests: after every this many batches (0: never) the reader drops
   // its connection to the worker that served the last one, as a broken network would.
   int disconnect_every_batches = 0;
+  // Reads at most this many batches (0: the whole job), and fetches no more than that: of a
+  // shared job, what a client fetched counts as consumed (as in tf.data), so a reader that
+  // wants N batches and fetched more would take the rest from the job's other readers.
+  // Not with num_consumers > 0, whose readers count rounds.
+  int64_t max_batches = 0;
+  // Called with the address of a worker whose task of this job the dispatcher declared lost
+  // (once per worker and heartbeat: a worker's own task and a recovery task it took over
+  // are said once when both are lost together). It runs on whichever thread heard it:
+  // the reader's heartbeat thread, or the caller's in Client::Read and Next(), two of them
+  // at a time possibly, so it must be thread-safe. What that costs depends on the
+  // mode: DYNAMIC re-issues the task's splits to other workers; OFF ends that worker's pass
+  // short (another worker's pass can end the job); a static shard waits for the worker to
+  // come back.
+  std::function<void(const std::string& worker)> on_worker_lost;
+  // Static sharding: called (as on_worker_lost is, once per entry) with a --worker-addresses
+  // entry of the dispatcher that no worker has joined as for kAwaitedNoticeAfter: the job
+  // waits for its share, which no other worker reads.
+  std::function<void(const std::string& listed_worker)> on_worker_awaited;
 };
 
 // One batch in the client's registered memory. Move-only; returns its slab when destroyed.
@@ -153,6 +172,8 @@ class BatchReader {
   // largest batch seen so far), and the most that were, counted when each fetch was sent
   // once a batch had been seen.
   [[nodiscard]] int fetch_limit() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Tasks of this job the dispatcher declared lost (their workers were lost) so far.
+  [[nodiscard]] int64_t tasks_lost() const ABSL_LOCKS_EXCLUDED(mu_);
   [[nodiscard]] int peak_fetches_after_first_batch() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
@@ -217,6 +238,9 @@ class BatchReader {
   // early heartbeat brings it the task, and the caller waits for that request's batch.
   // (The worker also answers retry_later to a request of an epoch it has left behind.)
   static constexpr absl::Duration kTaskRetryLater = absl::Milliseconds(2);
+  // A listed worker still missing after this long is said (on_worker_awaited): workers
+  // started with the read join within it.
+  static constexpr absl::Duration kAwaitedNoticeAfter = absl::Seconds(2);
   // Heartbeats asked for early (HeartbeatPacer::Soon) come at most this often.
   static constexpr absl::Duration kMinHeartbeatGap = absl::Milliseconds(5);
   // A worker that could not be reached is asked again after this long.
@@ -308,6 +332,11 @@ class BatchReader {
   // the job finished is missing (it may yet add a task, e.g. for a lost worker's splits).
   bool WaitsOnlyForTheDispatcher() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   int FetchLimit() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // ReadOptions::max_batches only: the index of a task that must be asked before any other
+  // (a request to it failed, and no request of the raised epoch has been answered), with
+  // none in flight to it; tasks_.size() when every such task has one in flight; nullopt when
+  // there is none (or no max_batches).
+  std::optional<size_t> FirstToRecover() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   transport::RpcEndpoint* const rpc_;
   const transport::Address dispatcher_;
@@ -339,6 +368,14 @@ class BatchReader {
   transport::IdSlotTable<InFlight> in_flight_ ABSL_GUARDED_BY(mu_);
   // ReadOptions::disconnect_every_batches: batches accepted, and a connection to drop.
   int64_t batches_accepted_ ABSL_GUARDED_BY(mu_) = 0;
+  // ReadOptions::max_batches: batches kept to hand out (duplicates dropped), and handed out.
+  int64_t batches_kept_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t batches_handed_out_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t tasks_lost_ ABSL_GUARDED_BY(mu_) = 0;
+  // Static sharding: listed workers the dispatcher says the job awaits, since when; and
+  // those said to on_worker_awaited.
+  std::map<std::string, absl::Time> awaited_since_ ABSL_GUARDED_BY(mu_);
+  std::set<std::string> awaited_said_ ABSL_GUARDED_BY(mu_);
   transport::ConnectionId connection_to_drop_ ABSL_GUARDED_BY(mu_) = transport::kNoConnection;
   RingQueue<Ready> ready_ ABSL_GUARDED_BY(mu_);
   bool job_finished_ ABSL_GUARDED_BY(mu_) = false;

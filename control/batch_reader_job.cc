@@ -31,6 +31,12 @@ absl::StatusOr<std::unique_ptr<BatchReader>> BatchReader::Start(transport::RpcEn
         absl::StrCat("expected num_consumers >= 0 and 0 <= consumer_index < num_consumers, got ",
                      options.num_consumers, " and ", options.consumer_index));
   }
+  if (options.max_batches < 0 || (options.max_batches > 0 && options.num_consumers > 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "expected max_batches >= 0, and 0 with num_consumers > 0 (coordinated readers count "
+        "rounds), got ",
+        options.max_batches, " with num_consumers ", options.num_consumers));
+  }
   std::unique_ptr<BatchReader> reader(new BatchReader(rpc, std::move(dispatcher), options));
   proto::GetOrCreateJobRequest request;
   request.set_dataset_id(std::move(dataset_id));
@@ -119,6 +125,7 @@ absl::Status BatchReader::HeartbeatOnce(absl::Duration timeout) {
   }
   std::vector<Task> added;
   std::vector<std::pair<transport::ConnectionId, std::string>> given_up;
+  std::vector<std::string> lost_workers;  // for on_worker_lost, called without the lock
   absl::Status bad_address;
   {
     absl::MutexLock lock(&mu_);
@@ -127,6 +134,8 @@ absl::Status BatchReader::HeartbeatOnce(absl::Duration timeout) {
         if (task.id == lost && !task.lost) {
           task.lost = true;
           task.ended = true;
+          ++tasks_lost_;
+          lost_workers.push_back(*task.worker_text);
           HandOutHeld(task);
           if (task.connection != transport::kNoConnection) {
             given_up.emplace_back(task.connection, *task.worker_text);
@@ -173,28 +182,64 @@ absl::Status BatchReader::HeartbeatOnce(absl::Duration timeout) {
   }
   // Connect here, off the transport's progress thread, so fetches find the connection ready
   // (a worker that cannot be reached is retried by Pump, and reported lost by the dispatcher).
-  for (const Task& task : added) (void)rpc_->ConnectTo(task.worker);
+  for (const Task& task : added) {
+    if (!task.lost) (void)rpc_->ConnectTo(task.worker);
+  }
+  absl::Status result;
+  std::vector<std::string> awaited_workers;  // for on_worker_awaited, called without the lock
+  {
+    absl::MutexLock lock(&mu_);
+    const absl::Time now = absl::Now();
+    std::map<std::string, absl::Time> awaited;
+    for (const std::string& worker : response.workers_awaited()) {
+      auto known = awaited_since_.find(worker);
+      const absl::Time since = known != awaited_since_.end() ? known->second : now;
+      awaited.emplace(worker, since);
+      if (now - since >= kAwaitedNoticeAfter && awaited_said_.insert(worker).second) {
+        awaited_workers.push_back(worker);
+      }
+    }
+    awaited_since_ = std::move(awaited);
+    for (Task& task : added) {
+      // Another heartbeat, replied to meanwhile, may have added it.
+      const bool known = std::any_of(tasks_.begin(), tasks_.end(),
+                                     [&task](const Task& t) { return t.id == task.id; });
+      if (known) continue;
+      if (task.lost) {  // lost before this reader joined
+        ++tasks_lost_;
+        lost_workers.push_back(*task.worker_text);
+      }
+      tasks_.push_back(std::move(task));
+    }
+    // A task that cannot be read fails the read, but the dispatcher did answer: this is no
+    // lost dispatcher (HeartbeatLoop) and the rest of the reply applies.
+    if (!bad_address.ok()) Fail(bad_address);
+    // A finished job stays finished, whatever an older reply to a concurrent heartbeat says.
+    job_finished_ = job_finished_ || response.job_finished();
+    // Only now that the task list is current may rounds up to the horizon be read.
+    round_horizon_ = std::max(round_horizon_, response.round_horizon());
+    horizon_lead_ = round_horizon_ - request.current_round();
+    if (tasks_.empty() && response.num_workers() == 0 &&
+        absl::Now() - started_ > options_.no_worker_timeout) {
+      result =
+          absl::UnavailableError(absl::StrCat("no worker joined job ", job_id_, " within ",
+                                              absl::FormatDuration(options_.no_worker_timeout)));
+    }
+  }
+  if (options_.on_worker_lost) {
+    std::sort(lost_workers.begin(), lost_workers.end());
+    lost_workers.erase(std::unique(lost_workers.begin(), lost_workers.end()), lost_workers.end());
+    for (const std::string& worker : lost_workers) options_.on_worker_lost(worker);
+  }
+  if (options_.on_worker_awaited) {
+    for (const std::string& worker : awaited_workers) options_.on_worker_awaited(worker);
+  }
+  return result;
+}
+
+int64_t BatchReader::tasks_lost() const {
   absl::MutexLock lock(&mu_);
-  for (Task& task : added) {
-    // Another heartbeat, replied to meanwhile, may have added it.
-    const bool known = std::any_of(tasks_.begin(), tasks_.end(),
-                                   [&task](const Task& t) { return t.id == task.id; });
-    if (!known) tasks_.push_back(std::move(task));
-  }
-  // A task that cannot be read fails the read, but the dispatcher did answer: this is no
-  // lost dispatcher (HeartbeatLoop) and the rest of the reply applies.
-  if (!bad_address.ok()) Fail(bad_address);
-  // A finished job stays finished, whatever an older reply to a concurrent heartbeat says.
-  job_finished_ = job_finished_ || response.job_finished();
-  // Only now that the task list is current may rounds up to the horizon be read.
-  round_horizon_ = std::max(round_horizon_, response.round_horizon());
-  horizon_lead_ = round_horizon_ - request.current_round();
-  if (tasks_.empty() && response.num_workers() == 0 &&
-      absl::Now() - started_ > options_.no_worker_timeout) {
-    return absl::UnavailableError(absl::StrCat("no worker joined job ", job_id_, " within ",
-                                               absl::FormatDuration(options_.no_worker_timeout)));
-  }
-  return absl::OkStatus();
+  return tasks_lost_;
 }
 
 void BatchReader::HeartbeatLoop() {

@@ -353,6 +353,13 @@ absl::StatusOr<proto::ClientHeartbeatResponse> DispatcherState::ClientHeartbeat(
     info->set_lost(task.lost);
     info->set_recovery(task.recovery);
   }
+  if (IsStaticSharding(job.mode)) {
+    std::vector<bool> has_task(static_cast<size_t>(worker_list_.size()), false);
+    for (int64_t id : job.task_ids) has_task[tasks_.at(id).worker_index] = true;
+    for (int64_t i = 0; i < worker_list_.size(); ++i) {
+      if (!has_task[i]) response.add_workers_awaited(worker_list_.entry(i));
+    }
+  }
   response.set_round_horizon(job.round_horizon);
   response.set_job_finished(JobFinished(job));
   response.set_num_workers(LiveWorkers());

@@ -34,6 +34,8 @@ class WorkerList {
   // The position of the first entry matching `worker_address` ("scheme://host:port").
   [[nodiscard]] std::optional<int64_t> IndexOf(const std::string& worker_address) const;
   [[nodiscard]] int64_t size() const { return static_cast<int64_t>(entries_.size()); }
+  // Entry `index` (< size()), without its scheme.
+  [[nodiscard]] const std::string& entry(int64_t index) const { return entries_.at(index); }
   [[nodiscard]] bool empty() const { return entries_.empty(); }
   // "a, b, c", for errors.
   [[nodiscard]] std::string ToString() const;

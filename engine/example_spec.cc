@@ -169,6 +169,13 @@ absl::StatusOr<std::vector<proto::FeatureSpec>> ParseFeatureSpecs(std::string_vi
     if (fields.size() == 4) SLUICE_RETURN_IF_ERROR(ParseDefaults(fields[3], &spec, where));
     absl::Status valid = ValidateFeatureSpec(spec);
     if (!valid.ok()) return absl::InvalidArgumentError(absl::StrCat(where, valid.message()));
+    // Two tensors of one name: the second would be read as the first's twin, unseen.
+    for (const proto::FeatureSpec& earlier : out) {
+      if (earlier.name() == spec.name()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, "feature '", spec.name(), "' is named twice in the spec"));
+      }
+    }
     out.push_back(std::move(spec));
   }
   return out;

@@ -47,6 +47,8 @@ TEST(ExampleSpecTest, ErrorsNameTheFeatureAndWhatWasExpected) {
   EXPECT_THAT(error("x:float:3:1;2"), HasSubstr("expected 1 or 3 default values, got 2"));
   EXPECT_THAT(error("x:int64:var:1"), HasSubstr("var features take no default"));
   EXPECT_THAT(error("x:int64:2:abc"), HasSubstr("expected an int64 default, got 'abc'"));
+  EXPECT_EQ(error("age:int64:scalar, name:bytes:var, age:float:2"),
+            "feature 2 ' age:float:2': feature 'age' is named twice in the spec");
 }
 
 }  // namespace

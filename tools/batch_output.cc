@@ -1,7 +1,9 @@
 #include "tools/batch_output.h"
 
+#include <cmath>
 #include <iostream>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_format.h"
 
 namespace sluice::tools {
@@ -14,15 +16,36 @@ nlohmann::json Values(const engine::TensorView& t) {
   return values;
 }
 
-// JSON strings must be UTF-8: invalid sequences become U+FFFD (the dump's replace handler),
-// and parsing the dump back gives a json string that later dumps without throwing.
+// JSON has no NaN or infinities (a dump prints null, which reads back as no value): they
+// are the strings protobuf's JSON mapping uses.
+template <typename T>
+nlohmann::json FloatValues(const engine::TensorView& t) {
+  nlohmann::json values = nlohmann::json::array();
+  for (T v : t.values<T>()) {
+    if (std::isnan(v)) {
+      values.push_back("NaN");
+    } else if (std::isinf(v)) {
+      values.push_back(v > 0 ? "Infinity" : "-Infinity");
+    } else {
+      values.push_back(v);
+    }
+  }
+  return values;
+}
+
+// JSON strings must be UTF-8. A value that is not (an image, a serialized proto) is
+// {"base64": "..."}: replacing its bad bytes with U+FFFD, as before, lost them for good.
 nlohmann::json StringValues(const engine::TensorView& t) {
   nlohmann::json values = nlohmann::json::array();
   for (int64_t i = 0; i < t.num_elements(); ++i) {
     const std::string_view s = t.string_value(i);
-    values.push_back(
-        nlohmann::json::parse(nlohmann::json(std::string(s))
-                                  .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
+    nlohmann::json text = std::string(s);
+    try {
+      (void)text.dump();  // throws on bytes that are not UTF-8
+      values.push_back(std::move(text));
+    } catch (const nlohmann::json::type_error&) {
+      values.push_back({{"base64", absl::Base64Escape(absl::string_view(s.data(), s.size()))}});
+    }
   }
   return values;
 }
@@ -34,9 +57,9 @@ nlohmann::json TensorValues(const engine::TensorView& t) {
     case engine::DType::kInt64:
       return Values<int64_t>(t);
     case engine::DType::kFloat32:
-      return Values<float>(t);
+      return FloatValues<float>(t);
     case engine::DType::kFloat64:
-      return Values<double>(t);
+      return FloatValues<double>(t);
     case engine::DType::kUInt8:
       return Values<uint8_t>(t);
     case engine::DType::kString:

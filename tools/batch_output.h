@@ -22,7 +22,9 @@ enum class OutputFormat { kJsonLines, kSummary };
 [[nodiscard]] absl::StatusOr<OutputFormat> ParseOutputFormat(const std::string& text);
 
 // {"tensors":[{"dtype":"int64","shape":[32],"values":[...]}],"worker":"...","task":T,
-// "index":N} plus "round":R for coordinated reads. `index` counts within task T.
+// "index":N} plus "round":R for coordinated reads. `index` counts within task T. Float NaN
+// and infinities are "NaN", "Infinity", "-Infinity" (as in protobuf's JSON mapping); a
+// string value that is not UTF-8 is {"base64":"..."}.
 [[nodiscard]] nlohmann::json BatchToJson(const control::Batch& batch);
 // The same for a batch known only by its view (e.g. copied back from device memory);
 // `round` or `task` < 0 leaves it out.

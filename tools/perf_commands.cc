@@ -13,6 +13,7 @@
 #include "common/subprocess.h"
 #include "perf/transport_perf.h"
 #include "tools/byte_size.h"
+#include "tools/exit_code.h"
 #include "transport/progress_mode.h"
 #include "transport/spin_wait.h"
 
@@ -26,8 +27,10 @@ std::string SelfBinary() {
 }
 
 int Fail(absl::string_view command, absl::string_view message) {
-  std::cerr << "sluice-perf " << command << ": " << message << "\n";
-  return 1;
+  return RuntimeFailure(absl::StrCat("sluice-perf ", command), message);
+}
+int Usage(absl::string_view command, absl::string_view message) {
+  return UsageFailure(absl::StrCat("sluice-perf ", command), message);
 }
 
 // A progress line on stderr for runs longer than a couple of seconds.
@@ -54,6 +57,7 @@ void AddTransportFlags(CLI::App* app, TransportFlags& flags) {
       ->capture_default_str();
   app->add_option("--latency-iterations", flags.latency_iterations,
                   "8-byte round trips in the latency runs, by RPC and by bare message (0: skip)")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app->add_option("--progress", flags.progress,
                   "How the client waits for a reply: 'thread' (its progress thread wakes it), "
@@ -76,29 +80,29 @@ void AddTransportFlags(CLI::App* app, TransportFlags& flags) {
 
 int RunTransportCommand(const TransportFlags& flags) {
   absl::StatusOr<size_t> size = ParseByteSize(flags.size);
-  if (!size.ok()) return Fail("transport", size.status().message());
+  if (!size.ok()) return Usage("transport", size.status().message());
   if (flags.transport != "ucx" && flags.transport != "ofi") {
-    return Fail("transport", "--transport must be ucx or ofi, got '" + flags.transport + "'");
+    return Usage("transport", "--transport must be ucx or ofi, got '" + flags.transport + "'");
   }
   absl::StatusOr<transport::ProgressMode> progress = transport::ParseProgressMode(flags.progress);
   if (!progress.ok()) {
-    return Fail("transport", absl::StrCat("--progress ", progress.status().message()));
+    return Usage("transport", absl::StrCat("--progress ", progress.status().message()));
   }
   absl::StatusOr<std::optional<absl::Duration>> wait_spin =
       transport::ParseWaitSpin(flags.wait_spin);
   if (!wait_spin.ok()) {
-    return Fail("transport", absl::StrCat("--wait-spin: ", wait_spin.status().message()));
+    return Usage("transport", absl::StrCat("--wait-spin: ", wait_spin.status().message()));
   }
   absl::StatusOr<size_t> max_bytes_in_flight = ParseByteBound(flags.max_bytes_in_flight);
   if (!max_bytes_in_flight.ok()) {
-    return Fail("transport",
-                absl::StrCat("--max-bytes-in-flight: ", max_bytes_in_flight.status().message()));
+    return Usage("transport",
+                 absl::StrCat("--max-bytes-in-flight: ", max_bytes_in_flight.status().message()));
   }
   if (!flags.ucx_peer_failure.empty()) {
     if (flags.ucx_peer_failure != "auto" && flags.ucx_peer_failure != "ucx" &&
         flags.ucx_peer_failure != "socket" && flags.ucx_peer_failure != "local") {
-      return Fail("transport", "--ucx-peer-failure must be auto, ucx, socket or local, got '" +
-                                   flags.ucx_peer_failure + "'");
+      return Usage("transport", "--ucx-peer-failure must be auto, ucx, socket or local, got '" +
+                                    flags.ucx_peer_failure + "'");
     }
     // Through the environment, so that the server process makes the same choice.
     setenv("SLUICE_UCX_PEER_FAILURE", flags.ucx_peer_failure.c_str(), 1);

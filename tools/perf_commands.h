@@ -34,6 +34,7 @@ struct ServiceFlags {
   double seconds = 10;
   std::string mode = "off";  // tf.data's "ideal model speed" set-up
   std::string pipeline;      // default: a synthetic batch of --batch-bytes (see --pipeline)
+  std::vector<std::string> data_roots;  // what --pipeline may read, for dispatcher and workers
   int max_outstanding = 8;
   std::string max_bytes_in_flight = "4MiB";  // as `sluice read --max-bytes-in-flight`
   int buffer_batches = 8;

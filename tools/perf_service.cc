@@ -22,6 +22,7 @@
 #include "gpu/cuda_probe.h"
 #include "nlohmann/json.hpp"
 #include "tools/byte_size.h"
+#include "tools/exit_code.h"
 #include "tools/perf_commands.h"
 #include "transport/progress_mode.h"
 #include "transport/slab_pool.h"
@@ -31,8 +32,10 @@ namespace sluice::tools {
 namespace {
 
 int Fail(absl::string_view command, absl::string_view message) {
-  std::cerr << "sluice-perf " << command << ": " << message << "\n";
-  return 1;
+  return RuntimeFailure(absl::StrCat("sluice-perf ", command), message);
+}
+int Usage(absl::string_view command, absl::string_view message) {
+  return UsageFailure(absl::StrCat("sluice-perf ", command), message);
 }
 
 std::string SiblingBinary(const std::string& name) {
@@ -48,7 +51,9 @@ std::string SiblingBinary(const std::string& name) {
 void AddServiceFlags(CLI::App* app, ServiceFlags& flags) {
   app->add_option("--workers", flags.workers, "Worker processes")->capture_default_str();
   app->add_option("--clients", flags.clients, "Client processes")->capture_default_str();
-  app->add_option("--batch-bytes", flags.batch_bytes, "Bytes of tensor data per batch")
+  app->add_option("--batch-bytes", flags.batch_bytes,
+                  "Bytes of tensor data per synthetic batch; with --pipeline, the largest batch "
+                  "it may make (it sizes the slabs), and the figures report the mean batch")
       ->capture_default_str();
   app->add_option("--seconds", flags.seconds, "How long clients read")->capture_default_str();
   app->add_option("--mode", flags.mode, "Sharding: off or dynamic")->capture_default_str();
@@ -56,6 +61,10 @@ void AddServiceFlags(CLI::App* app, ServiceFlags& flags) {
                   "Pipeline to serve (default: off, one cached synthetic batch, repeated; "
                   "dynamic, each batch made from its own split of a range, which measures "
                   "batch assembly too)");
+  app->add_option("--data-root", flags.data_roots,
+                  "Directory --pipeline may read files from (repeatable), given to the "
+                  "dispatcher and the workers")
+      ->check(CLI::ExistingDirectory);
   app->add_option("--max-bytes-in-flight", flags.max_bytes_in_flight,
                   "As `sluice read --max-bytes-in-flight`: fewer fetches in flight for large "
                   "batches (0: --max-outstanding alone)")
@@ -99,42 +108,42 @@ void AddServiceFlags(CLI::App* app, ServiceFlags& flags) {
 
 int RunServiceCommand(const ServiceFlags& flags) {
   absl::StatusOr<size_t> batch_bytes = ParseByteSize(flags.batch_bytes);
-  if (!batch_bytes.ok()) return Fail("service", batch_bytes.status().message());
+  if (!batch_bytes.ok()) return Usage("service", batch_bytes.status().message());
   // Not `seconds <= 0`: NaN passes it, and the run then never ends.
   if (flags.workers < 1 || flags.clients < 1 || !(flags.seconds > 0) ||
       !std::isfinite(flags.seconds)) {
-    return Fail("service", "--workers and --clients must be >= 1 and --seconds finite and > 0");
+    return Usage("service", "--workers and --clients must be >= 1 and --seconds finite and > 0");
   }
   if (flags.mode != "off" && flags.mode != "dynamic") {
-    return Fail("service", "--mode must be off or dynamic");
+    return Usage("service", "--mode must be off or dynamic");
   }
   if (flags.coordinated && flags.mode != "off") {
     // DYNAMIC's synthetic pipeline is finite (a range long enough for the run), and
     // coordinated reads need an infinite one.
-    return Fail("service", "--coordinated needs --mode off");
+    return Usage("service", "--coordinated needs --mode off");
   }
   absl::StatusOr<size_t> max_bytes_in_flight = ParseByteBound(flags.max_bytes_in_flight);
   if (!max_bytes_in_flight.ok()) {
-    return Fail("service",
-                absl::StrCat("--max-bytes-in-flight: ", max_bytes_in_flight.status().message()));
+    return Usage("service",
+                 absl::StrCat("--max-bytes-in-flight: ", max_bytes_in_flight.status().message()));
   }
   absl::StatusOr<std::optional<absl::Duration>> wait_spin =
       transport::ParseWaitSpin(flags.wait_spin);
   if (!wait_spin.ok()) {
-    return Fail("service", absl::StrCat("--wait-spin: ", wait_spin.status().message()));
+    return Usage("service", absl::StrCat("--wait-spin: ", wait_spin.status().message()));
   }
   absl::StatusOr<absl::Duration> step = ParseStep(flags.step);
-  if (!step.ok()) return Fail("service", step.status().message());
+  if (!step.ok()) return Usage("service", step.status().message());
   // A step as long as the window measures the warm-up at best (and each client's warm-up
   // takes a dozen steps).
   if (*step * 20 > absl::Seconds(flags.seconds)) {
-    return Fail("service",
-                absl::StrCat("--step ", absl::FormatDuration(*step), " is too long for --seconds ",
-                             flags.seconds, ": give at least 20 steps' time"));
+    return Usage("service",
+                 absl::StrCat("--step ", absl::FormatDuration(*step), " is too long for --seconds ",
+                              flags.seconds, ": give at least 20 steps' time"));
   }
   absl::StatusOr<transport::ProgressMode> progress = transport::ParseProgressMode(flags.progress);
   if (!progress.ok()) {
-    return Fail("service", absl::StrCat("--progress ", progress.status().message()));
+    return Usage("service", absl::StrCat("--progress ", progress.status().message()));
   }
   // Resolved here, so that the clients run, and the JSON reports, one choice.
   const std::string progress_used(transport::ProgressModeName(
@@ -176,6 +185,10 @@ int RunServiceCommand(const ServiceFlags& flags) {
     dispatcher_argv.insert(dispatcher_argv.end(),
                            {"--elements-per-split", std::to_string(elements)});
   }
+  std::vector<std::string> root_args;
+  for (const std::string& root : flags.data_roots)
+    root_args.insert(root_args.end(), {"--data-root", root});
+  dispatcher_argv.insert(dispatcher_argv.end(), root_args.begin(), root_args.end());
   Subprocess dispatcher(dispatcher_argv);
   std::string line = dispatcher.WaitForOutput("listening on", absl::Seconds(20));
   if (line.empty()) return Fail("service", "dispatcher did not start: " + dispatcher.stderr_text());
@@ -183,11 +196,22 @@ int RunServiceCommand(const ServiceFlags& flags) {
   const std::string address = line.substr(at, line.find(' ', at) - at);
   std::vector<std::unique_ptr<Subprocess>> workers;
   for (int i = 0; i < flags.workers; ++i) {
-    workers.push_back(std::make_unique<Subprocess>(std::vector<std::string>{
-        sluice, "worker", "--dispatcher", address, "--host", "127.0.0.1", "--advertise-host",
-        "127.0.0.1", "--slab-bytes", std::to_string(slab_bytes), "--slabs",
-        std::to_string(flags.buffer_batches + 8), "--buffer-batches",
-        std::to_string(flags.buffer_batches)}));
+    std::vector<std::string> worker_argv = {sluice,
+                                            "worker",
+                                            "--dispatcher",
+                                            address,
+                                            "--host",
+                                            "127.0.0.1",
+                                            "--advertise-host",
+                                            "127.0.0.1",
+                                            "--slab-bytes",
+                                            std::to_string(slab_bytes),
+                                            "--slabs",
+                                            std::to_string(flags.buffer_batches + 8),
+                                            "--buffer-batches",
+                                            std::to_string(flags.buffer_batches)};
+    worker_argv.insert(worker_argv.end(), root_args.begin(), root_args.end());
+    workers.push_back(std::make_unique<Subprocess>(worker_argv));
     if (workers.back()->WaitForOutput("serving at", absl::Seconds(20)).empty()) {
       return Fail("service", "worker did not start: " + workers.back()->stderr_text());
     }
@@ -291,10 +315,14 @@ int RunServiceCommand(const ServiceFlags& flags) {
                                ? static_cast<double>(assembled + worker_copied + client_copied) /
                                      static_cast<double>(served_total)
                                : 0;
+  // A --pipeline's batches are what it makes: their mean, not --batch-bytes (the bound).
+  const int64_t batch_size = flags.pipeline.empty() ? static_cast<int64_t>(*batch_bytes)
+                                                    : bytes / std::max<int64_t>(1, batches);
   nlohmann::json result = {
       {"workers", flags.workers},
       {"clients", flags.clients},
-      {"batch_bytes", *batch_bytes},
+      {"batch_bytes", batch_size},
+      {"batch_bytes_measured", !flags.pipeline.empty()},
       {"mode", flags.mode},
       {"coordinated", flags.coordinated},
       // -1: batches landed in host memory.
@@ -346,13 +374,14 @@ int RunServiceCommand(const ServiceFlags& flags) {
     std::cout << result.dump() << std::endl;
   } else {
     std::cout << absl::StrFormat(
-        "%d worker(s) -> %d client(s)%s%s, %s batches, %s: %.1f batches/s, %.1f MB/s, %s p50 "
+        "%d worker(s) -> %d client(s)%s%s, %s%s batches, %s: %.1f batches/s, %.1f MB/s, %s p50 "
         "%.0f us p99 %.0f us, %.2f bytes copied per byte delivered, %d kept batches let go, %d "
         "slab waits\n",
         flags.workers, flags.clients, flags.coordinated ? " in coordinated rounds" : "",
         flags.device >= 0 ? absl::StrCat(" (CUDA device ", flags.device, ")") : "",
-        FormatByteSize(*batch_bytes), flags.mode, batches / seconds, bytes / seconds / 1e6,
-        flags.device >= 0 ? "wait" : "fetch", p50, p99, copied_per_byte, kept_released, slab_waits);
+        flags.pipeline.empty() ? "" : "mean ", FormatByteSize(static_cast<size_t>(batch_size)),
+        flags.mode, batches / seconds, bytes / seconds / 1e6, flags.device >= 0 ? "wait" : "fetch",
+        p50, p99, copied_per_byte, kept_released, slab_waits);
     if (*step > absl::ZeroDuration()) {
       std::cout << absl::StrFormat(
           "with a %s step per batch, the clients waited for input %.1f%% of the time\n",

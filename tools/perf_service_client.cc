@@ -21,6 +21,7 @@
 #include "gpu/device_batch_reader.h"
 #include "nlohmann/json.hpp"
 #include "tools/byte_size.h"
+#include "tools/exit_code.h"
 #include "tools/perf_commands.h"
 #include "transport/progress_mode.h"
 #include "transport/spin_wait.h"
@@ -29,8 +30,10 @@ namespace sluice::tools {
 namespace {
 
 int Fail(absl::string_view command, absl::string_view message) {
-  std::cerr << "sluice-perf " << command << ": " << message << "\n";
-  return 1;
+  return RuntimeFailure(absl::StrCat("sluice-perf ", command), message);
+}
+int Usage(absl::string_view command, absl::string_view message) {
+  return UsageFailure(absl::StrCat("sluice-perf ", command), message);
 }
 
 double Percentile(std::vector<double>& values, double p) {
@@ -197,17 +200,17 @@ void AddServiceClientFlags(CLI::App* app, ServiceClientFlags& flags) {
 
 int RunServiceClientCommand(const ServiceClientFlags& flags) {
   absl::StatusOr<transport::Address> address = transport::ParseAddress(flags.dispatcher);
-  if (!address.ok()) return Fail("service-client", address.status().message());
+  if (!address.ok()) return Usage("service-client", address.status().message());
   absl::StatusOr<size_t> slab_bytes = ParseByteSize(flags.slab_bytes);
-  if (!slab_bytes.ok()) return Fail("service-client", slab_bytes.status().message());
+  if (!slab_bytes.ok()) return Usage("service-client", slab_bytes.status().message());
   absl::StatusOr<size_t> max_bytes_in_flight = ParseByteBound(flags.max_bytes_in_flight);
   if (!max_bytes_in_flight.ok()) {
-    return Fail("service-client", max_bytes_in_flight.status().message());
+    return Usage("service-client", max_bytes_in_flight.status().message());
   }
   absl::StatusOr<proto::PipelineDef> pipeline = engine::ParsePipeline(flags.pipeline);
-  if (!pipeline.ok()) return Fail("service-client", pipeline.status().message());
+  if (!pipeline.ok()) return Usage("service-client", pipeline.status().message());
   absl::StatusOr<absl::Duration> step = ParseStep(flags.step);
-  if (!step.ok()) return Fail("service-client", step.status().message());
+  if (!step.ok()) return Usage("service-client", step.status().message());
   // The parent parses this process's stdout as JSON: no library message may land in it.
   auto data = PrivateStdout::Take();
   if (!data.ok()) return Fail("service-client", data.status().message());
@@ -215,14 +218,14 @@ int RunServiceClientCommand(const ServiceClientFlags& flags) {
   options.dispatcher = *address;
   absl::StatusOr<transport::ProgressMode> progress = transport::ParseProgressMode(flags.progress);
   if (!progress.ok()) {
-    return Fail("service-client", absl::StrCat("--progress ", progress.status().message()));
+    return Usage("service-client", absl::StrCat("--progress ", progress.status().message()));
   }
   options.transport.caller_driven_progress =
       transport::UsesCallerDrivenProgress(*progress, transport::UsableCpus());
   absl::StatusOr<std::optional<absl::Duration>> wait_spin =
       transport::ParseWaitSpin(flags.wait_spin);
   if (!wait_spin.ok()) {
-    return Fail("service-client", absl::StrCat("--wait-spin: ", wait_spin.status().message()));
+    return Usage("service-client", absl::StrCat("--wait-spin: ", wait_spin.status().message()));
   }
   options.transport.wait_spin = *wait_spin;
   auto client = control::Client::Connect(options);

@@ -73,6 +73,7 @@ void AddSweepFlags(CLI::App* app, SweepFlags& flags) {
       ->capture_default_str();
   app->add_option("--bytes-per-point", flags.bytes_per_point,
                   "Bytes moved per transport point (sets iterations)")
+      ->check(CLI::PositiveNumber)
       ->capture_default_str();
   app->add_option("--out", flags.out, "Output prefix: PREFIX.csv and PREFIX.png")
       ->capture_default_str();

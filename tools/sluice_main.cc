@@ -31,15 +31,14 @@
 #include "tools/batch_output.h"
 #include "tools/byte_size.h"
 #include "tools/device_read.h"
+#include "tools/exit_code.h"
 #include "tools/status_output.h"
 #include "tools/stop_request.h"
+#include "tools/worker_loss_notice.h"
 #include "transport/progress_mode.h"
 
 namespace sluice::tools {
 namespace {
-
-constexpr int kRuntimeError = 1;
-constexpr int kUsageError = 2;
 
 struct ReadFlags {
   std::string pipeline = "range(1000000) | map(square) | batch(1024)";
@@ -91,7 +90,7 @@ CLI::Validator ByteSize() {
 int Fail(const absl::Status& status, absl::string_view context) {
   std::cerr << "sluice" << (context.empty() ? "" : " ") << context << ": " << status.message()
             << "\n";
-  return status.code() == absl::StatusCode::kInvalidArgument ? kUsageError : kRuntimeError;
+  return ExitCodeFor(status);
 }
 
 // A peer's address: its scheme names the transport, and one without a scheme takes
@@ -146,7 +145,14 @@ void AddReadFlags(CLI::App* app, ReadFlags& flags) {
                       "; the static ones need the dispatcher's --worker-addresses"))
       ->capture_default_str();
   app->add_option("--dataset-id", flags.dataset_id,
-                  "Register the pipeline under this name (an error if it names another pipeline)");
+                  "Register the pipeline under this name (an error if it names another pipeline)")
+      ->check(CLI::Validator(
+          [](const std::string& id) {
+            // Empty is what "no id" means: it would register under a generated id.
+            return id.empty() ? std::string("an empty id is none; leave --dataset-id out")
+                              : std::string();
+          },
+          "NAME"));
   app->add_option("--job-name", flags.job_name,
                   "Share a job with other clients that name it (default: a job of one's own)");
   app->add_option("--num-consumers", flags.num_consumers,
@@ -158,8 +164,10 @@ void AddReadFlags(CLI::App* app, ReadFlags& flags) {
                       "Coordinated reads: this consumer's index in [0, --num-consumers)")
           ->check(AtLeast(0));
   consumer_index->needs("--num-consumers");
-  app->add_option("--take", flags.take,
-                  "Stop after this many batches (coordinated reads: rounds) - for infinite jobs")
+  app->add_option(
+         "--take", flags.take,
+         "Stop after this many batches (coordinated reads: rounds). No batch beyond them is "
+         "fetched, so the other readers of a shared job get the rest")
       ->check(AtLeast(0));
   app->add_option("--format", flags.format, "Output: jsonl (one line per batch) or summary")
       ->capture_default_str();
@@ -175,7 +183,8 @@ void AddReadFlags(CLI::App* app, ReadFlags& flags) {
       ->capture_default_str();
   app->add_option("--test-disconnect-every", flags.test_disconnect_every,
                   "Fault injection: drop the connection to a worker after every N batches "
-                  "(nothing may be lost or duplicated)");
+                  "(nothing may be lost or duplicated); 0: never")
+      ->check(AtLeast(0));
   app->add_option("--slab-bytes", flags.slab_bytes, "Largest batch the client accepts")
       ->transform(ByteSize())
       ->capture_default_str();
@@ -225,7 +234,13 @@ int ReadAll(absl::string_view command, const transport::Address& dispatcher, con
   auto client = control::Client::Connect(client_options);
   if (!client.ok()) return Fail(client.status(), command);
   absl::StatusOr<std::string> dataset = (*client)->RegisterDataset(*pipeline, flags.dataset_id);
-  if (!dataset.ok()) return Fail(dataset.status(), command);
+  if (!dataset.ok()) {
+    // A --dataset-id another pipeline holds is the caller's input, as a taken --job-name is.
+    return Fail(absl::IsAlreadyExists(dataset.status())
+                    ? absl::InvalidArgumentError(dataset.status().message())
+                    : dataset.status(),
+                command);
+  }
   control::ReadOptions read_options;
   read_options.mode = *mode;
   read_options.job_name = flags.job_name;
@@ -236,6 +251,23 @@ int ReadAll(absl::string_view command, const transport::Address& dispatcher, con
   read_options.prefetch_batches = flags.prefetch;
   read_options.slab_bytes = flags.slab_bytes;
   read_options.disconnect_every_batches = flags.test_disconnect_every;
+  // Coordinated consumers take rounds; the others fetch no batch beyond --take, which of a
+  // shared job would be lost to its other readers.
+  const bool coordinated = flags.num_consumers > 0;
+  if (!coordinated && flags.take > 0) read_options.max_batches = flags.take;
+  read_options.on_worker_awaited = [command = std::string(command)](const std::string& worker) {
+    std::cerr << "sluice " << command << ": " << WorkerAwaitedNotice(worker) << "\n";
+  };
+  read_options.on_worker_lost = [command = std::string(command), mode = *mode,
+                                 coordinated](const std::string& worker) {
+    std::cerr << "sluice " << command << ": " << WorkerLostNotice(mode, coordinated, worker)
+              << "\n";
+  };
+  if (flags.take == 0) {
+    // No reader: it would fetch batches of a shared job (max_batches 0 is no bound).
+    BatchSink(*format, data, false).Finish();
+    return 0;
+  }
   auto reader = (*client)->Read(*dataset, read_options);
   if (!reader.ok()) return Fail(reader.status(), command);
   // Said, or an empty read would look like an empty dataset.
@@ -254,9 +286,12 @@ int ReadAll(absl::string_view command, const transport::Address& dispatcher, con
     return stop.exit_status();
   }
   // Coordinated consumers count rounds, so all stop at the same one even when some had to
-  // skip a round whose worker died.
-  const bool coordinated = flags.num_consumers > 0;
-  for (int64_t taken = 0; (flags.take < 0 || taken < flags.take) && !stop.requested(); ++taken) {
+  // skip a round whose worker died. A reader bounded by max_batches ends by itself after
+  // them, and its last Next() reports what it got to the dispatcher: a lost worker's splits
+  // are then re-issued without them.
+  const bool ends_by_itself = read_options.max_batches > 0;
+  for (int64_t taken = 0;
+       (flags.take < 0 || taken < flags.take || ends_by_itself) && !stop.requested(); ++taken) {
     absl::StatusOr<std::optional<control::Batch>> batch = (*reader)->Next();
     if (!batch.ok()) return Fail(batch.status(), command);
     if (!batch->has_value()) break;
@@ -267,6 +302,9 @@ int ReadAll(absl::string_view command, const transport::Address& dispatcher, con
     if (coordinated) taken = (*batch)->round();
   }
   sink.Finish();
+  if (auto cut_short = CutShortNotice(*mode, (*reader)->tasks_lost())) {
+    std::cerr << "sluice " << command << ": " << *cut_short << "\n";
+  }
   return stop.exit_status();
 }
 
@@ -439,6 +477,11 @@ int Main(int argc, char** argv) {
                    "Directory pipelines may read files from (repeatable)")
       ->check(CLI::ExistingDirectory);
   AddReadFlags(local_cmd, local_flags);
+  // One size for both ends: the workers' slabs must hold what the reader's accept.
+  local_cmd->get_option("--slab-bytes")
+      ->description(
+          "Largest batch: the size of the reader's landing slabs and of the workers' slabs "
+          "(each worker registers 16 of them: 16 x this of memory)");
 
   try {
     app.parse(argc, argv);
@@ -568,6 +611,7 @@ int Main(int argc, char** argv) {
   options.num_workers = local_workers;
   options.scheme = scheme;
   options.worker.task.data_roots = local_data_roots;
+  options.worker.slab_bytes = local_flags.slab_bytes;
   options.dispatcher.config.data_roots = local_data_roots;
   auto data = PrivateStdout::Take();  // before the transports start (private_stdout.h)
   if (!data.ok()) return Fail(data.status(), "local");

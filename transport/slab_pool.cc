@@ -6,9 +6,11 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <mutex>
 #include <string>
 
 #include "absl/strings/match.h"
@@ -61,9 +63,19 @@ size_t TransparentHugePageBytes() {
 
 PageBacking DefaultPageBacking() {
   const char* choice = std::getenv("SLUICE_HUGE_PAGES");
-  return choice != nullptr && absl::EqualsIgnoreCase(choice, "off")
-             ? PageBacking::kBasePages
-             : PageBacking::kHugeWhereAvailable;
+  if (choice == nullptr || *choice == '\0' || absl::EqualsIgnoreCase(choice, "auto")) {
+    return PageBacking::kHugeWhereAvailable;
+  }
+  if (absl::EqualsIgnoreCase(choice, "off")) return PageBacking::kBasePages;
+  // Said once per process: a misspelt "of" must not pass for the default unseen.
+  static std::once_flag warned;
+  std::call_once(warned, [choice] {
+    std::fprintf(stderr,
+                 "sluice: SLUICE_HUGE_PAGES='%s' is neither 'auto' nor 'off'; using huge pages "
+                 "where available (auto)\n",
+                 choice);
+  });
+  return PageBacking::kHugeWhereAvailable;
 }
 
 bool DefaultPoolsUseHugePages() {

@@ -85,7 +85,8 @@ enum class PageBacking {
   kBasePages,           // base pages only, even where THP is on for every mapping
 };
 
-// kHugeWhereAvailable unless SLUICE_HUGE_PAGES=off.
+// kHugeWhereAvailable unless SLUICE_HUGE_PAGES=off; a value other than auto or off is said on
+// stderr (once) and taken for auto.
 [[nodiscard]] PageBacking DefaultPageBacking();
 
 // The kernel's transparent huge page size, 0 when it has none to give (no THP, or "never").

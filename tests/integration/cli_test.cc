@@ -105,5 +105,27 @@ TEST(CliTest, ADataRootThatDoesNotExistIsRefusedAtStartUp) {
   }
 }
 
+// Values that used to pass without a word: an empty --dataset-id (it registered under a
+// generated id) and a negative --test-disconnect-every.
+TEST(CliTest, EmptyOrNegativeValuesAreRefused) {
+  Subprocess empty_id({SluiceBinary(), "read", "--dispatcher", "ucx://127.0.0.1:1", "--pipeline",
+                       "range(3)", "--dataset-id", ""});
+  EXPECT_EQ(empty_id.Wait(absl::Seconds(30)), 2) << empty_id.stderr_text();
+  EXPECT_THAT(empty_id.stderr_text(), HasSubstr("leave --dataset-id out"));
+  Subprocess negative({SluiceBinary(), "read", "--dispatcher", "ucx://127.0.0.1:1", "--pipeline",
+                       "range(3)", "--test-disconnect-every", "-1"});
+  EXPECT_EQ(negative.Wait(absl::Seconds(30)), 2) << negative.stderr_text();
+  EXPECT_THAT(negative.stderr_text(), HasSubstr("--test-disconnect-every"));
+}
+
+// `local`'s --slab-bytes sizes its workers' slabs as well as the reader's: a batch over the
+// 16 MiB default was refused, with advice to raise a worker flag `local` does not have.
+TEST(CliTest, LocalReadsBatchesLargerThanTheDefaultSlab) {
+  Subprocess local({SluiceBinary(), "local", "--workers", "1", "--slab-bytes", "24MiB",
+                    "--pipeline", "range(2500000) | batch(2500000)", "--format", "summary"});
+  EXPECT_EQ(local.Wait(absl::Seconds(60)), 0) << local.stderr_text();
+  EXPECT_THAT(local.stdout_text(), HasSubstr("read 1 batches"));
+}
+
 }  // namespace
 }  // namespace sluice::testing

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
@@ -171,7 +172,16 @@ std::map<std::string, int> Records(Subprocess& read) {
   for (std::string line; std::getline(lines, line);) {
     nlohmann::json batch = nlohmann::json::parse(line);
     EXPECT_EQ(batch["tensors"][0]["dtype"], "string");
-    for (const auto& v : batch["tensors"][0]["values"]) ++counts[v.get<std::string>()];
+    for (const auto& v : batch["tensors"][0]["values"]) {
+      // A record that is not UTF-8 (a serialized Example) comes as {"base64": ...}.
+      std::string record;
+      if (v.is_object()) {
+        EXPECT_TRUE(absl::Base64Unescape(v["base64"].get<std::string>(), &record)) << v;
+      } else {
+        record = v.get<std::string>();
+      }
+      ++counts[record];
+    }
   }
   return counts;
 }

@@ -92,7 +92,8 @@ std::unique_ptr<Subprocess> StartRead(const std::string& address, const std::str
 std::map<int64_t, int> Values(Subprocess& read);
 void ExpectEachValueTimes(const std::map<int64_t, int>& counts, int64_t n, int times);
 
-// String values (TFRecord records) read by a finished `sluice read --format jsonl`.
+// String values (TFRecord records) read by a finished `sluice read --format jsonl`, those
+// that are not UTF-8 decoded from their {"base64": ...}.
 std::map<std::string, int> Records(Subprocess& read);
 int64_t Total(const std::map<std::string, int>& counts);
 

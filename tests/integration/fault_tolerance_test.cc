@@ -67,6 +67,10 @@ TEST(FaultToleranceTest, KilledWorkersSplitsAreReissuedWithoutLossOrDuplicates) 
       << "the kill should land early in the epoch";
   std::map<int64_t, int> counts = Values(*read);
   ExpectEachValueTimes(counts, 100000, 1);
+  // The reader says what the loss cost (nothing); it used to say nothing.
+  EXPECT_THAT(read->stderr_text(),
+              HasSubstr("worker " + cluster.worker_address(victim_index) +
+                        " was lost: the splits it had not delivered go to another worker"));
 
   Subprocess status({Binary(), "status", "--dispatcher", cluster.address(), "--json"});
   ASSERT_EQ(status.Wait(absl::Seconds(30)), 0) << status.stderr_text();
@@ -120,6 +124,24 @@ TEST(FaultToleranceTest, DroppedConnectionsLoseAndDuplicateNothing) {
   ExpectEachValueTimes(Values(*read), 100000, 1);
   ExpectEachWorkersBatchesInOrder(*read);
   EXPECT_THAT(read->stderr_text(), Not(HasSubstr("error")));
+}
+
+// `read --take` of a shared DYNAMIC job while its connections break: a task whose reply
+// was lost is asked again before any other (the worker serves the lost batch again), so
+// the reader neither waits for ever on batches held behind the lost one nor fetches one
+// the job's next reader then misses.
+TEST(FaultToleranceTest, ATakeWithBrokenConnectionsLeavesTheRestToTheNextReader) {
+  Cluster cluster({.workers = 2, .worker_args = {"--slabs", "32"}});  // as above
+  const std::string pipeline = "range(3000) | batch(10)";
+  auto first =
+      StartRead(cluster.address(), pipeline, "dynamic", "taken",
+                {"--take", "40", "--test-disconnect-every", "3", "--max-outstanding", "4"});
+  ASSERT_EQ(first->Wait(absl::Seconds(60)), 0) << first->stderr_text();
+  std::map<int64_t, int> counts = Values(*first);
+  EXPECT_EQ(counts.size(), 400u) << "40 batches of 10";
+  auto rest = StartRead(cluster.address(), pipeline, "dynamic", "taken");
+  for (const auto& [value, count] : Values(*rest)) counts[value] += count;
+  ExpectEachValueTimes(counts, 3000, 1);
 }
 
 // A reader killed mid-read (it never releases its job) is forgotten by the workers once
@@ -225,6 +247,10 @@ TEST(FaultToleranceTest, WorkerRestartedInOffModeStartsItsPassOver) {
     thrice += count == 3 ? 1 : 0;
   }
   EXPECT_LT(thrice, 100000) << "the killed process cannot have finished its pass";
+  // Said while reading and at the end; an OFF read cut short used to end without a word.
+  EXPECT_THAT(read->stderr_text(), HasSubstr("worker " + cluster.worker_address(0) +
+                                             " was lost: its pass over the dataset ends short"));
+  EXPECT_THAT(read->stderr_text(), HasSubstr("1 pass ended short when a worker was lost"));
 }
 
 TEST(FaultToleranceTest, DispatcherRestartedWithoutStateIsReportedClearly) {

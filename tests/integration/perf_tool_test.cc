@@ -85,7 +85,7 @@ TEST(PerfToolTest, TransportBoundsTheBytesInFlight) {
   EXPECT_EQ(window({"--max-bytes-in-flight", "0"}), 8);
   EXPECT_EQ(window({"--max-bytes-in-flight", "0", "--window", "3"}), 3);
   Subprocess bad({PerfBinary(), "transport", "--max-bytes-in-flight", "lots"});
-  EXPECT_EQ(bad.Wait(absl::Seconds(30)), 1);
+  EXPECT_EQ(bad.Wait(absl::Seconds(30)), 2);  // a usage error, as `sluice` and sweep give
   EXPECT_THAT(bad.stderr_text(), ::testing::HasSubstr("--max-bytes-in-flight: "));
 }
 
@@ -104,6 +104,10 @@ TEST(PerfToolTest, ServiceReportsTheContractFields) {
   EXPECT_EQ(r["progress_requested"], "thread");
   EXPECT_EQ(r["driven_waits_per_batch"].get<double>(), 0.0) << "no reader drove the transport";
   EXPECT_FALSE(r.contains("bytes_copied_to_device_per_delivered_byte")) << r.dump();
+  // The pipeline's batches (8192 int64 and a header), not --batch-bytes, are reported.
+  EXPECT_EQ(r["batch_bytes_measured"], true);
+  EXPECT_GE(r["batch_bytes"].get<int64_t>(), 8192 * 8) << r.dump();
+  EXPECT_LT(r["batch_bytes"].get<int64_t>(), 8192 * 8 + 4096) << r.dump();
   ASSERT_TRUE(r["kept_batches_released"].is_number_integer()) << r.dump();
   EXPECT_GE(r["kept_batches_released"].get<int64_t>(), 0);
   ASSERT_TRUE(r["slab_waits"].is_number_integer()) << r.dump();
@@ -246,7 +250,7 @@ TEST(PerfToolTest, ServiceReadsInCoordinatedRounds) {
   EXPECT_EQ(finite.Wait(absl::Seconds(60)), 1);
   EXPECT_THAT(finite.stderr_text(), ::testing::HasSubstr("infinite"));
   Subprocess dynamic({PerfBinary(), "service", "--coordinated", "--mode", "dynamic"});
-  EXPECT_EQ(dynamic.Wait(absl::Seconds(30)), 1);
+  EXPECT_EQ(dynamic.Wait(absl::Seconds(30)), 2);
   EXPECT_THAT(dynamic.stderr_text(), ::testing::HasSubstr("--coordinated needs --mode off"));
 }
 
@@ -354,19 +358,21 @@ TEST(PerfToolTest, ServiceHoldsEachBatchForTheStep) {
   EXPECT_LE(flat["input_wait_fraction"].get<double>(), 1.0) << flat.dump();
 }
 
+// Bad arguments exit 2, as in `sluice` and `sluice-perf sweep` (they gave 1 here, which also
+// means a run that failed).
 TEST(PerfToolTest, BadArgumentsAreClearErrors) {
   Subprocess bad({PerfBinary(), "transport", "--size", "12 parsecs"});
-  EXPECT_EQ(bad.Wait(absl::Seconds(30)), 1);
+  EXPECT_EQ(bad.Wait(absl::Seconds(30)), 2);
   EXPECT_THAT(bad.stderr_text(), ::testing::HasSubstr("unknown unit"));
   Subprocess sideways({PerfBinary(), "service", "--progress", "sideways"});
-  EXPECT_EQ(sideways.Wait(absl::Seconds(30)), 1);
+  EXPECT_EQ(sideways.Wait(absl::Seconds(30)), 2);
   EXPECT_THAT(sideways.stderr_text(),
               ::testing::HasSubstr("--progress must be auto, caller or thread, got 'sideways'"));
   Subprocess forever({PerfBinary(), "service", "--step", "inf"});
-  EXPECT_EQ(forever.Wait(absl::Seconds(30)), 1);
+  EXPECT_EQ(forever.Wait(absl::Seconds(30)), 2);
   EXPECT_THAT(forever.stderr_text(), ::testing::HasSubstr("--step must be a finite duration"));
   Subprocess backwards({PerfBinary(), "service", "--step", "-1ms"});
-  EXPECT_EQ(backwards.Wait(absl::Seconds(30)), 1);
+  EXPECT_EQ(backwards.Wait(absl::Seconds(30)), 2);
   EXPECT_THAT(backwards.stderr_text(),
               ::testing::HasSubstr("--step must be a finite duration of zero or more"));
   Subprocess help({PerfBinary(), "service", "--help"});

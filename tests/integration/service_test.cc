@@ -35,6 +35,21 @@ TEST(ServiceTest, DynamicTwoClientsOfOneJobReadEachElementOnce) {
   ExpectEachValueTimes(union_counts, 20000, 1);
 }
 
+// A reader that takes a few batches of a shared job fetches no more than those: what a
+// client fetched counts as consumed, and the batches it prefetched beyond --take were lost
+// to the job's next reader.
+TEST(ServiceTest, ATakeOfASharedJobLeavesTheRestToItsNextReader) {
+  Cluster cluster(1);
+  const std::string pipeline = "range(2000) | batch(10)";
+  auto first = StartRead(cluster.address(), pipeline, "dynamic", "taken", {"--take", "3"});
+  ASSERT_EQ(first->Wait(absl::Seconds(30)), 0) << first->stderr_text();
+  std::map<int64_t, int> counts = Values(*first);
+  EXPECT_EQ(counts.size(), 30u);
+  auto rest = StartRead(cluster.address(), pipeline, "dynamic", "taken");
+  for (const auto& [v, c] : Values(*rest)) counts[v] += c;
+  ExpectEachValueTimes(counts, 2000, 1);
+}
+
 TEST(ServiceTest, OffModeEveryWorkerProducesEverything) {
   Cluster cluster(2);
   auto read = StartRead(cluster.address(), "range(5000) | map(identity) | batch(50)", "off");
@@ -274,7 +289,7 @@ TEST(ServiceTest, DatasetIdsChosenByUsersKeepTheirPipeline) {
   ExpectEachValueTimes(Values(*first), 100, 1);
   auto clash = StartRead(cluster.address(), "range(200) | batch(10)", "off", "",
                          {"--dataset-id", "hundred"});
-  EXPECT_EQ(clash->Wait(absl::Seconds(30)), 1);
+  EXPECT_EQ(clash->Wait(absl::Seconds(30)), 2);  // refused input, as a --job-name clash is
   EXPECT_THAT(clash->stderr_text(), HasSubstr("dataset id 'hundred' is already registered"));
 }
 

@@ -69,6 +69,29 @@ TEST_F(StaticShardingTest, DataAndHintShardingSplitElementsBetweenWorkers) {
   ExpectEachValueTimes(Values(*file_or_data), 500, 1);
 }
 
+// A listed worker that has not joined holds its share back: the read says which one it
+// waits for (it used to wait without a word), and goes on once that worker starts.
+TEST(StaticShardingWaitTest, AReadSaysWhichListedWorkerItWaitsFor) {
+  ClusterOptions options;
+  options.workers = 1;
+  options.worker_ports = {FreePort()};
+  const int missing_port = FreePort();
+  options.dispatcher_args = {
+      "--worker-addresses",
+      absl::StrCat("127.0.0.1:", options.worker_ports[0], ",127.0.0.1:", missing_port)};
+  Cluster cluster(options);
+  auto read = StartRead(cluster.address(), "range(300) | batch(10)", "data");
+  const std::string expected = absl::StrCat("waiting for worker 127.0.0.1:", missing_port, ":");
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (absl::Now() < deadline && read->stderr_text().find(expected) == std::string::npos) {
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  ASSERT_THAT(read->stderr_text(), HasSubstr(expected));
+  cluster.AddWorker(missing_port);
+  ExpectEachValueTimes(Values(*read), 300, 1);
+  EXPECT_EQ(WorkersIn(read->stdout_text()).size(), 2u);
+}
+
 TEST_F(StaticShardingTest, UnlistedWorkersAndImpossibleSharesAreRefused) {
   Subprocess stranger({Binary(), "--timeout", "5s", "worker", "--dispatcher", cluster_->address(),
                        "--host", "127.0.0.1", "--advertise-host", "127.0.0.1"});

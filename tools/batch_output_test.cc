@@ -1,0 +1,50 @@
+#include "tools/batch_output.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "engine/batch_layout.h"
+#include "engine/tensor.h"
+
+namespace sluice::tools {
+namespace {
+
+// The JSON line of a batch holding `batch`, read back as a consumer of `sluice read` would.
+nlohmann::json RoundTrip(const engine::Element& batch) {
+  alignas(64) static std::byte buffer[1 << 16];
+  absl::StatusOr<size_t> size = engine::EncodeBatch(batch, buffer);
+  EXPECT_TRUE(size.ok()) << size.status();
+  absl::StatusOr<engine::BatchView> view =
+      engine::BatchView::Parse(std::span<const std::byte>(buffer, *size));
+  EXPECT_TRUE(view.ok()) << view.status();
+  return nlohmann::json::parse(BatchViewToJson(*view, "ucx://w:1", 3, -1).dump());
+}
+
+TEST(BatchOutputTest, NanAndInfinitiesAreNamedNotNull) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  nlohmann::json line =
+      RoundTrip({engine::Tensor::FromVector<double>({4}, {1.5, std::nan(""), kInf, -kInf})});
+  EXPECT_EQ(line["tensors"][0]["values"],
+            nlohmann::json::parse(R"([1.5, "NaN", "Infinity", "-Infinity"])"));
+  nlohmann::json single = RoundTrip({engine::Tensor::FromVector<float>({1}, {std::nanf("")})});
+  EXPECT_EQ(single["tensors"][0]["values"][0], "NaN");
+}
+
+TEST(BatchOutputTest, BytesThatAreNotUtf8ComeAsBase64) {
+  const std::string binary("\xff\xd8\xff\x00", 4);  // a JPEG's start: not UTF-8
+  nlohmann::json line =
+      RoundTrip({engine::Tensor::FromStrings({3}, std::vector<std::string>{"plain", "", binary})});
+  const nlohmann::json& values = line["tensors"][0]["values"];
+  EXPECT_EQ(values[0], "plain");
+  EXPECT_EQ(values[1], "");
+  EXPECT_EQ(values[2], nlohmann::json({{"base64", "/9j/AA=="}}));
+  EXPECT_EQ(line["index"], 3);
+  EXPECT_EQ(line["worker"], "ucx://w:1");
+}
+
+}  // namespace
+}  // namespace sluice::tools
