@@ -1,0 +1,237 @@
+#include "tools/read_command.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <iostream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "control/client.h"
+#include "control/processing_mode.h"
+#include "engine/pipeline_text.h"
+#include "engine/pipeline_validate.h"
+#include "tools/batch_output.h"
+#include "tools/byte_size.h"
+#include "tools/device_read.h"
+#include "tools/exit_code.h"
+#include "tools/worker_loss_notice.h"
+#include "transport/progress_mode.h"
+
+namespace sluice::tools {
+
+CLI::Validator AtLeast(int64_t min) {
+  return CLI::Validator(
+      [min](std::string& text) -> std::string {
+        int64_t value = 0;
+        if (!absl::SimpleAtoi(text, &value)) return "expects a whole number, got '" + text + "'";
+        if (value < min) return absl::StrCat("must be at least ", min, ", got ", text);
+        return "";
+      },
+      absl::StrCat(">= ", min));
+}
+
+// Units as sluice-perf's sizes take them (these took none).
+CLI::Validator ByteSize() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        absl::StatusOr<size_t> bytes = tools::ParseByteSize(text);
+        if (!bytes.ok()) return std::string(bytes.status().message());
+        if (*bytes == 0) return "must be at least 1 byte, got '" + text + "'";
+        text = std::to_string(*bytes);
+        return "";
+      },
+      "BYTES (e.g. 16MiB)");
+}
+
+int Fail(const absl::Status& status, absl::string_view context) {
+  std::cerr << "sluice" << (context.empty() ? "" : " ") << context << ": " << status.message()
+            << "\n";
+  return ExitCodeFor(status);
+}
+
+absl::StatusOr<proto::ProcessingMode> ParseMode(const std::string& text) {
+  absl::StatusOr<proto::ProcessingMode> mode = control::ParseProcessingMode(text);
+  if (!mode.ok())
+    return absl::InvalidArgumentError(absl::StrCat("--mode: ", mode.status().message()));
+  return mode;
+}
+
+absl::StatusOr<proto::PipelineDef> ParseAndValidate(const std::string& text,
+                                                    proto::ProcessingMode mode) {
+  SLUICE_ASSIGN_OR_RETURN(proto::PipelineDef def, engine::ParsePipeline(text));
+  // Function names are checked by the dispatcher, which knows the plugins' functions.
+  SLUICE_RETURN_IF_ERROR(engine::ValidatePipelineStructure(def));
+  if (mode == proto::DYNAMIC) SLUICE_RETURN_IF_ERROR(engine::ValidateSplittable(def));
+  return def;
+}
+
+void AddReadFlags(CLI::App* app, ReadFlags& flags) {
+  app->add_option("--pipeline", flags.pipeline,
+                  "Pipeline text, e.g. 'range(10000) | map(square) | batch(32)'")
+      ->capture_default_str();
+  app->add_option(
+         "--mode", flags.mode,
+         absl::StrCat("Processing mode (sharding policy): ", control::ProcessingModeChoices(),
+                      "; the static ones need the dispatcher's --worker-addresses"))
+      ->capture_default_str();
+  app->add_option("--dataset-id", flags.dataset_id,
+                  "Register the pipeline under this name (an error if it names another pipeline)")
+      ->check(CLI::Validator(
+          [](const std::string& id) {
+            // Empty is what "no id" means: it would register under a generated id.
+            return id.empty() ? std::string("an empty id is none; leave --dataset-id out")
+                              : std::string();
+          },
+          "NAME"));
+  app->add_option("--job-name", flags.job_name,
+                  "Share a job with other clients that name it (default: a job of one's own)");
+  app->add_option("--num-consumers", flags.num_consumers,
+                  "Coordinated reads: consumers of the named, infinite job; each round gives every "
+                  "consumer one batch, all from one worker")
+      ->check(AtLeast(0));
+  CLI::Option* consumer_index =
+      app->add_option("--consumer-index", flags.consumer_index,
+                      "Coordinated reads: this consumer's index in [0, --num-consumers)")
+          ->check(AtLeast(0));
+  consumer_index->needs("--num-consumers");
+  app->add_option(
+         "--take", flags.take,
+         "Stop after this many batches (coordinated reads: rounds). No batch beyond them is "
+         "fetched, so the other readers of a shared job get the rest")
+      ->check(AtLeast(0));
+  app->add_option("--format", flags.format, "Output: jsonl (one line per batch) or summary")
+      ->capture_default_str();
+  app->add_option("--max-outstanding", flags.max_outstanding, "Fetches in flight")
+      ->check(AtLeast(1))
+      ->capture_default_str();
+  app->add_option("--max-bytes-in-flight", flags.max_bytes_in_flight,
+                  "Fewer fetches in flight for large batches: at most this over the largest "
+                  "batch seen (at least one per worker); 0: only --max-outstanding bounds them")
+      ->capture_default_str();
+  app->add_option("--prefetch", flags.prefetch, "Fetched batches waiting for the reader")
+      ->check(AtLeast(1))
+      ->capture_default_str();
+  app->add_option("--test-disconnect-every", flags.test_disconnect_every,
+                  "Fault injection: drop the connection to a worker after every N batches "
+                  "(nothing may be lost or duplicated); 0: never")
+      ->check(AtLeast(0));
+  app->add_option("--slab-bytes", flags.slab_bytes, "Largest batch the client accepts")
+      ->transform(ByteSize())
+      ->capture_default_str();
+  app->add_option("--device", flags.device,
+                  "Land batches in the memory of this CUDA device (staged through pinned host "
+                  "memory); they are copied back only to be printed");
+  app->add_option("--progress", flags.progress,
+                  "How the reader waits for a batch: 'caller' (it drives the transport and "
+                  "receives the batch itself), 'thread' (the client's progress thread receives "
+                  "it and wakes the reader), or 'auto' (caller on at most 2 usable CPUs, where "
+                  "the hand-off costs most; thread on more, where receiving overlaps reading)")
+      ->capture_default_str();
+}
+
+int ReadAll(absl::string_view command, const transport::Address& dispatcher, const ReadFlags& flags,
+            absl::Duration timeout, const StopRequest& stop, std::ostream& data) {
+  absl::StatusOr<OutputFormat> format = ParseOutputFormat(flags.format);
+  if (!format.ok()) return Fail(format.status(), command);
+  absl::StatusOr<proto::ProcessingMode> mode = ParseMode(flags.mode);
+  if (!mode.ok()) return Fail(mode.status(), command);
+  absl::StatusOr<proto::PipelineDef> pipeline = ParseAndValidate(flags.pipeline, *mode);
+  if (!pipeline.ok()) return Fail(pipeline.status(), command);
+
+  absl::StatusOr<transport::ProgressMode> progress = transport::ParseProgressMode(flags.progress);
+  if (!progress.ok()) {
+    return Fail(
+        absl::InvalidArgumentError(absl::StrCat("--progress ", progress.status().message())),
+        command);
+  }
+  absl::StatusOr<size_t> max_bytes_in_flight = tools::ParseByteBound(flags.max_bytes_in_flight);
+  if (!max_bytes_in_flight.ok()) {
+    return Fail(absl::InvalidArgumentError(absl::StrCat("--max-bytes-in-flight: ",
+                                                        max_bytes_in_flight.status().message())),
+                command);
+  }
+  control::ClientOptions client_options;
+  client_options.dispatcher = dispatcher;
+  client_options.timeout = timeout;
+  client_options.transport.caller_driven_progress =
+      transport::UsesCallerDrivenProgress(*progress, transport::UsableCpus());
+  auto client = control::Client::Connect(client_options);
+  if (!client.ok()) return Fail(client.status(), command);
+  absl::StatusOr<std::string> dataset = (*client)->RegisterDataset(*pipeline, flags.dataset_id);
+  if (!dataset.ok()) {
+    // A --dataset-id another pipeline holds is the caller's input, as a taken --job-name is.
+    return Fail(absl::IsAlreadyExists(dataset.status())
+                    ? absl::InvalidArgumentError(dataset.status().message())
+                    : dataset.status(),
+                command);
+  }
+  control::ReadOptions read_options;
+  read_options.mode = *mode;
+  read_options.job_name = flags.job_name;
+  read_options.num_consumers = flags.num_consumers;
+  read_options.consumer_index = flags.consumer_index;
+  read_options.max_outstanding_requests = flags.max_outstanding;
+  read_options.max_bytes_in_flight = *max_bytes_in_flight;
+  read_options.prefetch_batches = flags.prefetch;
+  read_options.slab_bytes = flags.slab_bytes;
+  read_options.disconnect_every_batches = flags.test_disconnect_every;
+  // Coordinated consumers take rounds; the others fetch no batch beyond --take, which of a
+  // shared job would be lost to its other readers.
+  const bool coordinated = flags.num_consumers > 0;
+  if (!coordinated && flags.take > 0) read_options.max_batches = flags.take;
+  read_options.on_worker_awaited = [command = std::string(command)](const std::string& worker) {
+    std::cerr << "sluice " << command << ": " << WorkerAwaitedNotice(worker) << "\n";
+  };
+  read_options.on_worker_lost = [command = std::string(command), mode = *mode,
+                                 coordinated](const std::string& worker) {
+    std::cerr << "sluice " << command << ": " << WorkerLostNotice(mode, coordinated, worker)
+              << "\n";
+  };
+  if (flags.take == 0) {
+    // No reader: it would fetch batches of a shared job (max_batches 0 is no bound).
+    BatchSink(*format, data, false).Finish();
+    return 0;
+  }
+  auto reader = (*client)->Read(*dataset, read_options);
+  if (!reader.ok()) return Fail(reader.status(), command);
+  // Said, or an empty read would look like an empty dataset.
+  if ((*reader)->joined_a_finished_job()) {
+    std::cerr << "sluice " << command << ": job '" << flags.job_name
+              << "' had already finished: nothing more to read (a new --job-name reads the "
+                 "dataset again)\n";
+  }
+  BatchSink sink(*format, data, *format == OutputFormat::kSummary && isatty(2));
+  if (flags.device >= 0) {
+    absl::Status read =
+        ReadThroughDevice(std::move(*reader), read_options, flags.device, flags.take, stop, sink);
+    if (sink.output_failed()) return 128 + SIGPIPE;
+    if (!read.ok()) return Fail(read, command);
+    sink.Finish();
+    return stop.exit_status();
+  }
+  // Coordinated consumers count rounds, so all stop at the same one even when some had to
+  // skip a round whose worker died. A reader bounded by max_batches ends by itself after
+  // them, and its last Next() reports what it got to the dispatcher: a lost worker's splits
+  // are then re-issued without them.
+  const bool ends_by_itself = read_options.max_batches > 0;
+  for (int64_t taken = 0;
+       (flags.take < 0 || taken < flags.take || ends_by_itself) && !stop.requested(); ++taken) {
+    absl::StatusOr<std::optional<control::Batch>> batch = (*reader)->Next();
+    if (!batch.ok()) return Fail(batch.status(), command);
+    if (!batch->has_value()) break;
+    if (coordinated && flags.take >= 0 && (*batch)->round() >= flags.take) break;
+    sink.Add(**batch);
+    // Whoever read the output has gone: quietly, as a process SIGPIPE ends would.
+    if (sink.output_failed()) return 128 + SIGPIPE;
+    if (coordinated) taken = (*batch)->round();
+  }
+  sink.Finish();
+  if (auto cut_short = CutShortNotice(*mode, (*reader)->tasks_lost())) {
+    std::cerr << "sluice " << command << ": " << *cut_short << "\n";
+  }
+  return stop.exit_status();
+}
+
+}  // namespace sluice::tools
