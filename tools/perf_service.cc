@@ -257,6 +257,9 @@ int RunServiceCommand(const ServiceFlags& flags) {
     if (isatty(2)) {
       std::cerr << absl::StrFormat("\rservice: %.0f s", absl::ToDoubleSeconds(absl::Now() - start));
     }
+    if (code == kUsageError) {
+      return Usage("service", "a client's request was refused: " + client->stderr_text());
+    }
     if (code != 0) return Fail("service", "a client failed: " + client->stderr_text());
     nlohmann::json r = nlohmann::json::parse(client->stdout_text());
     batches += r["batches"].get<int64_t>();

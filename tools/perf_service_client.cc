@@ -231,7 +231,11 @@ int RunServiceClientCommand(const ServiceClientFlags& flags) {
   auto client = control::Client::Connect(options);
   if (!client.ok()) return Fail("service-client", client.status().message());
   auto dataset = (*client)->RegisterDataset(*pipeline);
-  if (!dataset.ok()) return Fail("service-client", dataset.status().message());
+  if (!dataset.ok()) {
+    return absl::IsInvalidArgument(dataset.status())
+               ? Usage("service-client", dataset.status().message())
+               : Fail("service-client", dataset.status().message());
+  }
   control::ReadOptions read;
   read.mode = flags.mode == "off" ? proto::OFF : proto::DYNAMIC;
   read.job_name = flags.job_name;
@@ -241,7 +245,13 @@ int RunServiceClientCommand(const ServiceClientFlags& flags) {
   read.num_consumers = flags.num_consumers;
   read.consumer_index = flags.consumer_index;
   auto reader = (*client)->Read(*dataset, read);
-  if (!reader.ok()) return Fail("service-client", reader.status().message());
+  // The dispatcher refusing the job (a finite pipeline read in coordinated rounds) is the
+  // command line's fault, and the parent passes the 2 on.
+  if (!reader.ok()) {
+    return absl::IsInvalidArgument(reader.status())
+               ? Usage("service-client", reader.status().message())
+               : Fail("service-client", reader.status().message());
+  }
 
   // Counters over the measured window only. The window closes while the reader lives (with
   // --device, inside the device reader that owns it).
