@@ -287,6 +287,17 @@ void DispatcherState::AddTask(Job& job, int64_t task_id, const std::string& work
   tasks_.emplace(task.id, std::move(task));
 }
 
+std::vector<std::string> DispatcherState::WorkersAwaited(const Job& job) const {
+  std::vector<std::string> awaited;
+  if (!IsStaticSharding(job.mode) || JobFinished(job)) return awaited;
+  std::vector<bool> has_task(static_cast<size_t>(worker_list_.size()), false);
+  for (int64_t id : job.task_ids) has_task[tasks_.at(id).worker_index] = true;
+  for (int64_t i = 0; i < worker_list_.size(); ++i) {
+    if (!has_task[i]) awaited.push_back(worker_list_.entry(i));
+  }
+  return awaited;
+}
+
 bool DispatcherState::JobFinished(const Job& job) const {
   if (job.released) return true;
   if (job.task_ids.empty() || !job.recoveries.empty()) return false;
@@ -353,13 +364,7 @@ absl::StatusOr<proto::ClientHeartbeatResponse> DispatcherState::ClientHeartbeat(
     info->set_lost(task.lost);
     info->set_recovery(task.recovery);
   }
-  if (IsStaticSharding(job.mode)) {
-    std::vector<bool> has_task(static_cast<size_t>(worker_list_.size()), false);
-    for (int64_t id : job.task_ids) has_task[tasks_.at(id).worker_index] = true;
-    for (int64_t i = 0; i < worker_list_.size(); ++i) {
-      if (!has_task[i]) response.add_workers_awaited(worker_list_.entry(i));
-    }
-  }
+  for (std::string& awaited : WorkersAwaited(job)) response.add_workers_awaited(std::move(awaited));
   response.set_round_horizon(job.round_horizon);
   response.set_job_finished(JobFinished(job));
   response.set_num_workers(LiveWorkers());
@@ -551,6 +556,7 @@ proto::GetStatusResponse DispatcherState::Status() const {
     j->set_delivery_log_entries(static_cast<int64_t>(job.delivered.entries()));
     j->set_finished(JobFinished(job));
     j->set_released(job.released);
+    for (std::string& awaited : WorkersAwaited(job)) j->add_workers_awaited(std::move(awaited));
   }
   return status;
 }

@@ -198,6 +198,9 @@ class DispatcherState {
   };
 
   bool JobFinished(const Job& job) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Static sharding: the --worker-addresses entries no task of `job` reads (no worker on
+  // that address joined); empty for other modes.
+  std::vector<std::string> WorkersAwaited(const Job& job) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Coordinated reads: the round a new client of `consumer_index` starts at
   // (GetOrCreateJobResponse.starting_round).
   int64_t StartingRoundFor(const Job& job, int32_t consumer_index) const

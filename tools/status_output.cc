@@ -1,6 +1,7 @@
 #include "tools/status_output.h"
 
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "control/processing_mode.h"
 
@@ -56,7 +57,9 @@ nlohmann::json StatusToJson(const proto::GetStatusResponse& status) {
                     {"lost_tasks", j.lost_tasks()},
                     {"reissued_splits", j.reissued_splits()},
                     {"reissued_splits_partly_read", j.reissued_splits_partly_read()},
-                    {"delivery_log_entries", j.delivery_log_entries()}});
+                    {"delivery_log_entries", j.delivery_log_entries()},
+                    {"workers_awaited", std::vector<std::string>(j.workers_awaited().begin(),
+                                                                 j.workers_awaited().end())}});
   }
   return {{"dispatcher_id", status.dispatcher_id()},
           {"workers", workers},
@@ -120,6 +123,10 @@ void PrintStatus(const proto::GetStatusResponse& status, bool json, std::ostream
         j.job_name().empty() ? "(anonymous)" : j.job_name(), j.dataset_id(),
         control::ProcessingModeName(j.mode()), j.num_clients(), joined, j.finished_tasks(),
         j.num_tasks(), lost, j.released() ? "  released" : (j.finished() ? "  finished" : ""));
+    if (!j.workers_awaited().empty()) {
+      out << "    waiting for listed worker(s) that have not joined: "
+          << absl::StrJoin(j.workers_awaited(), ", ") << "\n";
+    }
   }
 }
 

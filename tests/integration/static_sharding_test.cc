@@ -87,6 +87,12 @@ TEST(StaticShardingWaitTest, AReadSaysWhichListedWorkerItWaitsFor) {
     absl::SleepFor(absl::Milliseconds(100));
   }
   ASSERT_THAT(read->stderr_text(), HasSubstr(expected));
+  Subprocess status({Binary(), "status", "--dispatcher", cluster.address(), "--json"});
+  ASSERT_EQ(status.Wait(absl::Seconds(30)), 0) << status.stderr_text();
+  nlohmann::json jobs = nlohmann::json::parse(status.stdout_text())["jobs"];
+  ASSERT_EQ(jobs.size(), 1u);
+  EXPECT_EQ(jobs[0]["workers_awaited"],
+            nlohmann::json::array({absl::StrCat("127.0.0.1:", missing_port)}));
   cluster.AddWorker(missing_port);
   ExpectEachValueTimes(Values(*read), 300, 1);
   EXPECT_EQ(WorkersIn(read->stdout_text()).size(), 2u);
