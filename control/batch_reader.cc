@@ -108,10 +108,12 @@ std::optional<size_t> BatchReader::FirstToRecover() const {
   bool any = false;
   for (size_t k = 0; k < tasks_.size(); ++k) {
     const Task& task = tasks_[k];
+    if (task.ended) continue;
     // Epoch 1 is the first; a raised one not confirmed yet means a request failed since.
-    if (task.ended || task.delivery_epoch <= std::max<int64_t>(1, task.confirmed_epoch)) {
-      continue;
-    }
+    // Batches held for order wait for one before them, which may be a second batch lost
+    // with the same broken connection after the first reply of the new epoch confirmed it.
+    const bool failed = task.delivery_epoch > std::max<int64_t>(1, task.confirmed_epoch);
+    if (!failed && (task.end_seen || task.order.held() == 0)) continue;
     any = true;
     if (task.outstanding == 0) return k;
   }

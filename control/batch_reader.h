@@ -333,9 +333,9 @@ class BatchReader {
   bool WaitsOnlyForTheDispatcher() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   int FetchLimit() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // ReadOptions::max_batches only: the index of a task that must be asked before any other
-  // (a request to it failed, and no request of the raised epoch has been answered), with
-  // none in flight to it; tasks_.size() when every such task has one in flight; nullopt when
-  // there is none (or no max_batches).
+  // (a request to it failed, and no request of the raised epoch has been answered; or it
+  // holds batches for order, waiting for one before them), with none in flight to it; tasks_.size()
+  // when every such task has one in flight; nullopt when there is none (or no max_batches).
   std::optional<size_t> FirstToRecover() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   transport::RpcEndpoint* const rpc_;

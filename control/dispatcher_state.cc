@@ -291,7 +291,11 @@ std::vector<std::string> DispatcherState::WorkersAwaited(const Job& job) const {
   std::vector<std::string> awaited;
   if (!IsStaticSharding(job.mode) || JobFinished(job)) return awaited;
   std::vector<bool> has_task(static_cast<size_t>(worker_list_.size()), false);
-  for (int64_t id : job.task_ids) has_task[tasks_.at(id).worker_index] = true;
+  for (int64_t id : job.task_ids) {
+    // A journal restored under another --worker-addresses may name any index.
+    const int64_t index = tasks_.at(id).worker_index;
+    if (index >= 0 && index < worker_list_.size()) has_task[index] = true;
+  }
   for (int64_t i = 0; i < worker_list_.size(); ++i) {
     if (!has_task[i]) awaited.push_back(worker_list_.entry(i));
   }

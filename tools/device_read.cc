@@ -16,9 +16,12 @@ absl::Status ReadThroughDevice(std::unique_ptr<control::BatchReader> reader,
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<gpu::DeviceBatchReader> device_reader,
                           gpu::ReadIntoDevice(std::move(reader), read_options, device));
   std::vector<std::byte> host;
-  // Coordinated consumers count rounds, as the host path does (sluice_main.cc).
+  // Coordinated consumers count rounds, as the host path does (read_command.cc), and a
+  // reader bounded by max_batches ends by itself, reporting its last deliveries.
   const bool coordinated = read_options.num_consumers > 0;
-  for (int64_t taken = 0; (take < 0 || taken < take) && !stop.requested(); ++taken) {
+  const bool ends_by_itself = read_options.max_batches > 0;
+  for (int64_t taken = 0; (take < 0 || taken < take || ends_by_itself) && !stop.requested();
+       ++taken) {
     SLUICE_ASSIGN_OR_RETURN(std::optional<gpu::DeviceBatch> batch, device_reader->Next());
     if (!batch) break;
     if (coordinated && take >= 0 && batch->round() >= take) break;

@@ -13,6 +13,7 @@
 #include "common/subprocess.h"
 #include "perf/transport_perf.h"
 #include "tools/byte_size.h"
+#include "tools/cli_checks.h"
 #include "tools/exit_code.h"
 #include "transport/progress_mode.h"
 #include "transport/spin_wait.h"
@@ -57,7 +58,7 @@ void AddTransportFlags(CLI::App* app, TransportFlags& flags) {
       ->capture_default_str();
   app->add_option("--latency-iterations", flags.latency_iterations,
                   "8-byte round trips in the latency runs, by RPC and by bare message (0: skip)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(AtLeast(0))
       ->capture_default_str();
   app->add_option("--progress", flags.progress,
                   "How the client waits for a reply: 'thread' (its progress thread wakes it), "

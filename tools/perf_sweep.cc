@@ -17,6 +17,7 @@
 #include "nlohmann/json.hpp"
 #include "perf/transport_perf.h"
 #include "tools/byte_size.h"
+#include "tools/cli_checks.h"
 #include "tools/perf_commands.h"
 #include "transport/slab_pool.h"
 
@@ -73,7 +74,7 @@ void AddSweepFlags(CLI::App* app, SweepFlags& flags) {
       ->capture_default_str();
   app->add_option("--bytes-per-point", flags.bytes_per_point,
                   "Bytes moved per transport point (sets iterations)")
-      ->check(CLI::PositiveNumber)
+      ->check(AtLeast(1))
       ->capture_default_str();
   app->add_option("--out", flags.out, "Output prefix: PREFIX.csv and PREFIX.png")
       ->capture_default_str();

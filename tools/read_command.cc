@@ -21,17 +21,6 @@
 
 namespace sluice::tools {
 
-CLI::Validator AtLeast(int64_t min) {
-  return CLI::Validator(
-      [min](std::string& text) -> std::string {
-        int64_t value = 0;
-        if (!absl::SimpleAtoi(text, &value)) return "expects a whole number, got '" + text + "'";
-        if (value < min) return absl::StrCat("must be at least ", min, ", got ", text);
-        return "";
-      },
-      absl::StrCat(">= ", min));
-}
-
 // Units as sluice-perf's sizes take them (these took none).
 CLI::Validator ByteSize() {
   return CLI::Validator(

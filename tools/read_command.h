@@ -21,6 +21,7 @@
 #include "absl/time/time.h"
 #include "control/service.pb.h"
 #include "engine/pipeline.pb.h"
+#include "tools/cli_checks.h"
 #include "tools/stop_request.h"
 #include "transport/address.h"
 
@@ -47,8 +48,6 @@ struct ReadFlags {
   std::string progress = "auto";
 };
 
-// A whole number of at least `min` (CLI11's PositiveNumber names a 300-digit bound).
-[[nodiscard]] CLI::Validator AtLeast(int64_t min);
 // A positive byte count with an optional unit ("1MiB", "64KiB", "1048576"), turned into the
 // number the option stores.
 [[nodiscard]] CLI::Validator ByteSize();

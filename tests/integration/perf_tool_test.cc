@@ -364,6 +364,13 @@ TEST(PerfToolTest, BadArgumentsAreClearErrors) {
   Subprocess bad({PerfBinary(), "transport", "--size", "12 parsecs"});
   EXPECT_EQ(bad.Wait(absl::Seconds(30)), 2);
   EXPECT_THAT(bad.stderr_text(), ::testing::HasSubstr("unknown unit"));
+  Subprocess negative({PerfBinary(), "transport", "--latency-iterations", "-1"});
+  EXPECT_EQ(negative.Wait(absl::Seconds(30)), 2);  // accepted, and the latency run skipped
+  EXPECT_THAT(negative.stderr_text(),
+              ::testing::HasSubstr("--latency-iterations: must be at least 0, got -1"));
+  Subprocess empty_points({PerfBinary(), "sweep", "--bytes-per-point", "0"});
+  EXPECT_EQ(empty_points.Wait(absl::Seconds(30)), 2);
+  EXPECT_THAT(empty_points.stderr_text(), ::testing::HasSubstr("must be at least 1, got 0"));
   Subprocess sideways({PerfBinary(), "service", "--progress", "sideways"});
   EXPECT_EQ(sideways.Wait(absl::Seconds(30)), 2);
   EXPECT_THAT(sideways.stderr_text(),
