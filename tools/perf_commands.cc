@@ -19,19 +19,21 @@
 #include "transport/spin_wait.h"
 
 namespace sluice::tools {
+
+int Fail(absl::string_view command, absl::string_view message) {
+  return RuntimeFailure(absl::StrCat("sluice-perf ", command), message);
+}
+
+int Usage(absl::string_view command, absl::string_view message) {
+  return UsageFailure(absl::StrCat("sluice-perf ", command), message);
+}
+
 namespace {
 
 std::string SelfBinary() {
   char path[4096];
   ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
   return n > 0 ? std::string(path, static_cast<size_t>(n)) : "sluice-perf";
-}
-
-int Fail(absl::string_view command, absl::string_view message) {
-  return RuntimeFailure(absl::StrCat("sluice-perf ", command), message);
-}
-int Usage(absl::string_view command, absl::string_view message) {
-  return UsageFailure(absl::StrCat("sluice-perf ", command), message);
 }
 
 // A progress line on stderr for runs longer than a couple of seconds.

@@ -10,9 +10,15 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 
 namespace sluice::tools {
+
+// Print "sluice-perf COMMAND: MESSAGE" on stderr and return the exit code of a failure while
+// running (Fail) or of a bad command line (Usage): tools/exit_code.h.
+int Fail(absl::string_view command, absl::string_view message);
+int Usage(absl::string_view command, absl::string_view message);
 
 struct TransportFlags {
   std::string transport = "ucx";

@@ -31,13 +31,6 @@
 namespace sluice::tools {
 namespace {
 
-int Fail(absl::string_view command, absl::string_view message) {
-  return RuntimeFailure(absl::StrCat("sluice-perf ", command), message);
-}
-int Usage(absl::string_view command, absl::string_view message) {
-  return UsageFailure(absl::StrCat("sluice-perf ", command), message);
-}
-
 std::string SiblingBinary(const std::string& name) {
   char path[4096];
   ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);

@@ -29,13 +29,6 @@
 namespace sluice::tools {
 namespace {
 
-int Fail(absl::string_view command, absl::string_view message) {
-  return RuntimeFailure(absl::StrCat("sluice-perf ", command), message);
-}
-int Usage(absl::string_view command, absl::string_view message) {
-  return UsageFailure(absl::StrCat("sluice-perf ", command), message);
-}
-
 double Percentile(std::vector<double>& values, double p) {
   if (values.empty()) return 0;
   size_t k = static_cast<size_t>(p * static_cast<double>(values.size() - 1));
