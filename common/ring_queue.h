@@ -57,6 +57,12 @@ class RingQueue {
     return *slots_[head_];
   }
 
+  // The i-th element from the front; i < size().
+  T& operator[](size_t i) {
+    assert(i < size_ && "RingQueue index out of range");
+    return *slots_[(head_ + i) & mask()];
+  }
+
   // One move (or copy) into the slot: a reader's batch is ~100 bytes. A push that grows the
   // ring moves every element, so a reference from front() does not survive a push, and an
   // element of this queue must be copied out before it is pushed.

@@ -65,6 +65,10 @@ void TaskRunner::Produce() {
   absl::StatusOr<std::unique_ptr<engine::ElementIterator>> iterator =
       engine::BuildPipeline(task_.pipeline(), context);
   absl::Status status = iterator.ok() ? ProduceAll(**iterator) : iterator.status();
+  // Nothing more is packed behind it or served from it again: its buffered batches alone
+  // hold the slab now (and may move it out of the pool, SpillIfQuiet).
+  last_slab_.reset();
+  last_batch_.clear();
   {
     absl::MutexLock lock(&mu_);
     produced_all_ = true;
@@ -111,6 +115,12 @@ absl::Status TaskRunner::ProduceAll(engine::ElementIterator& iterator) {
         // A condition variable Serve signals, not mu_.Await(Condition): with a waiter's
         // condition, every release of mu_ (several per request) evaluates it.
         while (!stopping_ && ready_.size() > resume_at) {
+          if (drop_last_slab_) {
+            // Its batches were moved out (SpillBuffered): the slab goes back to the pool.
+            drop_last_slab_ = false;
+            last_slab_.reset();
+            last_batch_.clear();
+          }
           producer_resumes_at_ = resume_at;
           room_.Wait(&mu_);
         }
@@ -219,6 +229,7 @@ void TaskRunner::Fetch(std::shared_ptr<transport::ServerCall> call, uint64_t max
 }
 
 std::optional<TaskRunner::Waiter> TaskRunner::Park(Waiter waiter) {
+  ++requests_;
   waiters_.push_back(std::move(waiter));
   if (waiters_.size() <= options_.max_parked_requests) return std::nullopt;
   std::optional<Waiter> oldest(std::move(waiters_.front()));

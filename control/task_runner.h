@@ -49,7 +49,7 @@ struct TaskRunnerOptions {
   std::vector<std::string> data_roots;
   // Called by a producer that waited for a slab and had no kept batch of its own to let go,
   // with how long it has waited for this slab: the worker lets other tasks' kept batches go
-  // (Worker::ReleaseKeptBatches). Two tasks of one coordinated job on one worker (a recovery
+  // (Worker::FreeSlabsFor). Two tasks of one coordinated job on one worker (a recovery
   // task beside the worker's own) otherwise deadlock: one holds every slab in kept and
   // buffered batches while the consumers wait for the other's round. And readers of other
   // jobs that stopped reading (slow, or dead until their client timeout) would otherwise
@@ -99,6 +99,10 @@ struct TaskRunnerStats {
   // Bytes assembled into batches not served (yet): in the buffer, or in a coordinated
   // round's slot. What a deleted task held stays counted in its worker's retired stats.
   int64_t bytes_assembled_unserved = 0;
+  // Buffered batches of a task whose readers had stopped, copied out of the pool to the heap
+  // to give their slabs to a task that waited for one (SpillIfQuiet), and their bytes.
+  int64_t batches_spilled = 0;
+  int64_t bytes_spilled = 0;
 };
 
 // What an uncoordinated request says about delivery (GetElementRequest fields 7, 8).
@@ -167,6 +171,14 @@ class TaskRunner {
   // calls it with the readers the dispatcher lists for the job and the time its heartbeat
   // went out, so that a client that joined after the list was made is not forgotten.
   void ForgetClients(const absl::flat_hash_set<int64_t>& readers, absl::Time quiet_since);
+  // When no request came for kQuietBeforeSpill up to `now` (as seen by earlier calls: the
+  // first only starts the count), copies the buffered batches out of the pool to the heap,
+  // so that their slabs go back to it: a stopped reader's buffer otherwise holds slabs until
+  // its job is collected. Only slabs nothing else holds go (no kept batch, no send in flight;
+  // the producer waiting for room is told to let go of its last one). The batches are sent
+  // from the heap when their readers come back. True when any batch moved.
+  bool SpillIfQuiet(absl::Time now);
+  static constexpr absl::Duration kQuietBeforeSpill = absl::Seconds(1);
   [[nodiscard]] TaskRunnerStats stats() const;
 
  private:
@@ -283,6 +295,8 @@ class TaskRunner {
   // Holds `waiter` until a batch is ready for it; returns the oldest request held if that
   // makes more than options_.max_parked_requests (to be told to retry, outside the lock).
   [[nodiscard]] std::optional<Waiter> Park(Waiter waiter) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // SpillIfQuiet's work: moves the buffered batches whose slabs would come back.
+  bool SpillBuffered() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   static void TellToRetry(const Waiter& waiter);
   // Serve() for coordinated reads; fills `matched` and `ended` under mu_.
   void MatchRounds(Matches& matched, std::vector<Waiter>& ended) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -334,7 +348,8 @@ class TaskRunner {
   [[nodiscard]] ReadyBatch KeptCopyOf(const ReadyBatch& batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     ReadyBatch kept = CopyOf(batch);
     kept.kept_since = ++batches_kept_;
-    kept.kept_mark = kept_count_.MarkKept(kept.slab->index());
+    // A batch spilled to the heap holds no slab of the pool.
+    if (kept.slab->pooled()) kept.kept_mark = kept_count_.MarkKept(kept.slab->index());
     return kept;
   }
   [[nodiscard]] static ReadyBatch CopyOf(const ReadyBatch& batch) {
@@ -365,6 +380,16 @@ class TaskRunner {
   // destructor. The producer is the one thread that waits on room_.
   absl::CondVar room_;
   std::optional<size_t> producer_resumes_at_ ABSL_GUARDED_BY(mu_);
+  // Set by SpillBuffered, which moved the batches out of last_slab_: the producer waiting
+  // for room lets go of it (and of last_batch_, which was served from it).
+  bool drop_last_slab_ ABSL_GUARDED_BY(mu_) = false;
+  // Requests that came (Park, or a round served again): SpillIfQuiet's sign of readers.
+  uint64_t requests_ ABSL_GUARDED_BY(mu_) = 0;
+  struct QuietCheck {
+    uint64_t requests = 0;
+    absl::Time since = absl::Now();  // quiet from the task's start until it is asked
+  };
+  QuietCheck quiet_check_ ABSL_GUARDED_BY(mu_);
   // A vector, not a deque: a deque moving through its blocks allocated one every 8 parked
   // requests. Few are parked at a time (about the readers' requests in flight), so erasing
   // at the front moves little.

@@ -202,12 +202,15 @@ size_t TaskRunner::KeptSlabs() const {
 void TaskRunner::VerifyKeptSlabs() const {
   if (!options_.verify_kept_slabs) return;
   std::vector<const transport::Slab*> slabs;
+  auto walk = [&slabs](const ReadyBatch& kept) {
+    if (kept.slab->pooled()) slabs.push_back(kept.slab.get());  // not one spilled to the heap
+  };
   for (const auto& [id, client] : deliveries_) {
-    for (const auto& [index, kept] : client.unacked) slabs.push_back(kept.first.slab.get());
-    for (const ReadyBatch& lost : client.lost) slabs.push_back(lost.slab.get());
+    for (const auto& [index, kept] : client.unacked) walk(kept.first);
+    for (const ReadyBatch& lost : client.lost) walk(lost);
   }
   for (const auto& [consumer, rounds] : kept_rounds_) {
-    for (const auto& [round, kept] : rounds) slabs.push_back(kept.slab.get());
+    for (const auto& [round, kept] : rounds) walk(kept);
   }
   std::sort(slabs.begin(), slabs.end());
   const auto walked = static_cast<size_t>(std::unique(slabs.begin(), slabs.end()) - slabs.begin());
@@ -252,7 +255,9 @@ bool TaskRunner::ReleaseOldestKept(ReleaseRule rule) {
     }
     return slabs.emplace_back(KeptSlab{&kept.slab});
   };
+  // A batch spilled to the heap (SpillBuffered) holds no slab: letting it go gives none back.
   auto awaiting = [&of](const ReadyBatch& kept) {
+    if (!kept.slab->pooled()) return;
     KeptSlab& s = of(kept);
     ++s.kept;
     s.oldest_awaiting = std::min(s.oldest_awaiting, kept.kept_since);
@@ -260,6 +265,7 @@ bool TaskRunner::ReleaseOldestKept(ReleaseRule rule) {
   for (const auto& [id, client] : deliveries_) {
     for (const auto& [index, kept] : client.unacked) awaiting(kept.first);
     for (const ReadyBatch& lost : client.lost) {
+      if (!lost.slab->pooled()) continue;
       KeptSlab& s = of(lost);
       ++s.kept;
       s.holds_lost = true;

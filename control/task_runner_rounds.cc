@@ -38,6 +38,7 @@ void TaskRunner::Fetch(std::shared_ptr<transport::ServerCall> call, uint64_t max
     if (auto it = kept.find(round); it != kept.end()) {
       // Served before, and the reply went nowhere (the consumer asks only once otherwise).
       again.emplace(CopyOf(it->second));
+      ++requests_;
       stats_.batches_served += 1;
       stats_.batches_redelivered += 1;
       stats_.bytes_served += static_cast<int64_t>(again->size);

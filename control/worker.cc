@@ -20,7 +20,7 @@ namespace sluice::control {
 
 Worker::Worker(const WorkerOptions& options) : options_(options), task_options_(options.task) {
   task_options_.on_slabs_short = [this](const TaskRunner* short_of_slabs, absl::Duration waited) {
-    ReleaseKeptBatches(short_of_slabs, waited);
+    FreeSlabsFor(short_of_slabs, waited);
   };
   // The integration tests have every task check its count of kept slabs against a walk of
   // its kept batches (tests/meson.build); too slow for production.
@@ -165,6 +165,8 @@ void AddTaskStats(const TaskRunnerStats& task, proto::WorkerStats* worker) {
   worker->set_slab_waits(worker->slab_waits() + task.slab_waits);
   worker->set_bytes_assembled_unserved(worker->bytes_assembled_unserved() +
                                        task.bytes_assembled_unserved);
+  worker->set_batches_spilled(worker->batches_spilled() + task.batches_spilled);
+  worker->set_bytes_spilled(worker->bytes_spilled() + task.bytes_spilled);
 }
 
 }  // namespace
@@ -227,7 +229,7 @@ Worker::~Worker() {
   rpc_.reset();
 }
 
-void Worker::ReleaseKeptBatches(const TaskRunner* except, absl::Duration waited) {
+void Worker::FreeSlabsFor(const TaskRunner* except, absl::Duration waited) {
   // Coordinated consumers waiting for `except`'s round cannot read on, so its job's other
   // tasks' slabs do not come back by themselves: those go at once. Other jobs' readers
   // usually read on and acknowledge; a slab none of them gave back within
@@ -242,11 +244,15 @@ void Worker::ReleaseKeptBatches(const TaskRunner* except, absl::Duration waited)
   // under a runner's. One slab's kept batches of each, per wait of a starving producer: the
   // slabs come from whichever task holds them, and none loses more than the producer needs.
   // Batches a client lost stay: they are not given up for another job's sake.
+  // Their buffered batches cannot be let go: those of a task whose readers stopped asking
+  // move to the heap (TaskRunner::SpillIfQuiet).
+  const absl::Time now = absl::Now();
   absl::MutexLock lock(&mu_);
   for (const auto& [id, runner] : runners_) {
     if (runner.get() != except && (any_job || runner->job_id() == except->job_id())) {
       (void)runner->ReleaseKeptBatch(TaskRunner::LostBatches::kKeep);
     }
+    if (runner.get() != except && any_job) (void)runner->SpillIfQuiet(now);
   }
 }
 
@@ -303,8 +309,9 @@ absl::Status Worker::Heartbeat() {
       std::cerr << "sluice worker " << address_ << ": a task's pipeline waited for a free slab; "
                 << "all " << options_.num_slabs << " were held by batches buffered (up to "
                 << options_.task.buffer_batches << " per task) or kept for acknowledgements. "
-                << "A reader that stops reading holds its task's; raise --slabs to serve "
-                << "more tasks at once\n";
+                << "A reader that stops reading holds its task's until its buffer moves to "
+                << "the heap (after a second or two); raise --slabs to serve more tasks at "
+                << "once\n";
     }
     for (const auto& [id, runner] : runners_) {
       request.add_current_tasks(id);

@@ -60,7 +60,7 @@ class Worker {
   [[nodiscard]] proto::WorkerStats stats();
 
   // How long a producer short of slabs waits before other jobs' tasks let kept batches go
-  // (ReleaseKeptBatches): their readers usually acknowledge, and so give slabs back, sooner.
+  // (FreeSlabsFor): their readers usually acknowledge, and so give slabs back, sooner.
   static constexpr absl::Duration kOtherJobsKeepSlabsFor = absl::Seconds(1);
 
  private:
@@ -73,12 +73,13 @@ class Worker {
   void HandleGetElement(std::shared_ptr<transport::ServerCall> call);
   // Destroys the removed runners no request handler holds any more, on the calling thread
   // (the heartbeat's): a runner's destructor joins its producer, which must happen neither
-  // on the transport's progress thread nor on another runner's producer (ReleaseKeptBatches).
+  // on the transport's progress thread nor on another runner's producer (FreeSlabsFor).
   void DestroyRemovedRunners();
   // TaskRunnerOptions::on_slabs_short: one slab's kept batches of every other task of a
   // coordinated task's job go; of every other task of any job once the producer waited
-  // kOtherJobsKeepSlabsFor.
-  void ReleaseKeptBatches(const TaskRunner* except, absl::Duration waited);
+  // kOtherJobsKeepSlabsFor, when also the buffers of tasks nobody asked for a while move to
+  // the heap (TaskRunner::SpillIfQuiet).
+  void FreeSlabsFor(const TaskRunner* except, absl::Duration waited);
 
   const WorkerOptions options_;
   TaskRunnerOptions task_options_;  // options_.task, with on_slabs_short set to this worker

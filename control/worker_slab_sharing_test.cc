@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -26,9 +27,17 @@ std::string Batches(int64_t first) {
                       ") | repeat()");
 }
 
+// A finite pipeline whose batches count on from `first`, kBatchValues each.
+std::string CountingBatches(int64_t first) {
+  return absl::StrCat("range(", first, ", ", first + 1000 * kBatchValues, ") | batch(",
+                      kBatchValues, ")");
+}
+
 absl::StatusOr<std::unique_ptr<BatchReader>> ReadOff(Client& client, int64_t first,
-                                                     absl::Duration request_timeout) {
-  absl::StatusOr<proto::PipelineDef> pipeline = engine::ParsePipeline(Batches(first));
+                                                     absl::Duration request_timeout,
+                                                     bool counting = false) {
+  absl::StatusOr<proto::PipelineDef> pipeline =
+      engine::ParsePipeline(counting ? CountingBatches(first) : Batches(first));
   if (!pipeline.ok()) return pipeline.status();
   absl::StatusOr<std::string> dataset = client.RegisterDataset(*pipeline);
   if (!dataset.ok()) return dataset.status();
@@ -93,6 +102,71 @@ TEST(WorkerSlabSharingTest, ReadersOfOtherJobsThatStoppedDoNotStarveAJobThatRead
   EXPECT_GE(first_batch, Worker::kOtherJobsKeepSlabsFor - absl::Milliseconds(100));
   // Each of those 100 ms waits is counted, for `sluice status` to show.
   EXPECT_GE((*cluster)->workers()[0]->stats().slab_waits(), 9);
+}
+
+// The first value of `reader`'s next batch, after checking that its values count on.
+int64_t NextFirstValue(BatchReader& reader) {
+  auto batch = reader.Next();
+  EXPECT_TRUE(batch.ok()) << batch.status();
+  if (!batch.ok() || !batch->has_value()) return -1;
+  auto values = (**batch).view().tensor(0).values<int64_t>();
+  EXPECT_EQ(values.size(), static_cast<size_t>(kBatchValues));
+  for (size_t i = 1; i < values.size(); ++i) {
+    if (values[i] != values[0] + static_cast<int64_t>(i)) {
+      ADD_FAILURE() << "value " << i << " of the batch from " << values[0] << " is " << values[i];
+      return -1;
+    }
+  }
+  return values.empty() ? -1 : values[0];
+}
+
+TEST(WorkerSlabSharingTest, BuffersOfStoppedReadersLeaveThePoolAndAreReadLater) {
+  LocalClusterOptions options;
+  options.num_workers = 1;
+  options.dispatcher.transport.ucx_tls = "posix,sysv,cma,self";
+  options.worker.transport.ucx_tls = "posix,sysv,cma,self";
+  options.worker.slab_bytes = kSlabBytes;
+  options.worker.num_slabs = 8;
+  // Two stopped tasks' buffers alone hold the pool: before, a third job waited for their
+  // readers (or for their jobs' collection) however many kept batches were let go.
+  options.worker.task.buffer_batches = 4;
+  auto cluster = LocalCluster::Start(options);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  ClientOptions client_options;
+  client_options.dispatcher = (*cluster)->dispatcher_address();
+  client_options.transport.ucx_tls = "posix,sysv,cma,self";
+  auto client = Client::Connect(client_options);
+  ASSERT_TRUE(client.ok()) << client.status();
+
+  std::vector<std::unique_ptr<BatchReader>> stopped;
+  std::vector<std::set<int64_t>> seen(2);
+  const int64_t firsts[] = {0, 100000000};
+  for (int r = 0; r < 2; ++r) {
+    auto reader = ReadOff(**client, firsts[r], absl::Seconds(60), /*counting=*/true);
+    ASSERT_TRUE(reader.ok()) << reader.status();
+    for (int i = 0; i < 2; ++i) seen[r].insert(NextFirstValue(**reader));
+    stopped.push_back(*std::move(reader));
+  }
+  absl::SleepFor(absl::Milliseconds(500));
+
+  {
+    auto reader = ReadOff(**client, 200000000, absl::Seconds(20), /*counting=*/true);
+    ASSERT_TRUE(reader.ok()) << reader.status();
+    const absl::Time start = absl::Now();
+    for (int i = 0; i < 30; ++i) {
+      ASSERT_EQ(NextFirstValue(**reader), 200000000 + i * kBatchValues) << "batch " << i;
+    }
+    EXPECT_LT(absl::Now() - start, absl::Seconds(15));
+    EXPECT_GE((*cluster)->workers()[0]->stats().batches_spilled(), 4);
+  }  // its anonymous job ends, and its task's slabs come back
+
+  // The stopped readers read on: every batch once, those moved to the heap among them.
+  for (int r = 0; r < 2; ++r) {
+    for (int i = 0; i < 14; ++i) seen[r].insert(NextFirstValue(*stopped[r]));
+    ASSERT_EQ(seen[r].size(), 16u) << "reader " << r;
+    EXPECT_EQ(*seen[r].begin(), firsts[r]);
+    EXPECT_EQ(*seen[r].rbegin(), firsts[r] + 15 * kBatchValues);
+  }
 }
 
 }  // namespace

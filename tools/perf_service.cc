@@ -296,7 +296,8 @@ int RunServiceCommand(const ServiceFlags& flags) {
     // The assembly of batches served: those still in the workers' buffers were made for
     // readers that stopped.
     assembled += w.stats().bytes_assembled() - w.stats().bytes_assembled_unserved();
-    worker_copied += w.stats().transport_bytes_copied();
+    // A stopped reader's buffer moved to the heap is copied once more.
+    worker_copied += w.stats().transport_bytes_copied() + w.stats().bytes_spilled();
     kept_released += w.stats().kept_batches_released();
     slab_waits += w.stats().slab_waits();
     // The clients' measured windows; device batches do not name their worker, so with

@@ -36,6 +36,8 @@ nlohmann::json StatusToJson(const proto::GetStatusResponse& status) {
          {"lost_batches_dropped", w.stats().lost_batches_dropped()},
          {"acknowledgements_received", w.stats().acknowledgements_received()},
          {"slab_waits", w.stats().slab_waits()},
+         {"batches_spilled", w.stats().batches_spilled()},
+         {"bytes_spilled", w.stats().bytes_spilled()},
          {"lost", w.lost()}});
   }
   nlohmann::json datasets = nlohmann::json::array();
@@ -76,7 +78,7 @@ void PrintStatus(const proto::GetStatusResponse& status, bool json, std::ostream
   out << absl::StrFormat("%d worker(s)\n", status.workers_size());
   for (const proto::WorkerStatus& w : status.workers()) {
     out << absl::StrFormat(
-        "  %-28s heartbeat %5.1fs ago  %d task(s)  %d batches  %.1f MB%s%s%s%s%s\n", w.address(),
+        "  %-28s heartbeat %5.1fs ago  %d task(s)  %d batches  %.1f MB%s%s%s%s%s%s\n", w.address(),
         SecondsSince(w.last_heartbeat_unix_ms()), w.task_ids_size(), w.stats().batches_served(),
         w.stats().bytes_served() / 1e6, w.lost() ? "  LOST" : "",
         w.stats().bad_records_skipped() > 0
@@ -93,6 +95,11 @@ void PrintStatus(const proto::GetStatusResponse& status, bool json, std::ostream
         // Tasks waited for slabs held by other tasks' buffered and kept batches.
         w.stats().slab_waits() > 0
             ? absl::StrFormat("  %d waits for a free slab (raise --slabs)", w.stats().slab_waits())
+            : "",
+        // Stopped readers' buffers, moved out of the pool for them.
+        w.stats().batches_spilled() > 0
+            ? absl::StrFormat("  %d buffered batches of stopped readers moved to the heap",
+                              w.stats().batches_spilled())
             : "");
   }
   out << absl::StrFormat("%d dataset(s)\n", status.datasets_size());

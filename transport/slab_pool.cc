@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -98,9 +99,18 @@ absl::Status ExplainRegistrationFailure(const absl::Status& why, size_t bytes,
                    "`sluice-perf doctor` checks the host)"));
 }
 
+Slab Slab::OnHeap(size_t capacity) {
+  // Its bytes are only sent, never parsed in place: new[]'s alignment will do.
+  return Slab(nullptr, kNotPooled, new std::byte[std::max<size_t>(capacity, 1)], capacity);
+}
+
 void Slab::Release() {
   if (data_ == nullptr) return;
-  pool_->Return(index_);
+  if (pool_ != nullptr) {
+    pool_->Return(index_);
+  } else {
+    delete[] data_;
+  }
   data_ = nullptr;
   capacity_ = 0;
   pool_.reset();

@@ -37,9 +37,16 @@ namespace sluice::transport {
 class SlabPool;
 
 // Exclusive use of one slab; gives it back when destroyed. Keeps the pool alive.
+// A slab made by OnHeap belongs to no pool: heap memory, freed when it is destroyed.
 class Slab {
  public:
+  // index() of a slab in no pool.
+  static constexpr size_t kNotPooled = static_cast<size_t>(-1);
+
   Slab() = default;
+  // `capacity` bytes of unregistered heap memory, in no pool: what a worker moves a batch
+  // into to give the pool's slab back (a transport sends from it, registering it on the fly).
+  [[nodiscard]] static Slab OnHeap(size_t capacity);
   // Inline, member by member: a reader's batch moves its slab about 15 times on its way
   // to the caller, and out-of-line moves were ~4% of the reader's work per small batch.
   Slab(Slab&& other) noexcept
@@ -65,7 +72,9 @@ class Slab {
   [[nodiscard]] size_t capacity() const { return capacity_; }
   [[nodiscard]] std::span<std::byte> span() const { return {data_, capacity_}; }
   // Its place in the pool, below SlabPool::num_slabs(): stable while the slab is held.
+  // kNotPooled for a slab made by OnHeap.
   [[nodiscard]] size_t index() const { return index_; }
+  [[nodiscard]] bool pooled() const { return pool_ != nullptr; }
   explicit operator bool() const { return data_ != nullptr; }
   void Release();
 

@@ -61,6 +61,30 @@ TEST_F(SlabPoolOverUcxTest, HandsOutDistinctRegisteredSlabsAndTakesThemBack) {
   EXPECT_TRUE((*pool)->TryAcquire().has_value());
 }
 
+TEST(SlabTest, AHeapSlabBelongsToNoPoolAndMovesLikeAPooledOne) {
+  Slab slab = Slab::OnHeap(1000);
+  ASSERT_TRUE(slab);
+  EXPECT_FALSE(slab.pooled());
+  EXPECT_EQ(slab.index(), Slab::kNotPooled);
+  EXPECT_EQ(slab.capacity(), 1000u);
+  std::memset(slab.data(), 0xab, slab.capacity());  // all of it is writable (ASan checks)
+  Slab moved = std::move(slab);
+  EXPECT_FALSE(slab);
+  EXPECT_EQ(moved.span()[999], std::byte{0xab});
+  moved.Release();  // frees it; a second release is a no-op
+  EXPECT_FALSE(moved);
+  moved.Release();
+}
+
+TEST_F(SlabPoolOverUcxTest, APooledSlabSaysSo) {
+  auto pool = SlabPool::Create(*transport_, 4096, 1);
+  ASSERT_TRUE(pool.ok()) << pool.status();
+  std::optional<Slab> slab = (*pool)->TryAcquire();
+  ASSERT_TRUE(slab.has_value());
+  EXPECT_TRUE(slab->pooled());
+  EXPECT_EQ(slab->index(), 0u);
+}
+
 int64_t VoluntaryContextSwitchesOfThisThread() {
   rusage usage{};
   getrusage(RUSAGE_THREAD, &usage);
