@@ -46,7 +46,7 @@ TEST(DispatcherIdTest, TheFirstStartMakesAnIdThatLaterStartsRead) {
 TEST(DispatcherIdTest, ADamagedIdFileIsRefusedAndLeftAsItWas) {
   TempDir dir;
   const std::string path = dir.path() + "/dispatcher_id";
-  for (const std::string damaged :
+  for (const std::string& damaged :
        {std::string(), std::string("\n"), std::string(" \n\t "), std::string("not an id at all\n"),
         std::string("00112233aabbccdd00"), std::string(1 << 12, 'a'), std::string("0011\0x", 6),
         std::string("00112233aabbccdd") + std::string(40, ' ') + "junk"}) {

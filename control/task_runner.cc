@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <functional>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -125,6 +126,11 @@ absl::Status TaskRunner::ProduceAll(engine::ElementIterator& iterator) {
           room_.Wait(&mu_);
         }
         producer_resumes_at_.reset();
+        if (std::exchange(drop_last_slab_, false)) {
+          // Asked while a reader's request was waking it: the moved batches' slab goes now.
+          last_slab_.reset();
+          last_batch_.clear();
+        }
       }
       if (stopping_) return absl::CancelledError("stopping");
     }

@@ -33,6 +33,7 @@
 #include "common/ring_queue.h"
 #include "control/kept_slab_count.h"
 #include "control/service.pb.h"
+#include "control/spill_budget.h"
 #include "engine/iterator.h"
 #include "engine/pipeline_stats.h"
 #include "transport/rpc.h"
@@ -64,6 +65,9 @@ struct TaskRunnerOptions {
   // whenever the budget is checked and after acknowledgements, releases and forgotten
   // clients, and aborts on a difference. For tests: the walk costs a sort per request.
   bool verify_kept_slabs = false;
+  // The heap that batches moved out of the pool may hold (SpillIfQuiet), shared by the
+  // worker's tasks; null: no bound.
+  std::shared_ptr<SpillBudget> spill_budget;
 };
 
 struct TaskRunnerStats {
@@ -171,13 +175,15 @@ class TaskRunner {
   // calls it with the readers the dispatcher lists for the job and the time its heartbeat
   // went out, so that a client that joined after the list was made is not forgotten.
   void ForgetClients(const absl::flat_hash_set<int64_t>& readers, absl::Time quiet_since);
-  // When no request came for kQuietBeforeSpill up to `now` (as seen by earlier calls: the
-  // first only starts the count), copies the buffered batches out of the pool to the heap,
-  // so that their slabs go back to it: a stopped reader's buffer otherwise holds slabs until
-  // its job is collected. Only slabs nothing else holds go (no kept batch, no send in flight;
-  // the producer waiting for room is told to let go of its last one). The batches are sent
-  // from the heap when their readers come back. True when any batch moved.
-  bool SpillIfQuiet(absl::Time now);
+  // When no request came for kQuietBeforeSpill up to `now` (counted from the task's start,
+  // or from the call that last saw a request since the one before), copies the buffered
+  // batches out of the pool to the heap, so that their slabs go back to it: a stopped
+  // reader's buffer otherwise holds slabs until its job is collected. Only slabs nothing
+  // else holds go (no kept batch, no send in flight; the producer waiting for room is told
+  // to let go of its last one), and only within options.spill_budget. The copies are made
+  // without the task's lock; the batches are sent from the heap when their readers come
+  // back. True when any batch moved.
+  bool SpillIfQuiet(absl::Time now) ABSL_LOCKS_EXCLUDED(mu_);
   static constexpr absl::Duration kQuietBeforeSpill = absl::Seconds(1);
   [[nodiscard]] TaskRunnerStats stats() const;
 
@@ -295,8 +301,18 @@ class TaskRunner {
   // Holds `waiter` until a batch is ready for it; returns the oldest request held if that
   // makes more than options_.max_parked_requests (to be told to retry, outside the lock).
   [[nodiscard]] std::optional<Waiter> Park(Waiter waiter) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // SpillIfQuiet's work: moves the buffered batches whose slabs would come back.
-  bool SpillBuffered() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A buffered batch's bytes SpillIfQuiet copies to the heap.
+  struct SpillCopy {
+    std::shared_ptr<transport::Slab> from;  // held while it is copied
+    size_t offset;
+    size_t size;
+    std::shared_ptr<transport::Slab> to;  // made outside mu_
+  };
+  // SpillIfQuiet's choice, under mu_: a copy for each distinct batch in the buffered slabs
+  // that would come back, within the budget (taken here).
+  [[nodiscard]] std::vector<SpillCopy> PlanSpill() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Puts the copies in place of the buffered batches still there; true when any moved.
+  bool PlaceSpilled(std::vector<SpillCopy>& copies) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   static void TellToRetry(const Waiter& waiter);
   // Serve() for coordinated reads; fills `matched` and `ended` under mu_.
   void MatchRounds(Matches& matched, std::vector<Waiter>& ended) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -5,12 +5,13 @@
 // trainers all went away until the job is collected) leaves its buffer holding up to
 // buffer_batches slabs, and a few such tasks hold the whole pool while another job's
 // pipeline waits for a slab. Buffered batches were not sent, so they cannot be let go as
-// kept ones are; they are copied to the heap instead, one copy each, and sent from there
-// should their readers come back.
+// kept ones are; they are copied to the heap instead, one copy each, within the worker's
+// spill budget (control/spill_budget.h), and sent from there should their readers come back.
 #include <algorithm>
 #include <cstring>
 #include <memory>
 #include <utility>
+#include <vector>
 
 #include "absl/container/inlined_vector.h"
 #include "control/task_runner.h"
@@ -18,84 +19,114 @@
 namespace sluice::control {
 
 bool TaskRunner::SpillIfQuiet(absl::Time now) {
-  absl::MutexLock lock(&mu_);
-  if (requests_ != quiet_check_.requests || !waiters_.empty()) {
-    quiet_check_ = {requests_, now};  // asked since: quiet from now on, at the earliest
-    return false;
+  std::vector<SpillCopy> copies;
+  {
+    absl::MutexLock lock(&mu_);
+    if (requests_ != quiet_check_.requests || !waiters_.empty()) {
+      quiet_check_ = {requests_, now};  // asked since: quiet from now on, at the earliest
+      return false;
+    }
+    if (now - quiet_check_.since < kQuietBeforeSpill) return false;
+    copies = PlanSpill();
   }
-  if (now - quiet_check_.since < kQuietBeforeSpill) return false;
-  return SpillBuffered();
+  if (copies.empty()) return false;
+  // Without the lock: a buffer is a few batches of up to a slab each (64 MiB with the
+  // defaults), and a reader coming back, or the worker asking this task for its stats or
+  // kept batches while another task's producer waits, must not wait for the copies.
+  const std::shared_ptr<SpillBudget> budget = options_.spill_budget;
+  for (SpillCopy& copy : copies) {
+    const size_t size = copy.size;
+    copy.to = std::shared_ptr<transport::Slab>(new transport::Slab(transport::Slab::OnHeap(size)),
+                                               [budget, size](transport::Slab* slab) {
+                                                 delete slab;
+                                                 if (budget != nullptr) budget->Give(size);
+                                               });
+    std::memcpy(copy.to->data(), copy.from->data() + copy.offset, size);
+  }
+  // `copies` goes after the lock (declared before it): then a slab whose buffered batches
+  // all moved goes back to the pool, and a copy no longer needed (its batch was served
+  // meanwhile) is freed and its budget given back.
+  absl::MutexLock lock(&mu_);
+  return PlaceSpilled(copies);
 }
 
-bool TaskRunner::SpillBuffered() {
-  if (ready_.empty()) return false;
+std::vector<TaskRunner::SpillCopy> TaskRunner::PlanSpill() {
+  std::vector<SpillCopy> copies;
+  if (ready_.empty()) return copies;
   // While the producer waits for room it holds the slab it packed the last batch into, and
   // only then is last_slab_ safe to look at from here (the producer writes it outside mu_).
   const transport::Slab* producers = producer_resumes_at_.has_value() ? last_slab_.get() : nullptr;
   struct BufferedSlab {
     const transport::Slab* slab;
-    long holders = 0;   // of the shared_ptr, counted before any batch moves
+    long holders = 0;   // of the shared_ptr
     long buffered = 0;  // of them, entries of ready_
-    bool moves = false;
   };
   absl::InlinedVector<BufferedSlab, 8> slabs;
-  auto of = [&slabs](const transport::Slab* slab) {
-    return std::find_if(slabs.begin(), slabs.end(),
-                        [slab](const BufferedSlab& s) { return s.slab == slab; });
-  };
   for (size_t i = 0; i < ready_.size(); ++i) {
     const std::shared_ptr<transport::Slab>& slab = ready_[i].slab;
-    if (!slab->pooled()) continue;  // spilled before
-    auto it = of(slab.get());
-    if (it == slabs.end())
+    if (!slab->pooled()) continue;  // moved before
+    auto it = std::find_if(slabs.begin(), slabs.end(),
+                           [&](const BufferedSlab& s) { return s.slab == slab.get(); });
+    if (it == slabs.end()) {
       it = slabs.insert(slabs.end(), BufferedSlab{slab.get(), slab.use_count()});
+    }
     ++it->buffered;
   }
-  bool any = false;
-  for (BufferedSlab& s : slabs) {
+  for (const BufferedSlab& s : slabs) {
     // Anything else holding it (a kept batch, a send in flight, a coordinated round's slot,
     // the producer busy with its next batch) would keep the slab out of the pool anyway:
     // copying its batches would cost memory and give nothing back. Read without the
     // holders' locks: a slab that has just come free waits for the next call.
-    s.moves = s.holders <= s.buffered + (s.slab == producers ? 1 : 0);
-    any = any || s.moves;
+    if (s.holders > s.buffered + (s.slab == producers ? 1 : 0)) continue;
+    // A cached batch served again sits at the same place in every entry: one copy.
+    std::vector<SpillCopy> of_slab;
+    size_t bytes = 0;
+    for (size_t i = 0; i < ready_.size(); ++i) {
+      const ReadyBatch& batch = ready_[i];
+      if (batch.slab.get() != s.slab) continue;
+      const bool seen = std::any_of(of_slab.begin(), of_slab.end(),
+                                    [&](const SpillCopy& c) { return c.offset == batch.offset; });
+      if (seen) continue;
+      of_slab.push_back(SpillCopy{batch.slab, batch.offset, batch.size, nullptr});
+      bytes += batch.size;
+    }
+    // All of the slab's batches or none: moving some would free nothing.
+    if (options_.spill_budget != nullptr && !options_.spill_budget->TryTake(bytes)) continue;
+    for (SpillCopy& copy : of_slab) copies.push_back(std::move(copy));
   }
-  if (!any) return false;
-  // A cached batch served again sits at the same place in every entry: one heap copy each.
-  struct Moved {
-    const transport::Slab* from;
-    size_t offset;
-    std::shared_ptr<transport::Slab> to;
-  };
-  absl::InlinedVector<Moved, 8> moved;
-  bool producers_moved = false;
+  return copies;
+}
+
+bool TaskRunner::PlaceSpilled(std::vector<SpillCopy>& copies) {
+  bool any = false;
   for (size_t i = 0; i < ready_.size(); ++i) {
     ReadyBatch& batch = ready_[i];
-    if (!batch.slab->pooled()) continue;  // moved already
-    const transport::Slab* from = batch.slab.get();
-    auto s = of(from);
-    if (s == slabs.end() || !s->moves) continue;
-    producers_moved = producers_moved || from == producers;
-    auto same = std::find_if(moved.begin(), moved.end(), [&](const Moved& m) {
-      return m.from == from && m.offset == batch.offset;
+    // Batches served while the copies were made are gone from ready_; the producer may
+    // have packed new ones behind them, which keep the slab (this time's copies were for
+    // nothing; the next call moves them all).
+    auto copy = std::find_if(copies.begin(), copies.end(), [&](const SpillCopy& c) {
+      return c.from == batch.slab && c.offset == batch.offset;
     });
-    if (same == moved.end()) {
-      // Under mu_: the task is quiet, so no reader waits on the lock meanwhile; a buffer is
-      // a few batches, one copy each.
-      auto heap = std::make_shared<transport::Slab>(transport::Slab::OnHeap(batch.size));
-      std::memcpy(heap->data(), from->data() + batch.offset, batch.size);
+    if (copy == copies.end()) continue;
+    if (copy->to.use_count() == 1) {
       stats_.batches_spilled += 1;
       stats_.bytes_spilled += static_cast<int64_t>(batch.size);
-      same = moved.insert(moved.end(), Moved{from, batch.offset, std::move(heap)});
     }
-    batch.slab = same->to;  // the last of them gives the pool's slab back
+    batch.slab = copy->to;
     batch.offset = 0;
+    any = true;
   }
-  if (producers_moved) {
-    drop_last_slab_ = true;
-    room_.Signal();
+  // The producer, still waiting for room with a slab whose batches moved, lets go of it.
+  if (producer_resumes_at_.has_value()) {
+    const bool moved = std::any_of(copies.begin(), copies.end(), [this](const SpillCopy& c) {
+      return c.from == last_slab_ && c.to.use_count() > 1;
+    });
+    if (moved) {
+      drop_last_slab_ = true;
+      room_.Signal();
+    }
   }
-  return true;
+  return any;
 }
 
 }  // namespace sluice::control

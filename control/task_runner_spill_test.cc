@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -24,6 +25,16 @@ class SpillTest : public DeliveryTest {
   bool WaitForFreeSlabs(size_t free) {
     const absl::Time deadline = absl::Now() + absl::Seconds(10);
     while (pool_->free_slabs() != free) {
+      if (absl::Now() > deadline) return false;
+      absl::SleepFor(absl::Milliseconds(5));
+    }
+    return true;
+  }
+
+  // Until the producer waits for room for the `waits`-th time, holding its last slab.
+  bool WaitForFullBuffer(int64_t waits) {
+    const absl::Time deadline = absl::Now() + absl::Seconds(10);
+    while (runner_->stats().buffer_full_waits < waits) {
       if (absl::Now() > deadline) return false;
       absl::SleepFor(absl::Milliseconds(5));
     }
@@ -69,11 +80,13 @@ class SpillTest : public DeliveryTest {
 };
 
 TEST_F(SpillTest, AQuietTasksBufferLeavesThePoolAndIsServedIntactFromTheHeap) {
+  const absl::Time before_start = absl::Now();
   StartRunner(kCounting, /*num_consumers=*/0, /*slabs=*/4);
   // Two batches buffered, the producer waiting for room with the second one's slab.
-  ASSERT_TRUE(WaitForFreeSlabs(2));
+  ASSERT_TRUE(WaitForFullBuffer(1));
+  ASSERT_EQ(pool_->free_slabs(), 2u);
   // Nobody has asked since the task started, but not for long enough yet.
-  EXPECT_FALSE(runner_->SpillIfQuiet(absl::Now()));
+  EXPECT_FALSE(runner_->SpillIfQuiet(before_start));
   EXPECT_EQ(pool_->free_slabs(), 2u);
   ASSERT_TRUE(runner_->SpillIfQuiet(absl::Now() + TaskRunner::kQuietBeforeSpill));
   // Both slabs come back: the producer lets go of the one it was packing into.
@@ -92,9 +105,10 @@ TEST_F(SpillTest, AQuietTasksBufferLeavesThePoolAndIsServedIntactFromTheHeap) {
 TEST_F(SpillTest, ATaskAskedForLatelyKeepsItsBuffer) {
   StartRunner(kCounting, /*num_consumers=*/0, /*slabs=*/4);
   ASSERT_EQ(FirstValue(-1, 0, {}), 0);
-  ASSERT_TRUE(WaitForFreeSlabs(2));
+  // Refilled: waiting for room a second time.
+  ASSERT_TRUE(WaitForFullBuffer(2));
   const absl::Time now = absl::Now();
-  // The request since the task started restarts the count; so does one parked now.
+  // The request since the task started restarts the count from this call.
   EXPECT_FALSE(runner_->SpillIfQuiet(now + TaskRunner::kQuietBeforeSpill));
   EXPECT_FALSE(
       runner_->SpillIfQuiet(now + TaskRunner::kQuietBeforeSpill + absl::Milliseconds(500)));
@@ -105,7 +119,7 @@ TEST_F(SpillTest, ATaskAskedForLatelyKeepsItsBuffer) {
 
 TEST_F(SpillTest, AMovedBatchLostWithItsConnectionIsServedAgainFromTheHeap) {
   StartRunner(kCounting, /*num_consumers=*/0, /*slabs=*/4);
-  ASSERT_TRUE(WaitForFreeSlabs(2));
+  ASSERT_TRUE(WaitForFullBuffer(1));
   ASSERT_TRUE(runner_->SpillIfQuiet(absl::Now() + TaskRunner::kQuietBeforeSpill));
   // Kept for the acknowledging client from the heap (verify_kept_slabs checks that the kept
   // slab count leaves it out) and served again under the next epoch.
@@ -120,11 +134,35 @@ TEST_F(SpillTest, ACachedBatchServedAgainIsCopiedOnce) {
   StartRunner("range(5000) | batch(5000) | take(1) | cache() | repeat()", /*num_consumers=*/0,
               /*slabs=*/4);
   // Every buffered entry is the one batch in the one slab.
-  ASSERT_TRUE(WaitForFreeSlabs(3));
+  ASSERT_TRUE(WaitForFullBuffer(1));
+  ASSERT_EQ(pool_->free_slabs(), 3u);
   ASSERT_TRUE(runner_->SpillIfQuiet(absl::Now() + TaskRunner::kQuietBeforeSpill));
   ASSERT_TRUE(WaitForFreeSlabs(4));
   EXPECT_EQ(runner_->stats().batches_spilled, 1);
   for (int i = 0; i < 4; ++i) EXPECT_EQ(FirstValue(-1, 0, {}), 0) << "batch " << i;
+}
+
+TEST_F(SpillTest, TheBudgetBoundsTheHeapAndComesBackAsMovedBatchesGo) {
+  // Room for one 40,000-byte batch (and its header), not two.
+  spill_budget_ = std::make_shared<SpillBudget>(50000);
+  StartRunner(kCounting, /*num_consumers=*/0, /*slabs=*/4);
+  ASSERT_TRUE(WaitForFullBuffer(1));
+  ASSERT_TRUE(runner_->SpillIfQuiet(absl::Now() + TaskRunner::kQuietBeforeSpill));
+  EXPECT_EQ(runner_->stats().batches_spilled, 1);
+  EXPECT_EQ(pool_->free_slabs(), 3u);
+  const size_t held = spill_budget_->held();
+  EXPECT_GT(held, static_cast<size_t>(kValuesPerBatch * 8));
+  EXPECT_LE(held, 50000u);
+  // The next call finds the budget spent.
+  EXPECT_FALSE(runner_->SpillIfQuiet(absl::Now() + absl::Hours(1)));
+  // Served, the moved batch's heap goes once its send completed.
+  EXPECT_EQ(FirstValue(-1, 0, {}), 0);
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (spill_budget_->held() != 0 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  EXPECT_EQ(spill_budget_->held(), 0u);
+  EXPECT_EQ(FirstValue(-1, 0, {}), kValuesPerBatch);
 }
 
 }  // namespace

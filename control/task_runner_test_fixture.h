@@ -58,7 +58,8 @@ class DeliveryTest : public ::testing::Test {
     auto runner = TaskRunner::Start(task, *pool, std::move(feed),
                                     {.buffer_batches = 2,
                                      .max_parked_requests = max_parked_requests,
-                                     .verify_kept_slabs = true});
+                                     .verify_kept_slabs = true,
+                                     .spill_budget = spill_budget_});
     ASSERT_TRUE(runner.ok()) << runner.status();
     runner_ = std::move(*runner);
     server_->Handle(proto::GET_ELEMENT, [this](std::shared_ptr<transport::ServerCall> call) {
@@ -142,6 +143,7 @@ class DeliveryTest : public ::testing::Test {
     return response.batch_index();
   }
 
+  std::shared_ptr<SpillBudget> spill_budget_;  // for the next StartRunner; null: no bound
   std::unique_ptr<transport::RpcEndpoint> server_;
   std::shared_ptr<transport::SlabPool> pool_;
   std::unique_ptr<TaskRunner> runner_;

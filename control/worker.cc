@@ -5,6 +5,7 @@
 #include <deque>
 #include <iostream>
 #include <string_view>
+#include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
@@ -19,6 +20,7 @@
 namespace sluice::control {
 
 Worker::Worker(const WorkerOptions& options) : options_(options), task_options_(options.task) {
+  task_options_.spill_budget = std::make_shared<SpillBudget>(options.max_spilled_bytes);
   task_options_.on_slabs_short = [this](const TaskRunner* short_of_slabs, absl::Duration waited) {
     FreeSlabsFor(short_of_slabs, waited);
   };
@@ -244,16 +246,15 @@ void Worker::FreeSlabsFor(const TaskRunner* except, absl::Duration waited) {
   // under a runner's. One slab's kept batches of each, per wait of a starving producer: the
   // slabs come from whichever task holds them, and none loses more than the producer needs.
   // Batches a client lost stay: they are not given up for another job's sake.
-  // Their buffered batches cannot be let go: those of a task whose readers stopped asking
-  // move to the heap (TaskRunner::SpillIfQuiet).
-  const absl::Time now = absl::Now();
   absl::MutexLock lock(&mu_);
   for (const auto& [id, runner] : runners_) {
     if (runner.get() != except && (any_job || runner->job_id() == except->job_id())) {
       (void)runner->ReleaseKeptBatch(TaskRunner::LostBatches::kKeep);
     }
-    if (runner.get() != except && any_job) (void)runner->SpillIfQuiet(now);
   }
+  // Buffered batches cannot be let go: those of tasks whose readers stopped asking move to
+  // the heap, on the heartbeat thread (TaskRunner::SpillIfQuiet).
+  if (any_job) spill_wanted_ = true;
 }
 
 proto::WorkerStats Worker::stats() {
@@ -265,6 +266,7 @@ proto::WorkerStats Worker::stats() {
   }
   stats.set_transport_bytes_copied(
       static_cast<int64_t>(rpc_->transport().stats().payload_bytes_copied.load()));
+  stats.set_spilled_bytes_held(static_cast<int64_t>(task_options_.spill_budget->held()));
   return stats;
 }
 
@@ -374,11 +376,17 @@ void Worker::HeartbeatLoop() {
   while (heartbeat_pacer_.Wait()) {
     {
       std::vector<std::shared_ptr<TaskRunner>> runners;
+      bool spill = false;
       {
         absl::MutexLock lock(&mu_);
         for (const auto& [id, runner] : runners_) runners.push_back(runner);
+        spill = std::exchange(spill_wanted_, false);
       }
-      for (const auto& runner : runners) runner->Poll();
+      const absl::Time now = absl::Now();
+      for (const auto& runner : runners) {
+        runner->Poll();
+        if (spill) (void)runner->SpillIfQuiet(now);
+      }
     }
     absl::Status status = Heartbeat();
     std::string message = status.ok() ? "" : std::string(status.message());

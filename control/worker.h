@@ -32,6 +32,10 @@ struct WorkerOptions {
   // Registered memory: slab_bytes bounds one batch, num_slabs bounds the worker's buffers.
   size_t slab_bytes = 16 << 20;
   size_t num_slabs = 16;
+  // Heap that buffered batches of readers that stopped may move to, so that their slabs
+  // serve other jobs (TaskRunner::SpillIfQuiet); 0: they stay in the pool. With the pool,
+  // what bounds the memory the worker's batches hold.
+  size_t max_spilled_bytes = 256 << 20;
   TaskRunnerOptions task;
   // DYNAMIC splits leased per dispatcher round trip: from splits_per_lease, doubled while a
   // lease lasts less than lease_target, up to max_splits_per_lease (control/lease_sizer.h).
@@ -96,6 +100,10 @@ class Worker {
   std::string last_heartbeat_error_ ABSL_GUARDED_BY(mu_);
   bool warned_kept_released_ ABSL_GUARDED_BY(mu_) = false;
   bool warned_slab_waits_ ABSL_GUARDED_BY(mu_) = false;
+  // Set by FreeSlabsFor once a producer waited kOtherJobsKeepSlabsFor: the heartbeat thread
+  // asks every task to spill its buffer if it is quiet (the copies are made there, not on
+  // the producer's thread under mu_, which the transport's thread takes for each request).
+  bool spill_wanted_ ABSL_GUARDED_BY(mu_) = false;
   std::string dispatcher_id_ ABSL_GUARDED_BY(mu_);
   proto::WorkerStats retired_stats_ ABSL_GUARDED_BY(mu_);  // of tasks already deleted
   HeartbeatPacer heartbeat_pacer_{options_.heartbeat_interval, kMinHeartbeatGap};

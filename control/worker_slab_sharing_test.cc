@@ -33,9 +33,12 @@ std::string CountingBatches(int64_t first) {
                       kBatchValues, ")");
 }
 
+// `job_name` and `max_batches` as ReadOptions has them (empty, 0: none).
 absl::StatusOr<std::unique_ptr<BatchReader>> ReadOff(Client& client, int64_t first,
                                                      absl::Duration request_timeout,
-                                                     bool counting = false) {
+                                                     bool counting = false,
+                                                     const std::string& job_name = "",
+                                                     int64_t max_batches = 0) {
   absl::StatusOr<proto::PipelineDef> pipeline =
       engine::ParsePipeline(counting ? CountingBatches(first) : Batches(first));
   if (!pipeline.ok()) return pipeline.status();
@@ -45,6 +48,8 @@ absl::StatusOr<std::unique_ptr<BatchReader>> ReadOff(Client& client, int64_t fir
   read.mode = proto::OFF;
   read.slab_bytes = kSlabBytes;
   read.request_timeout = request_timeout;
+  read.job_name = job_name;
+  read.max_batches = max_batches;
   return client.Read(*dataset, read);
 }
 
@@ -127,8 +132,6 @@ TEST(WorkerSlabSharingTest, BuffersOfStoppedReadersLeaveThePoolAndAreReadLater) 
   options.worker.transport.ucx_tls = "posix,sysv,cma,self";
   options.worker.slab_bytes = kSlabBytes;
   options.worker.num_slabs = 8;
-  // Two stopped tasks' buffers alone hold the pool: before, a third job waited for their
-  // readers (or for their jobs' collection) however many kept batches were let go.
   options.worker.task.buffer_batches = 4;
   auto cluster = LocalCluster::Start(options);
   ASSERT_TRUE(cluster.ok()) << cluster.status();
@@ -137,17 +140,27 @@ TEST(WorkerSlabSharingTest, BuffersOfStoppedReadersLeaveThePoolAndAreReadLater) 
   client_options.transport.ucx_tls = "posix,sysv,cma,self";
   auto client = Client::Connect(client_options);
   ASSERT_TRUE(client.ok()) << client.status();
+  Worker& worker = *(*cluster)->workers()[0];
 
-  std::vector<std::unique_ptr<BatchReader>> stopped;
-  std::vector<std::set<int64_t>> seen(2);
+  // Two named jobs whose only readers take two batches each (acknowledged) and go. The jobs
+  // stay for readers that may join them until collected, and so do their tasks' buffers.
   const int64_t firsts[] = {0, 100000000};
+  std::vector<std::set<int64_t>> seen(2);
   for (int r = 0; r < 2; ++r) {
-    auto reader = ReadOff(**client, firsts[r], absl::Seconds(60), /*counting=*/true);
+    auto reader = ReadOff(**client, firsts[r], absl::Seconds(60), /*counting=*/true,
+                          absl::StrCat("stopped-", r), /*max_batches=*/2);
     ASSERT_TRUE(reader.ok()) << reader.status();
     for (int i = 0; i < 2; ++i) seen[r].insert(NextFirstValue(**reader));
-    stopped.push_back(*std::move(reader));
   }
-  absl::SleepFor(absl::Milliseconds(500));
+  // Their buffers, 4 batches of a slab each, hold all 8 slabs: the next job cannot get one
+  // unless they move. Before, it waited until the jobs were collected (5 minutes).
+  const int64_t batch_bytes = kBatchValues * 8;
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (worker.stats().bytes_assembled_unserved() < 8 * batch_bytes && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  ASSERT_GE(worker.stats().bytes_assembled_unserved(), 8 * batch_bytes);
+  ASSERT_EQ(worker.stats().batches_spilled(), 0);
 
   {
     auto reader = ReadOff(**client, 200000000, absl::Seconds(20), /*counting=*/true);
@@ -157,16 +170,27 @@ TEST(WorkerSlabSharingTest, BuffersOfStoppedReadersLeaveThePoolAndAreReadLater) 
       ASSERT_EQ(NextFirstValue(**reader), 200000000 + i * kBatchValues) << "batch " << i;
     }
     EXPECT_LT(absl::Now() - start, absl::Seconds(15));
-    EXPECT_GE((*cluster)->workers()[0]->stats().batches_spilled(), 4);
+    EXPECT_EQ(worker.stats().batches_spilled(), 8);
+    EXPECT_GT(worker.stats().spilled_bytes_held(), 8 * batch_bytes);
   }  // its anonymous job ends, and its task's slabs come back
 
-  // The stopped readers read on: every batch once, those moved to the heap among them.
+  // New readers join the named jobs and read on: every batch once, the moved ones first.
   for (int r = 0; r < 2; ++r) {
-    for (int i = 0; i < 14; ++i) seen[r].insert(NextFirstValue(*stopped[r]));
+    auto reader = ReadOff(**client, firsts[r], absl::Seconds(20), /*counting=*/true,
+                          absl::StrCat("stopped-", r));
+    ASSERT_TRUE(reader.ok()) << reader.status();
+    for (int i = 0; i < 14; ++i) seen[r].insert(NextFirstValue(**reader));
     ASSERT_EQ(seen[r].size(), 16u) << "reader " << r;
     EXPECT_EQ(*seen[r].begin(), firsts[r]);
     EXPECT_EQ(*seen[r].rbegin(), firsts[r] + 15 * kBatchValues);
   }
+  // Sent, the heap copies are gone.
+  const absl::Time freed_by = absl::Now() + absl::Seconds(10);
+  while (worker.stats().spilled_bytes_held() > 0 && absl::Now() < freed_by) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  EXPECT_EQ(worker.stats().spilled_bytes_held(), 0);
+  EXPECT_EQ(worker.stats().batches_spilled(), 8);
 }
 
 }  // namespace

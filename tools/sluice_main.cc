@@ -194,6 +194,12 @@ int Main(int argc, char** argv) {
                    "Finished batches buffered per task")
       ->check(AtLeast(1))
       ->capture_default_str();
+  worker_cmd
+      ->add_option("--spill-bytes", worker_options.max_spilled_bytes,
+                   "Heap the buffers of readers that stopped may move to, freeing their slabs "
+                   "for other jobs (0: they keep their slabs)")
+      ->transform(ByteSize())
+      ->capture_default_str();
   std::vector<std::string> worker_plugins;
   worker_cmd->add_option("--plugin", worker_plugins,
                          "Shared library of custom functions to load (repeatable)");

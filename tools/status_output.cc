@@ -38,6 +38,7 @@ nlohmann::json StatusToJson(const proto::GetStatusResponse& status) {
          {"slab_waits", w.stats().slab_waits()},
          {"batches_spilled", w.stats().batches_spilled()},
          {"bytes_spilled", w.stats().bytes_spilled()},
+         {"spilled_bytes_held", w.stats().spilled_bytes_held()},
          {"lost", w.lost()}});
   }
   nlohmann::json datasets = nlohmann::json::array();
@@ -98,8 +99,9 @@ void PrintStatus(const proto::GetStatusResponse& status, bool json, std::ostream
             : "",
         // Stopped readers' buffers, moved out of the pool for them.
         w.stats().batches_spilled() > 0
-            ? absl::StrFormat("  %d buffered batches of stopped readers moved to the heap",
-                              w.stats().batches_spilled())
+            ? absl::StrFormat(
+                  "  %d buffered batches of stopped readers moved to the heap (%.1f MB held)",
+                  w.stats().batches_spilled(), w.stats().spilled_bytes_held() / 1e6)
             : "");
   }
   out << absl::StrFormat("%d dataset(s)\n", status.datasets_size());
