@@ -117,7 +117,7 @@ absl::Status TaskRunner::ProduceAll(engine::ElementIterator& iterator) {
         // condition, every release of mu_ (several per request) evaluates it.
         while (!stopping_ && ready_.size() > resume_at) {
           if (drop_last_slab_) {
-            // Its batches were moved out (SpillBuffered): the slab goes back to the pool.
+            // Its batches were moved out (PlaceSpilled): the slab goes back to the pool.
             drop_last_slab_ = false;
             last_slab_.reset();
             last_batch_.clear();

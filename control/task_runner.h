@@ -396,7 +396,7 @@ class TaskRunner {
   // destructor. The producer is the one thread that waits on room_.
   absl::CondVar room_;
   std::optional<size_t> producer_resumes_at_ ABSL_GUARDED_BY(mu_);
-  // Set by SpillBuffered, which moved the batches out of last_slab_: the producer waiting
+  // Set by PlaceSpilled, which moved the batches out of last_slab_: the producer waiting
   // for room lets go of it (and of last_batch_, which was served from it).
   bool drop_last_slab_ ABSL_GUARDED_BY(mu_) = false;
   // Requests that came (Park, or a round served again): SpillIfQuiet's sign of readers.

@@ -255,7 +255,7 @@ bool TaskRunner::ReleaseOldestKept(ReleaseRule rule) {
     }
     return slabs.emplace_back(KeptSlab{&kept.slab});
   };
-  // A batch spilled to the heap (SpillBuffered) holds no slab: letting it go gives none back.
+  // A batch spilled to the heap (SpillIfQuiet) holds no slab: letting it go gives none back.
   auto awaiting = [&of](const ReadyBatch& kept) {
     if (!kept.slab->pooled()) return;
     KeptSlab& s = of(kept);

@@ -98,33 +98,51 @@ std::vector<TaskRunner::SpillCopy> TaskRunner::PlanSpill() {
 }
 
 bool TaskRunner::PlaceSpilled(std::vector<SpillCopy>& copies) {
+  // While the copies were made, a reader may have taken some of a slab's batches (its send
+  // or kept copy now holds the slab), or the woken producer packed new ones behind them:
+  // a slab's copies go in only if it still holds nothing but batches that have one, so
+  // that placing them gives the slab back. Copies left out are freed with `copies`.
+  const transport::Slab* producers = producer_resumes_at_.has_value() ? last_slab_.get() : nullptr;
   bool any = false;
-  for (size_t i = 0; i < ready_.size(); ++i) {
-    ReadyBatch& batch = ready_[i];
-    // Batches served while the copies were made are gone from ready_; the producer may
-    // have packed new ones behind them, which keep the slab (this time's copies were for
-    // nothing; the next call moves them all).
-    auto copy = std::find_if(copies.begin(), copies.end(), [&](const SpillCopy& c) {
-      return c.from == batch.slab && c.offset == batch.offset;
-    });
-    if (copy == copies.end()) continue;
-    if (copy->to.use_count() == 1) {
-      stats_.batches_spilled += 1;
-      stats_.bytes_spilled += static_cast<int64_t>(batch.size);
+  for (size_t first = 0; first < copies.size();) {
+    const std::shared_ptr<transport::Slab>& from = copies[first].from;
+    size_t end = first;  // PlanSpill put a slab's copies together
+    while (end < copies.size() && copies[end].from == from) ++end;
+    auto copy_of = [&](const ReadyBatch& batch) -> SpillCopy* {
+      for (size_t c = first; c < end; ++c) {
+        if (copies[c].offset == batch.offset) return &copies[c];
+      }
+      return nullptr;
+    };
+    long buffered = 0;
+    bool whole = true;
+    for (size_t i = 0; i < ready_.size() && whole; ++i) {
+      if (ready_[i].slab != from) continue;
+      ++buffered;
+      whole = copy_of(ready_[i]) != nullptr;
     }
-    batch.slab = copy->to;
-    batch.offset = 0;
-    any = true;
-  }
-  // The producer, still waiting for room with a slab whose batches moved, lets go of it.
-  if (producer_resumes_at_.has_value()) {
-    const bool moved = std::any_of(copies.begin(), copies.end(), [this](const SpillCopy& c) {
-      return c.from == last_slab_ && c.to.use_count() > 1;
-    });
-    if (moved) {
-      drop_last_slab_ = true;
-      room_.Signal();
+    const long holders =
+        buffered + static_cast<long>(end - first) + (from.get() == producers ? 1 : 0);
+    if (whole && buffered > 0 && from.use_count() == holders) {
+      for (size_t i = 0; i < ready_.size(); ++i) {
+        ReadyBatch& batch = ready_[i];
+        if (batch.slab != from) continue;
+        SpillCopy* copy = copy_of(batch);
+        if (copy->to.use_count() == 1) {  // its first placing
+          stats_.batches_spilled += 1;
+          stats_.bytes_spilled += static_cast<int64_t>(batch.size);
+        }
+        batch.slab = copy->to;
+        batch.offset = 0;
+      }
+      any = true;
+      if (from.get() == producers) {
+        // The producer, still waiting for room with the slab, lets go of it.
+        drop_last_slab_ = true;
+        room_.Signal();
+      }
     }
+    first = end;
   }
   return any;
 }

@@ -160,7 +160,6 @@ TEST(WorkerSlabSharingTest, BuffersOfStoppedReadersLeaveThePoolAndAreReadLater) 
     absl::SleepFor(absl::Milliseconds(10));
   }
   ASSERT_GE(worker.stats().bytes_assembled_unserved(), 8 * batch_bytes);
-  ASSERT_EQ(worker.stats().batches_spilled(), 0);
 
   {
     auto reader = ReadOff(**client, 200000000, absl::Seconds(20), /*counting=*/true);
@@ -170,7 +169,8 @@ TEST(WorkerSlabSharingTest, BuffersOfStoppedReadersLeaveThePoolAndAreReadLater) 
       ASSERT_EQ(NextFirstValue(**reader), 200000000 + i * kBatchValues) << "batch " << i;
     }
     EXPECT_LT(absl::Now() - start, absl::Seconds(15));
-    EXPECT_EQ(worker.stats().batches_spilled(), 8);
+    // (More only should a producer have waited a second for a slab before this job.)
+    EXPECT_GE(worker.stats().batches_spilled(), 8);
     EXPECT_GT(worker.stats().spilled_bytes_held(), 8 * batch_bytes);
   }  // its anonymous job ends, and its task's slabs come back
 
@@ -184,13 +184,17 @@ TEST(WorkerSlabSharingTest, BuffersOfStoppedReadersLeaveThePoolAndAreReadLater) 
     EXPECT_EQ(*seen[r].begin(), firsts[r]);
     EXPECT_EQ(*seen[r].rbegin(), firsts[r] + 15 * kBatchValues);
   }
-  // Sent, the heap copies are gone.
+  // Sent, the 8 heap copies are gone. One reader's task may have been short of slabs for a
+  // second while the other job's task held them, and moved the other's refilled buffer:
+  // those copies stay until read.
+  const int64_t batch_with_header = batch_bytes + 1024;
+  auto beyond_the_eight = [&worker, batch_with_header] {
+    const proto::WorkerStats stats = worker.stats();
+    return stats.spilled_bytes_held() - (stats.batches_spilled() - 8) * batch_with_header;
+  };
   const absl::Time freed_by = absl::Now() + absl::Seconds(10);
-  while (worker.stats().spilled_bytes_held() > 0 && absl::Now() < freed_by) {
-    absl::SleepFor(absl::Milliseconds(10));
-  }
-  EXPECT_EQ(worker.stats().spilled_bytes_held(), 0);
-  EXPECT_EQ(worker.stats().batches_spilled(), 8);
+  while (beyond_the_eight() > 0 && absl::Now() < freed_by) absl::SleepFor(absl::Milliseconds(10));
+  EXPECT_LE(beyond_the_eight(), 0);
 }
 
 }  // namespace

@@ -24,6 +24,7 @@ nlohmann::json StatusToJson(const proto::GetStatusResponse& status) {
          {"batches_served", w.stats().batches_served()},
          {"bytes_served", w.stats().bytes_served()},
          {"bytes_assembled", w.stats().bytes_assembled()},
+         {"bytes_assembled_unserved", w.stats().bytes_assembled_unserved()},
          {"bytes_reused", w.stats().bytes_reused()},
          {"buffer_full_waits", w.stats().buffer_full_waits()},
          {"bad_records_skipped", w.stats().bad_records_skipped()},

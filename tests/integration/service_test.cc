@@ -16,6 +16,7 @@
 #include <sstream>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "common/subprocess.h"
 #include "nlohmann/json.hpp"
 #include "tests/integration/cluster.h"
@@ -95,6 +96,56 @@ TEST(ServiceTest, ShortReadsOneAfterAnotherDoNotRunAWorkerOutOfSlabs) {
         StartRead(cluster.address(), "range(100000000) | batch(20000)", "off", "", {"--take", "2"});
     ASSERT_EQ(read->Wait(absl::Seconds(30)), 0) << read->stderr_text();
     ExpectEachValueTimes(Values(*read), 40000, 1);  // the first two batches
+  }
+}
+
+// The first worker's counters, as `sluice status --json` gives them.
+nlohmann::json FirstWorkersStats(const std::string& address) {
+  Subprocess status({Binary(), "status", "--dispatcher", address, "--json"});
+  EXPECT_EQ(status.Wait(absl::Seconds(30)), 0) << status.stderr_text();
+  const nlohmann::json s = nlohmann::json::parse(status.stdout_text(), nullptr, false);
+  if (s.is_discarded() || s["workers"].empty()) return nlohmann::json::object();
+  return s["workers"][0];
+}
+
+// Named jobs whose readers took two batches and left keep their tasks until collected
+// (minutes), and with them their buffered batches: here enough to hold every slab of the
+// worker. Those batches move to the worker's heap once the next job's pipeline waits for a
+// slab, and a reader joining a named job later gets them in turn, sent from there, on every
+// transport.
+TEST(ServiceTest, NamedJobsLeftMidwayLeaveTheirSlabsToTheNextJob) {
+  Cluster cluster(ClusterOptions{
+      .workers = 1,
+      .worker_args = {"--slab-bytes", "64KiB", "--slabs", "8", "--buffer-batches", "4"}});
+  const std::string left = "range(100000000) | batch(5000)";  // 40,000 bytes: a slab each
+  std::map<int64_t, int> first_reads[2];
+  for (int job = 0; job < 2; ++job) {
+    auto read =
+        StartRead(cluster.address(), left, "off", absl::StrCat("left-", job), {"--take", "2"});
+    first_reads[job] = Values(*read);
+    ExpectEachValueTimes(first_reads[job], 10000, 1);
+  }
+  // Both buffers full: 8 batches of 40,000 bytes waiting, in all 8 slabs.
+  int64_t unserved = 0;
+  for (const absl::Time deadline = absl::Now() + absl::Seconds(20);
+       unserved < 8 * 40000 && absl::Now() < deadline; absl::SleepFor(absl::Milliseconds(100))) {
+    unserved = FirstWorkersStats(cluster.address()).value("bytes_assembled_unserved", 0);
+  }
+  ASSERT_GE(unserved, 8 * 40000);
+
+  auto next =
+      StartRead(cluster.address(), "range(150000) | batch(5000)", "off", "", {"--take", "30"});
+  ASSERT_EQ(next->Wait(absl::Seconds(60)), 0) << next->stderr_text();
+  ExpectEachValueTimes(Values(*next), 150000, 1);
+  EXPECT_GE(FirstWorkersStats(cluster.address()).value("batches_spilled", 0), 8);
+
+  for (int job = 0; job < 2; ++job) {
+    SCOPED_TRACE(job);
+    auto rest =
+        StartRead(cluster.address(), left, "off", absl::StrCat("left-", job), {"--take", "14"});
+    std::map<int64_t, int> all = Values(*rest);
+    all.insert(first_reads[job].begin(), first_reads[job].end());
+    ExpectEachValueTimes(all, 80000, 1);  // the next 14 batches, the 4 moved ones among them
   }
 }
 
