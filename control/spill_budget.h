@@ -26,7 +26,10 @@ class SpillBudget {
   [[nodiscard]] bool TryTake(size_t bytes) {
     size_t held = held_.load(std::memory_order_relaxed);
     do {
-      if (bytes > max_bytes_ - held) return false;  // held <= max_bytes_ always
+      if (bytes > max_bytes_ - held) {  // held <= max_bytes_ always
+        refusals_.fetch_add(1, std::memory_order_relaxed);
+        return false;
+      }
     } while (!held_.compare_exchange_weak(held, held + bytes, std::memory_order_relaxed));
     return true;
   }
@@ -35,10 +38,13 @@ class SpillBudget {
 
   [[nodiscard]] size_t held() const { return held_.load(std::memory_order_relaxed); }
   [[nodiscard]] size_t max_bytes() const { return max_bytes_; }
+  // TryTake calls that found the budget spent.
+  [[nodiscard]] size_t refusals() const { return refusals_.load(std::memory_order_relaxed); }
 
  private:
   const size_t max_bytes_;
   std::atomic<size_t> held_{0};
+  std::atomic<size_t> refusals_{0};
 };
 
 }  // namespace sluice::control

@@ -19,6 +19,7 @@ TEST(SpillBudgetTest, TakesUpToItsBoundAndGivesBack) {
   EXPECT_EQ(budget.held(), 40u);
   EXPECT_TRUE(budget.TryTake(60));
   EXPECT_EQ(budget.held(), 100u);
+  EXPECT_EQ(budget.refusals(), 2u);
 }
 
 TEST(SpillBudgetTest, AZeroBudgetTakesNothing) {

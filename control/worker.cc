@@ -315,6 +315,13 @@ absl::Status Worker::Heartbeat() {
                 << "the heap (after a second or two); raise --slabs to serve more tasks at "
                 << "once\n";
     }
+    if (task_options_.spill_budget->refusals() > 0 && !warned_spill_budget_) {
+      warned_spill_budget_ = true;
+      std::cerr << "sluice worker " << address_ << ": the buffers of readers that stopped "
+                << "fill the heap they may move to (" << options_.max_spilled_bytes
+                << " bytes, --spill-bytes), so theirs keep slabs other jobs wait for; raise "
+                << "--spill-bytes or --slabs\n";
+    }
     for (const auto& [id, runner] : runners_) {
       request.add_current_tasks(id);
       if (runner->finished()) request.add_finished_tasks(id);

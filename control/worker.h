@@ -100,6 +100,7 @@ class Worker {
   std::string last_heartbeat_error_ ABSL_GUARDED_BY(mu_);
   bool warned_kept_released_ ABSL_GUARDED_BY(mu_) = false;
   bool warned_slab_waits_ ABSL_GUARDED_BY(mu_) = false;
+  bool warned_spill_budget_ ABSL_GUARDED_BY(mu_) = false;
   // Set by FreeSlabsFor once a producer waited kOtherJobsKeepSlabsFor: the heartbeat thread
   // asks every task to spill its buffer if it is quiet (the copies are made there, not on
   // the producer's thread under mu_, which the transport's thread takes for each request).
