@@ -44,12 +44,7 @@ class SpillTest : public DeliveryTest {
   // The first value of the batch the worker answers `client` with (-1: none), checking that
   // its values run on from there.
   int64_t FirstValue(int64_t client, int64_t epoch, std::vector<int64_t> acked) {
-    proto::GetElementRequest request;
-    request.set_task_id(kTaskId);
-    request.set_client_id(client);
-    request.set_max_batch_bytes(1 << 16);
-    request.set_delivery_epoch(epoch);
-    for (int64_t index : acked) request.add_acked_batch_indices(index);
+    const proto::GetElementRequest request = Request(client, epoch, acked);
     auto connection = client_->ConnectTo(address_);
     EXPECT_TRUE(connection.ok()) << connection.status();
     if (!connection.ok()) return -1;

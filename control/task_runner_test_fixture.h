@@ -108,14 +108,21 @@ class DeliveryTest : public ::testing::Test {
     return response.batch_index();
   }
 
-  // The worker's whole answer to `client`.
-  proto::GetElementResponse GetResponse(int64_t client, int64_t epoch, std::vector<int64_t> acked) {
+  // An uncoordinated request of `client`, acknowledging `acked`.
+  static proto::GetElementRequest Request(int64_t client, int64_t epoch,
+                                          const std::vector<int64_t>& acked) {
     proto::GetElementRequest request;
     request.set_task_id(kTaskId);
     request.set_client_id(client);
     request.set_max_batch_bytes(1 << 16);
     request.set_delivery_epoch(epoch);
     for (int64_t index : acked) request.add_acked_batch_indices(index);
+    return request;
+  }
+
+  // The worker's whole answer to `client`.
+  proto::GetElementResponse GetResponse(int64_t client, int64_t epoch, std::vector<int64_t> acked) {
+    const proto::GetElementRequest request = Request(client, epoch, acked);
     proto::GetElementResponse response;
     absl::Status status =
         client_->CallProto(address_, proto::GET_ELEMENT, request, &response, absl::Seconds(10));

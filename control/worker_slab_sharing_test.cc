@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/status_macros.h"
 #include "control/client.h"
 #include "control/local_cluster.h"
 #include "engine/pipeline_text.h"
@@ -53,28 +54,41 @@ absl::StatusOr<std::unique_ptr<BatchReader>> ReadOff(Client& client, int64_t fir
   return client.Read(*dataset, read);
 }
 
-TEST(WorkerSlabSharingTest, ReadersOfOtherJobsThatStoppedDoNotStarveAJobThatReadsOn) {
+// One worker over shared memory, with 8 slabs of kSlabBytes and `buffer_batches` per task,
+// and a client of it.
+struct OneWorker {
+  std::unique_ptr<LocalCluster> cluster;
+  std::unique_ptr<Client> client;
+};
+absl::StatusOr<OneWorker> StartOneWorker(size_t buffer_batches) {
   LocalClusterOptions options;
   options.num_workers = 1;
   options.dispatcher.transport.ucx_tls = "posix,sysv,cma,self";
   options.worker.transport.ucx_tls = "posix,sysv,cma,self";
   options.worker.slab_bytes = kSlabBytes;
   options.worker.num_slabs = 8;
-  options.worker.task.buffer_batches = 2;
-  auto cluster = LocalCluster::Start(options);
-  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  options.worker.task.buffer_batches = buffer_batches;
+  OneWorker setup;
+  SLUICE_ASSIGN_OR_RETURN(setup.cluster, LocalCluster::Start(options));
   ClientOptions client_options;
-  client_options.dispatcher = (*cluster)->dispatcher_address();
+  client_options.dispatcher = setup.cluster->dispatcher_address();
   client_options.transport.ucx_tls = "posix,sysv,cma,self";
-  auto client = Client::Connect(client_options);
-  ASSERT_TRUE(client.ok()) << client.status();
+  SLUICE_ASSIGN_OR_RETURN(setup.client, Client::Connect(client_options));
+  return setup;
+}
+
+TEST(WorkerSlabSharingTest, ReadersOfOtherJobsThatStoppedDoNotStarveAJobThatReadsOn) {
+  auto setup = StartOneWorker(/*buffer_batches=*/2);
+  ASSERT_TRUE(setup.ok()) << setup.status();
+  LocalCluster& cluster = *setup->cluster;
+  Client& client = *setup->client;
 
   // Two jobs whose readers take two batches each, then stop while staying alive (they keep
   // heartbeating, so the dispatcher never lets the worker forget them). Each task then holds
   // up to its kept budget (half the pool) plus its buffer: together more than the pool.
   std::vector<std::unique_ptr<BatchReader>> stopped;
   for (int64_t first : {0, 100000}) {
-    auto reader = ReadOff(**client, first, absl::Seconds(60));
+    auto reader = ReadOff(client, first, absl::Seconds(60));
     ASSERT_TRUE(reader.ok()) << reader.status();
     for (int i = 0; i < 2; ++i) {
       auto batch = (*reader)->Next();
@@ -86,7 +100,7 @@ TEST(WorkerSlabSharingTest, ReadersOfOtherJobsThatStoppedDoNotStarveAJobThatRead
 
   // A third job reads on. Before, its producer found no slab and nothing of its own to let go,
   // and waited for readers that never acknowledge: its requests failed at their deadline.
-  auto reader = ReadOff(**client, 200000, absl::Seconds(20));
+  auto reader = ReadOff(client, 200000, absl::Seconds(20));
   ASSERT_TRUE(reader.ok()) << reader.status();
   const absl::Time start = absl::Now();
   absl::Duration first_batch;
@@ -106,7 +120,7 @@ TEST(WorkerSlabSharingTest, ReadersOfOtherJobsThatStoppedDoNotStarveAJobThatRead
   // longer test that.
   EXPECT_GE(first_batch, Worker::kOtherJobsKeepSlabsFor - absl::Milliseconds(100));
   // Each of those 100 ms waits is counted, for `sluice status` to show.
-  EXPECT_GE((*cluster)->workers()[0]->stats().slab_waits(), 9);
+  EXPECT_GE(cluster.workers()[0]->stats().slab_waits(), 9);
 }
 
 // The first value of `reader`'s next batch, after checking that its values count on.
@@ -126,28 +140,18 @@ int64_t NextFirstValue(BatchReader& reader) {
 }
 
 TEST(WorkerSlabSharingTest, BuffersOfStoppedReadersLeaveThePoolAndAreReadLater) {
-  LocalClusterOptions options;
-  options.num_workers = 1;
-  options.dispatcher.transport.ucx_tls = "posix,sysv,cma,self";
-  options.worker.transport.ucx_tls = "posix,sysv,cma,self";
-  options.worker.slab_bytes = kSlabBytes;
-  options.worker.num_slabs = 8;
-  options.worker.task.buffer_batches = 4;
-  auto cluster = LocalCluster::Start(options);
-  ASSERT_TRUE(cluster.ok()) << cluster.status();
-  ClientOptions client_options;
-  client_options.dispatcher = (*cluster)->dispatcher_address();
-  client_options.transport.ucx_tls = "posix,sysv,cma,self";
-  auto client = Client::Connect(client_options);
-  ASSERT_TRUE(client.ok()) << client.status();
-  Worker& worker = *(*cluster)->workers()[0];
+  auto setup = StartOneWorker(/*buffer_batches=*/4);
+  ASSERT_TRUE(setup.ok()) << setup.status();
+  LocalCluster& cluster = *setup->cluster;
+  Client& client = *setup->client;
+  Worker& worker = *cluster.workers()[0];
 
   // Two named jobs whose only readers take two batches each (acknowledged) and go. The jobs
   // stay for readers that may join them until collected, and so do their tasks' buffers.
   const int64_t firsts[] = {0, 100000000};
   std::vector<std::set<int64_t>> seen(2);
   for (int r = 0; r < 2; ++r) {
-    auto reader = ReadOff(**client, firsts[r], absl::Seconds(60), /*counting=*/true,
+    auto reader = ReadOff(client, firsts[r], absl::Seconds(60), /*counting=*/true,
                           absl::StrCat("stopped-", r), /*max_batches=*/2);
     ASSERT_TRUE(reader.ok()) << reader.status();
     for (int i = 0; i < 2; ++i) seen[r].insert(NextFirstValue(**reader));
@@ -162,7 +166,7 @@ TEST(WorkerSlabSharingTest, BuffersOfStoppedReadersLeaveThePoolAndAreReadLater) 
   ASSERT_GE(worker.stats().bytes_assembled_unserved(), 8 * batch_bytes);
 
   {
-    auto reader = ReadOff(**client, 200000000, absl::Seconds(20), /*counting=*/true);
+    auto reader = ReadOff(client, 200000000, absl::Seconds(20), /*counting=*/true);
     ASSERT_TRUE(reader.ok()) << reader.status();
     const absl::Time start = absl::Now();
     for (int i = 0; i < 30; ++i) {
@@ -176,7 +180,7 @@ TEST(WorkerSlabSharingTest, BuffersOfStoppedReadersLeaveThePoolAndAreReadLater) 
 
   // New readers join the named jobs and read on: every batch once, the moved ones first.
   for (int r = 0; r < 2; ++r) {
-    auto reader = ReadOff(**client, firsts[r], absl::Seconds(20), /*counting=*/true,
+    auto reader = ReadOff(client, firsts[r], absl::Seconds(20), /*counting=*/true,
                           absl::StrCat("stopped-", r));
     ASSERT_TRUE(reader.ok()) << reader.status();
     for (int i = 0; i < 14; ++i) seen[r].insert(NextFirstValue(**reader));
