@@ -108,6 +108,8 @@ TEST_F(DeliveryTest, ARepeatedRoundWhoseBatchWasLetGoGetsTheNextBatchAtOnce) {
     std::thread consumer0([&] { first = GetRound(0, r, {}); });
     absl::StatusOr<int64_t> second = GetRound(1, r, {});
     consumer0.join();
+    EXPECT_TRUE(first.ok()) << "round " << r << ", consumer 0: " << first.status();
+    EXPECT_TRUE(second.ok()) << "round " << r << ", consumer 1: " << second.status();
     return std::pair{first.value_or(-100), second.value_or(-100)};
   };
   EXPECT_EQ(round(0), (Pair{0, 1}));

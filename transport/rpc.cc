@@ -197,6 +197,7 @@ absl::StatusOr<Address> RpcEndpoint::Listen(const Address& bind) {
 }
 
 absl::StatusOr<ConnectionId> RpcEndpoint::ConnectTo(const Address& peer, ConnectionId known) {
+  std::shared_ptr<ConnectAttempt> attempt;
   {
     absl::MutexLock lock(&mu_);
     if (known != kNoConnection) {
@@ -205,12 +206,31 @@ absl::StatusOr<ConnectionId> RpcEndpoint::ConnectTo(const Address& peer, Connect
       if (it != peer_of_.end() && it->second.live && it->second.address == peer) return known;
     }
     if (auto it = connections_.find(peer); it != connections_.end()) return it->second;
+    // One connect per peer at a time: the others wait for its outcome. Two connections made
+    // at once, one then closed as a duplicate, broke UCX: it pairs the endpoints two workers
+    // make to each other in the order each side made them, and the sides' orders can differ.
+    // A reply that needs the pairing (a rendezvous payload) was then lost on the closed one.
+    std::shared_ptr<ConnectAttempt>& slot = connecting_[peer];
+    if (slot != nullptr) {
+      attempt = slot;
+      mu_.Await(absl::Condition(
+          +[](ConnectAttempt* a) { return a->done; }, attempt.get()));
+      return attempt->result;
+    }
+    slot = attempt = std::make_shared<ConnectAttempt>();
     ++connects_in_flight_;
   }
+  absl::StatusOr<ConnectionId> connected = ConnectOnce(peer);
+  absl::MutexLock lock(&mu_);
+  attempt->result = connected;
+  attempt->done = true;
+  connecting_.erase(peer);
+  return connected;
+}
+
+absl::StatusOr<ConnectionId> RpcEndpoint::ConnectOnce(const Address& peer) {
   absl::StatusOr<ConnectionId> connected = transport_->Connect(peer);
-  ConnectionId kept = kNoConnection;
   std::optional<absl::Status> closed;  // why, when it was reported gone meanwhile
-  bool closed_while_opening = false;
   {
     absl::MutexLock lock(&mu_);
     // The transport may report a connection gone as soon as it exists (the peer died as it
@@ -221,16 +241,10 @@ absl::StatusOr<ConnectionId> RpcEndpoint::ConnectTo(const Address& peer, Connect
           it != closed_while_connecting_.end()) {
         closed = std::move(it->second);
         closed_while_connecting_.erase(it);
-        closed_while_opening = true;
-        // Another thread's connection to the peer, made meanwhile, serves as well.
-        if (auto live = connections_.find(peer); live != connections_.end()) {
-          kept = live->second;
-          closed.reset();
-        }
       } else {
-        auto [it2, inserted] = connections_.emplace(peer, *connected);
-        if (inserted) peer_of_[*connected] = Peer{peer};
-        kept = it2->second;
+        // No other connection to the peer was made meanwhile: ConnectTo lets one at a time.
+        connections_[peer] = *connected;
+        peer_of_[*connected] = Peer{peer};
       }
     }
     if (--connects_in_flight_ == 0) closed_while_connecting_.clear();
@@ -240,11 +254,7 @@ absl::StatusOr<ConnectionId> RpcEndpoint::ConnectTo(const Address& peer, Connect
     return absl::UnavailableError(absl::StrCat("connection to ", peer.ToString(),
                                                " closed as it opened: ", closed->message()));
   }
-  const ConnectionId id = *connected;
-  // Another thread connected meanwhile: one connection per peer. Closed outside the lock,
-  // which is held for table operations only.
-  if (kept != id && !closed_while_opening) transport_->Close(id);
-  return kept;
+  return *connected;
 }
 
 void RpcEndpoint::Disconnect(ConnectionId connection, const absl::Status& why) {

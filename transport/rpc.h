@@ -204,6 +204,8 @@ class RpcEndpoint final : public MessageHandler {
   void SendFrame(ConnectionId to, uint8_t kind, uint32_t method, uint64_t request_id,
                  const absl::Status& status, absl::string_view body, Payload payload,
                  SendCallback&& on_sent);
+  // ConnectTo's transport connect, for the one caller that makes it; records the connection.
+  absl::StatusOr<ConnectionId> ConnectOnce(const Address& peer);
   void FailCall(uint64_t request_id, const absl::Status& status);
   // Enters a call in the pending table and sends its request. The call completes through
   // `waiter` when set, else through `done`; one that cannot start completes at once.
@@ -235,6 +237,12 @@ class RpcEndpoint final : public MessageHandler {
   // reported gone meanwhile that were not (yet) in peer_of_: one of them may be a connection
   // being made. Cleared when none is in flight, so incoming ones do not pile up.
   int connects_in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  // The connect in progress to a peer, whose outcome other ConnectTo calls wait for.
+  struct ConnectAttempt {
+    bool done = false;
+    absl::StatusOr<ConnectionId> result;
+  };
+  absl::flat_hash_map<Address, std::shared_ptr<ConnectAttempt>> connecting_ ABSL_GUARDED_BY(mu_);
   static constexpr size_t kMaxClosedWhileConnecting = 4096;
   absl::flat_hash_map<ConnectionId, absl::Status> closed_while_connecting_ ABSL_GUARDED_BY(mu_);
 };

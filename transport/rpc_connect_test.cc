@@ -1,15 +1,21 @@
-// RpcEndpoint::ConnectTo when the transport reports a new connection gone before Connect
-// has even returned it (the peer died as it was reached): the endpoint must not record that
-// connection as the peer's live one, or every later call to the peer would go to a dead id.
+// RpcEndpoint::ConnectTo in two races. The transport reports a new connection gone before
+// Connect has even returned it (the peer died as it was reached): the endpoint must not
+// record that connection as the peer's live one, or every later call to the peer would go
+// to a dead id. And several threads connect to one peer at once: one connection is made, and
+// the others wait for it (two made at once, one closed as a duplicate, lost UCX rendezvous
+// replies, rpc.cc).
 //
-// The race is made certain, not hoped for: the real transport runs under a thin wrapper
+// The races are made certain, not hoped for: the real transport runs under a thin wrapper
 // that, inside Connect, aborts the connection it just made and waits until the transport's
-// own OnDisconnect for it has reached the endpoint.
+// own OnDisconnect for it has reached the endpoint, or holds Connect until the test lets it
+// go on.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <memory>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "absl/synchronization/mutex.h"
 #include "transport/rpc.h"
@@ -23,7 +29,7 @@ constexpr uint32_t kEcho = 1;
 
 // Forwards to a real transport, which reports to this object; this object forwards to the
 // endpoint. While `lose_next_connection` is set, Connect gives up the connection it made and
-// returns it only once the endpoint has been told it is gone.
+// returns it only once the endpoint has been told it is gone. While held, Connect waits.
 class LosesConnectionsAsTheyOpen final : public Transport, public MessageHandler {
  public:
   static absl::StatusOr<std::unique_ptr<Transport>> Make(const RpcOptions& options,
@@ -42,12 +48,28 @@ class LosesConnectionsAsTheyOpen final : public Transport, public MessageHandler
     absl::MutexLock lock(&mu_);
     lose_next_ = true;
   }
+  void HoldConnects(bool hold) {
+    absl::MutexLock lock(&mu_);
+    held_ = hold;
+  }
+  int connects() {
+    absl::MutexLock lock(&mu_);
+    return connects_;
+  }
 
   // Transport
   absl::string_view scheme() const override { return inner_->scheme(); }
   std::string Describe() const override { return inner_->Describe(); }
   absl::StatusOr<Address> Listen(const Address& bind) override { return inner_->Listen(bind); }
   absl::StatusOr<ConnectionId> Connect(const Address& peer) override {
+    {
+      absl::MutexLock lock(&mu_);
+      ++connects_;
+      auto let_go = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !held_; };
+      if (!mu_.AwaitWithTimeout(absl::Condition(&let_go), absl::Seconds(10))) {
+        return absl::DeadlineExceededError("the test never let the connect go on");
+      }
+    }
     absl::StatusOr<ConnectionId> id = inner_->Connect(peer);
     if (!id.ok()) return id;
     {
@@ -99,6 +121,8 @@ class LosesConnectionsAsTheyOpen final : public Transport, public MessageHandler
   MessageHandler* endpoint_ = nullptr;
   absl::Mutex mu_;
   bool lose_next_ ABSL_GUARDED_BY(mu_) = false;
+  bool held_ ABSL_GUARDED_BY(mu_) = false;
+  int connects_ ABSL_GUARDED_BY(mu_) = 0;
   ConnectionId losing_ ABSL_GUARDED_BY(mu_) = kNoConnection;
   // Last: destroyed first, as its shutdown may still report to OnDisconnect, which locks mu_.
   std::unique_ptr<Transport> inner_;
@@ -110,46 +134,108 @@ struct Case {
   const char* setting;  // UCX_TLS, or the libfabric provider
 };
 
-class RpcConnectTest : public ::testing::TestWithParam<Case> {};
+class RpcConnectTest : public ::testing::TestWithParam<Case> {
+ protected:
+  void SetUp() override {
+    const bool ofi = std::string(GetParam().scheme) == "ofi";
+#ifndef SLUICE_HAVE_LIBFABRIC
+    if (ofi) GTEST_SKIP() << "built without libfabric (libfabric-dev was not found at configure)";
+#endif
+    RpcOptions options;
+    options.scheme = GetParam().scheme;
+    (ofi ? options.transport.ofi_provider : options.transport.ucx_tls) = GetParam().setting;
+    auto server = RpcEndpoint::Create(options);
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+    server_->Handle(kEcho, [](std::shared_ptr<ServerCall> call) {
+      call->Reply(absl::OkStatus(), absl::StrCat("echo:", call->request()));
+    });
+    // A payload above every transport's rendezvous threshold: its receive needs the two
+    // sides' endpoints paired (UCX), which a duplicate connection closed at once broke.
+    server_->Handle(kBig, [this](std::shared_ptr<ServerCall> call) {
+      call->Reply(absl::OkStatus(), "big", Payload{big_.data(), big_.size()});
+    });
+    auto address = server_->Listen(Address{GetParam().scheme, "127.0.0.1", 0});
+    ASSERT_TRUE(address.ok()) << address.status();
+    address_ = *address;
+    auto client = RpcEndpoint::CreateOver(options, [&](MessageHandler* endpoint) {
+      return LosesConnectionsAsTheyOpen::Make(options, endpoint, &transport_);
+    });
+    ASSERT_TRUE(client.ok()) << client.status();
+    client_ = *std::move(client);
+  }
+
+  static constexpr uint32_t kBig = 2;
+  const std::string big_ = std::string(1 << 18, 'b');
+  std::unique_ptr<RpcEndpoint> server_;
+  Address address_;
+  LosesConnectionsAsTheyOpen* transport_ = nullptr;  // the client's
+  std::unique_ptr<RpcEndpoint> client_;
+};
 
 TEST_P(RpcConnectTest, AConnectionReportedGoneBeforeItIsRecordedIsNotHandedOut) {
-  const bool ofi = std::string(GetParam().scheme) == "ofi";
-#ifndef SLUICE_HAVE_LIBFABRIC
-  if (ofi) GTEST_SKIP() << "built without libfabric (libfabric-dev was not found at configure)";
-#endif
-  RpcOptions options;
-  options.scheme = GetParam().scheme;
-  (ofi ? options.transport.ofi_provider : options.transport.ucx_tls) = GetParam().setting;
-  auto server = RpcEndpoint::Create(options);
-  ASSERT_TRUE(server.ok()) << server.status();
-  (*server)->Handle(kEcho, [](std::shared_ptr<ServerCall> call) {
-    call->Reply(absl::OkStatus(), absl::StrCat("echo:", call->request()));
-  });
-  auto address = (*server)->Listen(Address{GetParam().scheme, "127.0.0.1", 0});
-  ASSERT_TRUE(address.ok()) << address.status();
-
-  LosesConnectionsAsTheyOpen* transport = nullptr;
-  auto client = RpcEndpoint::CreateOver(options, [&](MessageHandler* endpoint) {
-    return LosesConnectionsAsTheyOpen::Make(options, endpoint, &transport);
-  });
-  ASSERT_TRUE(client.ok()) << client.status();
-
-  transport->LoseNextConnection();
-  auto lost = (*client)->ConnectTo(*address);
+  transport_->LoseNextConnection();
+  auto lost = client_->ConnectTo(address_);
   ASSERT_FALSE(lost.ok()) << "connection " << *lost << " was handed out after it was reported gone";
   EXPECT_EQ(lost.status().code(), absl::StatusCode::kUnavailable) << lost.status();
   EXPECT_THAT(lost.status().message(), HasSubstr("closed as it opened"));
   EXPECT_THAT(lost.status().message(), HasSubstr("the peer died as it was reached"));
 
   // The next attempt connects afresh, and that connection works and is kept.
-  auto again = (*client)->ConnectTo(*address);
+  auto again = client_->ConnectTo(address_);
   ASSERT_TRUE(again.ok()) << again.status();
-  auto echo = (*client)->Call(*again, kEcho, "after", {});
+  auto echo = client_->Call(*again, kEcho, "after", {});
   ASSERT_TRUE(echo.ok()) << echo.status();
   EXPECT_EQ(echo->response.view(), "echo:after");
-  auto kept = (*client)->ConnectTo(*address);
+  auto kept = client_->ConnectTo(address_);
   ASSERT_TRUE(kept.ok()) << kept.status();
   EXPECT_EQ(*kept, *again);
+}
+
+// Threads that connect to one peer at once (a reader's first fetches from a worker) share
+// one connection, made once; the others wait for it, and share its failure too.
+TEST_P(RpcConnectTest, ThreadsConnectingAtOnceShareOneConnect) {
+  constexpr int kThreads = 4;
+  auto connect_at_once = [this] {
+    std::vector<absl::StatusOr<ConnectionId>> got(kThreads);
+    std::vector<std::thread> threads;
+    transport_->HoldConnects(true);
+    for (int i = 0; i < kThreads; ++i) {
+      threads.emplace_back([&, i] { got[i] = client_->ConnectTo(address_); });
+    }
+    // Time for every thread to reach ConnectTo; a late one finds the connection made.
+    absl::SleepFor(absl::Milliseconds(300));
+    transport_->HoldConnects(false);
+    for (std::thread& t : threads) t.join();
+    return got;
+  };
+
+  transport_->LoseNextConnection();
+  std::vector<absl::StatusOr<ConnectionId>> failed = connect_at_once();
+  EXPECT_EQ(transport_->connects(), 1);
+  for (const absl::StatusOr<ConnectionId>& connection : failed) {
+    EXPECT_THAT(connection.status().message(), HasSubstr("closed as it opened"));
+  }
+
+  std::vector<absl::StatusOr<ConnectionId>> got = connect_at_once();
+  EXPECT_EQ(transport_->connects(), 2) << "each thread made a connection of its own";
+  for (const absl::StatusOr<ConnectionId>& connection : got) {
+    ASSERT_TRUE(connection.ok()) << connection.status();
+    EXPECT_EQ(*connection, *got[0]);
+  }
+  // Replies with rendezvous payloads, to calls from two threads at once, arrive.
+  CallOptions options;
+  options.timeout = absl::Seconds(10);
+  for (int round = 0; round < 3; ++round) {
+    absl::StatusOr<CallResult> other;
+    std::thread caller([&] { other = client_->Call(*got[0], kBig, "", options); });
+    absl::StatusOr<CallResult> mine = client_->Call(*got[0], kBig, "", options);
+    caller.join();
+    for (const absl::StatusOr<CallResult>* result : {&mine, &other}) {
+      ASSERT_TRUE(result->ok()) << result->status();
+      EXPECT_EQ((*result)->payload.size, big_.size());
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, RpcConnectTest,
