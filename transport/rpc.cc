@@ -212,6 +212,13 @@ absl::StatusOr<ConnectionId> RpcEndpoint::ConnectTo(const Address& peer, Connect
     // A reply that needs the pairing (a rendezvous payload) was then lost on the closed one.
     std::shared_ptr<ConnectAttempt>& slot = connecting_[peer];
     if (slot != nullptr) {
+      // The connect in progress may need this very thread (UCX makes the endpoint on the
+      // thread that drives it): waiting would deadlock. The caller retries, as it does for
+      // a peer it could not reach (a reader's fetch from a reply callback: BatchReader::Pump).
+      if (transport_->DrivenByThisThread()) {
+        return absl::UnavailableError(absl::StrCat("connecting to ", peer.ToString(),
+                                                   ": another thread's connect is in progress"));
+      }
       attempt = slot;
       mu_.Await(absl::Condition(
           +[](ConnectAttempt* a) { return a->done; }, attempt.get()));

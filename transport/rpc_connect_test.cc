@@ -12,12 +12,15 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "transport/rpc.h"
 
 namespace sluice::transport {
@@ -99,6 +102,7 @@ class LosesConnectionsAsTheyOpen final : public Transport, public MessageHandler
   }
   size_t max_header_size() const override { return inner_->max_header_size(); }
   const TransportStats& stats() const override { return inner_->stats(); }
+  bool DrivenByThisThread() const override { return inner_->DrivenByThisThread(); }
 
   // MessageHandler
   PayloadDestination ChoosePayloadDestination(ConnectionId from, absl::string_view header,
@@ -141,7 +145,7 @@ class RpcConnectTest : public ::testing::TestWithParam<Case> {
 #ifndef SLUICE_HAVE_LIBFABRIC
     if (ofi) GTEST_SKIP() << "built without libfabric (libfabric-dev was not found at configure)";
 #endif
-    RpcOptions options;
+    RpcOptions& options = options_;
     options.scheme = GetParam().scheme;
     (ofi ? options.transport.ofi_provider : options.transport.ucx_tls) = GetParam().setting;
     auto server = RpcEndpoint::Create(options);
@@ -166,6 +170,7 @@ class RpcConnectTest : public ::testing::TestWithParam<Case> {
   }
 
   static constexpr uint32_t kBig = 2;
+  RpcOptions options_;
   const std::string big_ = std::string(1 << 18, 'b');
   std::unique_ptr<RpcEndpoint> server_;
   Address address_;
@@ -236,6 +241,47 @@ TEST_P(RpcConnectTest, ThreadsConnectingAtOnceShareOneConnect) {
       EXPECT_EQ((*result)->payload.size, big_.size());
     }
   }
+}
+
+// A connect asked for on the thread that drives the transport (a reader's next fetch, from
+// the last reply's callback) while another thread connects to the same peer fails at once,
+// to be retried: waiting there could deadlock, as UCX makes the endpoint on that thread.
+TEST_P(RpcConnectTest, TheDrivingThreadDoesNotWaitForAnotherThreadsConnect) {
+  auto other = RpcEndpoint::Create(options_);
+  ASSERT_TRUE(other.ok()) << other.status();
+  (*other)->Handle(
+      kEcho, [](std::shared_ptr<ServerCall> call) { call->Reply(absl::OkStatus(), "other"); });
+  auto other_address = (*other)->Listen(Address{GetParam().scheme, "127.0.0.1", 0});
+  ASSERT_TRUE(other_address.ok()) << other_address.status();
+  auto to_other = client_->ConnectTo(*other_address);
+  ASSERT_TRUE(to_other.ok()) << to_other.status();
+
+  transport_->HoldConnects(true);
+  absl::StatusOr<ConnectionId> held;
+  std::thread connecting([&] { held = client_->ConnectTo(address_); });
+  absl::SleepFor(absl::Milliseconds(200));  // time for it to reach the transport's Connect
+  absl::Notification answered;
+  absl::StatusOr<ConnectionId> from_callback;
+  client_->CallAsync(*to_other, kEcho, "", {}, [&](absl::StatusOr<CallResult>) {
+    from_callback = client_->ConnectTo(address_);
+    answered.Notify();
+  });
+  if (!answered.WaitForNotificationWithTimeout(absl::Seconds(5))) {
+    // It waits for the held connect, which once let go needs the very thread it blocks:
+    // a deadlock, so stop here rather than hang.
+    std::fprintf(stderr, "the reply callback waited for another thread's connect\n");
+    std::abort();
+  }
+  transport_->HoldConnects(false);
+  connecting.join();
+  EXPECT_EQ(from_callback.status().code(), absl::StatusCode::kUnavailable)
+      << from_callback.status();
+  EXPECT_THAT(from_callback.status().message(), HasSubstr("connect is in progress"));
+  ASSERT_TRUE(held.ok()) << held.status();
+  EXPECT_EQ(transport_->connects(), 2);  // the other server's, and the held one
+  auto after = client_->ConnectTo(address_);
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ(*after, *held);
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, RpcConnectTest,

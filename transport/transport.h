@@ -243,6 +243,9 @@ class Transport {
     start();
     return false;
   }
+  // True on the thread driving progress now (the progress thread, or a caller inside
+  // DriveUntil): a thread that a Connect made elsewhere may need, so it must not wait for one.
+  [[nodiscard]] virtual bool DrivenByThisThread() const { return false; }
 };
 
 // Creates the transport for `scheme` ("ucx"; "ofi" when built with libfabric). `handler`

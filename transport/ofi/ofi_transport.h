@@ -67,6 +67,7 @@ class OfiTransport final : public Transport {
   absl::StatusOr<std::unique_ptr<MemoryRegion>> RegisterMemory(void* base, size_t size) override;
   size_t max_header_size() const override { return kMaxHeaderSize; }
   const TransportStats& stats() const override { return stats_; }
+  bool DrivenByThisThread() const override { return progress_->OnThread(); }
 
   // The provider in use, as libfabric names it.
   [[nodiscard]] const std::string& provider() const { return domain_->provider(); }

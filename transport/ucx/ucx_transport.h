@@ -63,6 +63,7 @@ class UcxTransport final : public Transport {
   size_t max_header_size() const override { return max_header_size_ - sizeof(uint64_t); }
   const TransportStats& stats() const override { return stats_; }
   bool DriveUntil(absl::FunctionRef<void()> start, absl::FunctionRef<bool()> done) override;
+  bool DrivenByThisThread() const override { return DrivesWorker(); }
 
   [[nodiscard]] const std::string& tls() const { return context_->tls(); }
   // The UCT transports of the connection's lanes, who watches its peer and UCX's protocols
