@@ -220,6 +220,7 @@ absl::StatusOr<ConnectionId> RpcEndpoint::ConnectTo(const Address& peer, Connect
                                                    ": another thread's connect is in progress"));
       }
       attempt = slot;
+      connects_waited_for_.fetch_add(1, std::memory_order_relaxed);
       mu_.Await(absl::Condition(
           +[](ConnectAttempt* a) { return a->done; }, attempt.get()));
       return attempt->result;

@@ -169,6 +169,10 @@ class RpcEndpoint final : public MessageHandler {
   [[nodiscard]] int64_t replies_taken_spinning() const {
     return replies_taken_spinning_.load(std::memory_order_relaxed);
   }
+  // ConnectTo calls that waited for another thread's connect to the same peer.
+  [[nodiscard]] int64_t connects_waited_for() const {
+    return connects_waited_for_.load(std::memory_order_relaxed);
+  }
 
   // MessageHandler (on the thread driving the transport).
   PayloadDestination ChoosePayloadDestination(ConnectionId from, absl::string_view header,
@@ -214,6 +218,7 @@ class RpcEndpoint final : public MessageHandler {
 
   const absl::Duration wait_spin_;
   std::atomic<int64_t> replies_taken_spinning_{0};
+  std::atomic<int64_t> connects_waited_for_{0};
   std::unique_ptr<ThreadPool> handlers_pool_;
   std::unique_ptr<Transport> transport_;
   struct Handler {

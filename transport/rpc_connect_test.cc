@@ -69,7 +69,7 @@ class LosesConnectionsAsTheyOpen final : public Transport, public MessageHandler
       absl::MutexLock lock(&mu_);
       ++connects_;
       auto let_go = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !held_; };
-      if (!mu_.AwaitWithTimeout(absl::Condition(&let_go), absl::Seconds(10))) {
+      if (!mu_.AwaitWithTimeout(absl::Condition(&let_go), absl::Seconds(60))) {
         return absl::DeadlineExceededError("the test never let the connect go on");
       }
     }
@@ -205,11 +205,17 @@ TEST_P(RpcConnectTest, ThreadsConnectingAtOnceShareOneConnect) {
     std::vector<absl::StatusOr<ConnectionId>> got(kThreads);
     std::vector<std::thread> threads;
     transport_->HoldConnects(true);
+    const int64_t waited_before = client_->connects_waited_for();
     for (int i = 0; i < kThreads; ++i) {
       threads.emplace_back([&, i] { got[i] = client_->ConnectTo(address_); });
     }
-    // Time for every thread to reach ConnectTo; a late one finds the connection made.
-    absl::SleepFor(absl::Milliseconds(300));
+    // Let the connect go on once one thread makes it and the others wait for it.
+    const absl::Time deadline = absl::Now() + absl::Seconds(20);
+    while (client_->connects_waited_for() - waited_before < kThreads - 1 &&
+           absl::Now() < deadline) {
+      absl::SleepFor(absl::Milliseconds(5));
+    }
+    EXPECT_EQ(client_->connects_waited_for() - waited_before, kThreads - 1);
     transport_->HoldConnects(false);
     for (std::thread& t : threads) t.join();
     return got;
@@ -259,7 +265,16 @@ TEST_P(RpcConnectTest, TheDrivingThreadDoesNotWaitForAnotherThreadsConnect) {
   transport_->HoldConnects(true);
   absl::StatusOr<ConnectionId> held;
   std::thread connecting([&] { held = client_->ConnectTo(address_); });
-  absl::SleepFor(absl::Milliseconds(200));  // time for it to reach the transport's Connect
+  // Until it is in the transport's Connect: the other server's connect was the first.
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  while (transport_->connects() < 2 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  if (transport_->connects() < 2) {
+    transport_->HoldConnects(false);
+    connecting.join();
+    FAIL() << "the held connect never started";
+  }
   absl::Notification answered;
   absl::StatusOr<ConnectionId> from_callback;
   client_->CallAsync(*to_other, kEcho, "", {}, [&](absl::StatusOr<CallResult>) {
