@@ -256,6 +256,9 @@ BatchReader::FetchOutcome BatchReader::Examine(Task& task, const transport::Slab
         absl::StrCat("malformed GetElementResponse from worker ", *task.worker_text)));
     return FetchOutcome::kFailed;
   }
+  // Any answer shows the worker reachable, a "retry later" too: an unreachable spell counted
+  // from before it would fail the read at the next hiccup (a connect another thread makes).
+  task.unreachable_since = absl::InfiniteFuture();
   const bool carries_batch = !response->retry_later() && !response->end_of_sequence();
   const uint64_t provenance_bytes = response->provenance_bytes_in_payload();
   if (carries_batch && (response->batch_bytes() > result->payload.size ||
@@ -279,7 +282,6 @@ BatchReader::FetchOutcome BatchReader::Examine(Task& task, const transport::Slab
     }
     response->mutable_provenance()->Swap(provenance.mutable_runs());
   }
-  if (carries_batch) task.unreachable_since = absl::InfiniteFuture();
   return FetchOutcome::kReply;
 }
 
