@@ -184,6 +184,14 @@ class TaskRunner {
   // without the task's lock; the batches are sent from the heap when their readers come
   // back. True when any batch moved.
   bool SpillIfQuiet(absl::Time now) ABSL_LOCKS_EXCLUDED(mu_);
+  // Only notes whether a request came since the last call, for SpillIfQuiet. The worker
+  // calls it on every heartbeat turn: SpillIfQuiet, called once slabs run short, then knows
+  // how long the task has been quiet instead of starting to count then.
+  void NoteQuiet(absl::Time now) ABSL_LOCKS_EXCLUDED(mu_);
+  // Whether a reader waits for this task now, or asked within kQuietBeforeSpill of `now` (as
+  // NoteQuiet last saw). A pipeline short of slabs for a task nobody reads has no buffer of
+  // others moved for it: that would copy one stopped reader's buffer to fill another's.
+  [[nodiscard]] bool ReadLately(absl::Time now) const ABSL_LOCKS_EXCLUDED(mu_);
   static constexpr absl::Duration kQuietBeforeSpill = absl::Seconds(1);
   [[nodiscard]] TaskRunnerStats stats() const;
 

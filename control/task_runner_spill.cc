@@ -18,6 +18,17 @@
 
 namespace sluice::control {
 
+void TaskRunner::NoteQuiet(absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  if (requests_ != quiet_check_.requests || !waiters_.empty()) quiet_check_ = {requests_, now};
+}
+
+bool TaskRunner::ReadLately(absl::Time now) const {
+  absl::MutexLock lock(&mu_);
+  return !waiters_.empty() || requests_ != quiet_check_.requests ||
+         now - quiet_check_.since < kQuietBeforeSpill;
+}
+
 bool TaskRunner::SpillIfQuiet(absl::Time now) {
   std::vector<SpillCopy> copies;
   {

@@ -112,6 +112,25 @@ TEST_F(SpillTest, ATaskAskedForLatelyKeepsItsBuffer) {
   EXPECT_EQ(FirstValue(-1, 0, {}), kValuesPerBatch);
 }
 
+// The worker notes each heartbeat turn whether a task was asked (NoteQuiet): when slabs run
+// short, a task quiet for long enough moves its buffer at the first SpillIfQuiet, instead of
+// starting to count then. Counting only then, a starving pipeline that got a slab meanwhile
+// (a kept batch let go) asked no more, and the buffers never moved.
+TEST_F(SpillTest, ATaskSeenQuietBeforeSlabsRanShortMovesItsBufferAtOnce) {
+  StartRunner(kCounting, /*num_consumers=*/0, /*slabs=*/4);
+  ASSERT_EQ(FirstValue(-1, 0, {}), 0);
+  ASSERT_TRUE(WaitForFullBuffer(2));
+  const absl::Time now = absl::Now();
+  EXPECT_TRUE(runner_->ReadLately(now + absl::Hours(1))) << "a request NoteQuiet did not see";
+  runner_->NoteQuiet(now);  // saw the request
+  runner_->NoteQuiet(now + absl::Milliseconds(500));
+  EXPECT_TRUE(runner_->ReadLately(now + absl::Milliseconds(900)));
+  EXPECT_FALSE(runner_->ReadLately(now + TaskRunner::kQuietBeforeSpill));
+  EXPECT_TRUE(runner_->SpillIfQuiet(now + TaskRunner::kQuietBeforeSpill));
+  EXPECT_EQ(runner_->stats().batches_spilled, 2);
+  EXPECT_EQ(FirstValue(-1, 0, {}), kValuesPerBatch);
+}
+
 TEST_F(SpillTest, AMovedBatchLostWithItsConnectionIsServedAgainFromTheHeap) {
   StartRunner(kCounting, /*num_consumers=*/0, /*slabs=*/4);
   ASSERT_TRUE(WaitForFullBuffer(1));

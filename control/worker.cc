@@ -239,6 +239,7 @@ void Worker::FreeSlabsFor(const TaskRunner* except, absl::Duration waited) {
   // until its client timeout, a minute), and this task must not wait for it.
   const bool any_job = waited >= kOtherJobsKeepSlabsFor;
   if (!any_job && !except->coordinated()) return;
+  const bool move_buffers = any_job && except->ReadLately(absl::Now());
   // Under mu_, not on copies of the runners: a copy whose last reference dropped here
   // would join its producer from another producer's thread (two starving producers could
   // join each other), and ~Worker could free this worker while a producer is still here.
@@ -254,7 +255,7 @@ void Worker::FreeSlabsFor(const TaskRunner* except, absl::Duration waited) {
   }
   // Buffered batches cannot be let go: those of tasks whose readers stopped asking move to
   // the heap, on the heartbeat thread (TaskRunner::SpillIfQuiet).
-  if (any_job) spill_wanted_ = true;
+  if (move_buffers) spill_wanted_ = true;
 }
 
 proto::WorkerStats Worker::stats() {
@@ -392,7 +393,11 @@ void Worker::HeartbeatLoop() {
       const absl::Time now = absl::Now();
       for (const auto& runner : runners) {
         runner->Poll();
-        if (spill) (void)runner->SpillIfQuiet(now);
+        if (spill) {
+          (void)runner->SpillIfQuiet(now);
+        } else {
+          runner->NoteQuiet(now);
+        }
       }
     }
     absl::Status status = Heartbeat();

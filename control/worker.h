@@ -82,7 +82,7 @@ class Worker {
   // TaskRunnerOptions::on_slabs_short: one slab's kept batches of every other task of a
   // coordinated task's job go; of every other task of any job once the producer waited
   // kOtherJobsKeepSlabsFor, when also the buffers of tasks nobody asked for a while move to
-  // the heap (TaskRunner::SpillIfQuiet).
+  // the heap (TaskRunner::SpillIfQuiet) if a reader reads the task short of slabs.
   void FreeSlabsFor(const TaskRunner* except, absl::Duration waited);
 
   const WorkerOptions options_;
