@@ -135,7 +135,9 @@ class RpcEndpoint final : public MessageHandler {
   // Returns the live connection to `peer`, connecting if there is none. `known`, a
   // connection an earlier ConnectTo returned, is returned at once while it still is the
   // live one to `peer`: a reader asks before every fetch, and hashing the address was ~250
-  // instructions of its ~7,000 per batch.
+  // instructions of its ~7,000 per batch. While another thread connects to `peer`, waits
+  // for that connect and shares its outcome; on the thread driving the transport, where
+  // waiting could deadlock, fails Unavailable at once instead (retry later).
   [[nodiscard]] absl::StatusOr<ConnectionId> ConnectTo(const Address& peer,
                                                        ConnectionId known = kNoConnection);
   // Gives up on `connection` (its peer is known lost, e.g. behind a partition): the calls
