@@ -112,8 +112,11 @@ std::optional<size_t> BatchReader::FirstToRecover() const {
     // Epoch 1 is the first; a raised one not confirmed yet means a request failed since.
     // Batches held for order wait for one before them, which may be a second batch lost
     // with the same broken connection after the first reply of the new epoch confirmed it.
+    // A worker that served one lost batch again may hold more (lost_left): asked for next,
+    // they are not left with the worker when another task's batches spend the budget.
     const bool failed = task.delivery_epoch > std::max<int64_t>(1, task.confirmed_epoch);
-    if (!failed && (task.end_seen || task.order.held() == 0)) continue;
+    const bool owed = task.lost_left > 0;
+    if (!failed && !owed && (task.end_seen || task.order.held() == 0)) continue;
     any = true;
     if (task.outstanding == 0) return k;
   }
@@ -382,6 +385,7 @@ bool BatchReader::OnTaskFetched(Task& task, transport::Slab slab, absl::Time sen
     return std::find(request.acked.begin(), request.acked.end(), index) != request.acked.end();
   });
   task.confirmed_epoch = std::max(task.confirmed_epoch, request.epoch);
+  task.lost_left = response.lost_left();
   if (response.end_of_sequence()) {
     // Ended once no other request to it is in flight (OnFetched): their replies may still
     // carry batches, and should their connection break, the worker serves those again only

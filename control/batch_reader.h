@@ -226,6 +226,9 @@ class BatchReader {
     void CarryAllAgain() { to_carry.assign(unconfirmed.begin(), unconfirmed.end()); }
     int64_t delivery_epoch = 1;
     int64_t confirmed_epoch = 0;  // the highest epoch a reply confirmed acknowledgements of
+    // Batches lost with a broken connection that the worker still holds to serve again, as
+    // its latest reply said (GetElementResponse.lost_left): FirstToRecover asks for them.
+    int64_t lost_left = 0;
     // Its batches go to the caller in the order the worker numbered them for this client
     // (GetElementResponse.client_sequence, sequence_floor, sequence_stream).
     SequenceOrder<Ready> order;
@@ -333,8 +336,9 @@ class BatchReader {
   bool WaitsOnlyForTheDispatcher() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   int FetchLimit() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // ReadOptions::max_batches only: the index of a task that must be asked before any other
-  // (a request to it failed, and no request of the raised epoch has been answered; or it
-  // holds batches for order, waiting for one before them), with none in flight to it; tasks_.size()
+  // (a request to it failed, and no request of the raised epoch has been answered; or the
+  // worker holds more batches lost on the way, GetElementResponse.lost_left; or it holds
+  // batches for order, waiting for one before them), with none in flight to it; tasks_.size()
   // when every such task has one in flight; nullopt when there is none (or no max_batches).
   std::optional<size_t> FirstToRecover() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 

@@ -115,6 +115,58 @@ TEST(DispatcherRecoveryTest, RestoredStateRepeatsLostLeasesAndContinuesTheCursor
   ExpectRestoredStateContinues(tmp.dir(), before, 0);
 }
 
+// The journal holds no clients: a restored job's readers are told to its workers only once
+// a client timeout has passed (lest the workers forget live readers that have not beaten
+// yet), while a job created after the restart is listed at once.
+TEST(DispatcherRecoveryTest, RestoredJobsListTheirClientsOnlyAfterAClientTimeout) {
+  TempDir tmp;
+  Journaled before;
+  {
+    std::unique_ptr<JournalWriter> journal = *JournalWriter::Open(tmp.dir(), {});
+    DispatcherState state({.elements_per_split = 10});
+    state.AttachJournal(journal.get(), /*compact_every=*/0);
+    before = RunLeases(state);
+    ASSERT_TRUE(journal->Flush().ok());
+  }
+  absl::StatusOr<Recovered> recovered = Recover(tmp.dir());
+  ASSERT_TRUE(recovered.ok()) << recovered.status();
+  DispatcherState state({.client_timeout = absl::Milliseconds(300)});
+  ASSERT_TRUE(state.Restore(*recovered).ok());
+  proto::GetOrCreateJobRequest fresh;
+  fresh.set_dataset_id(before.dataset_id);
+  fresh.set_mode(proto::OFF);
+  const absl::StatusOr<proto::GetOrCreateJobResponse> created = state.GetOrCreateJob(fresh);
+  ASSERT_TRUE(created.ok()) << created.status();
+  proto::WorkerHeartbeatRequest worker;
+  worker.set_worker_address("ucx://127.0.0.1:7000");
+  worker.add_current_tasks(before.task_id);
+  auto listed = [&]() {
+    std::map<int64_t, std::vector<int64_t>> clients;
+    absl::StatusOr<proto::WorkerHeartbeatResponse> response = state.WorkerHeartbeat(worker);
+    EXPECT_TRUE(response.ok()) << response.status();
+    for (const proto::JobClients& job : response->job_clients()) {
+      clients[job.job_id()].assign(job.client_ids().begin(), job.client_ids().end());
+    }
+    for (const proto::TaskDef& task : response->new_tasks()) {
+      worker.add_current_tasks(task.task_id());
+    }
+    return clients;
+  };
+  std::map<int64_t, std::vector<int64_t>> at_once = listed();
+  at_once = listed();  // the first beat gave the worker the new job's task
+  EXPECT_FALSE(at_once.contains(before.job_id)) << "restored: its clients are not known yet";
+  ASSERT_TRUE(at_once.contains(created->job_id()));
+  EXPECT_THAT(at_once[created->job_id()], ::testing::ElementsAre(created->client_id()));
+  absl::SleepFor(absl::Milliseconds(400));
+  proto::ClientHeartbeatRequest beat;
+  beat.set_job_id(created->job_id());
+  beat.set_client_id(created->client_id());
+  ASSERT_TRUE(state.ClientHeartbeat(beat).ok());
+  std::map<int64_t, std::vector<int64_t>> later = listed();
+  ASSERT_TRUE(later.contains(before.job_id)) << "a client timeout since the restart";
+  EXPECT_TRUE(later[before.job_id].empty()) << "its reader never came back";
+}
+
 TEST(DispatcherRecoveryTest, SnapshotsTakenByCompactionRestoreTheSameState) {
   TempDir tmp;
   Journaled before;

@@ -491,18 +491,21 @@ absl::StatusOr<proto::WorkerHeartbeatResponse> DispatcherState::WorkerHeartbeat(
   }
   // The worker's tasks keep batches for clients until acknowledged; these lists let them
   // forget the clients that left, whose kept batches would otherwise hold slabs and keep
-  // their tasks from finishing. Not before the dispatcher knows its clients (started_).
+  // their tasks from finishing (and whose lost batches the job's other readers then read).
+  // A restored job's only once the dispatcher knows its clients (started_): a job created
+  // since was listed only after a minute too, so a reader that read beside one that had
+  // left waited that long for the batches the other lost with a broken connection.
   const absl::Time now = absl::Now();
-  if (now - started_ >= config_.client_timeout) {
-    absl::flat_hash_set<int64_t> jobs_listed;
-    for (int64_t id : worker.task_ids) {
-      const int64_t job_id = tasks_.at(id).job_id;
-      if (!jobs_listed.insert(job_id).second) continue;
-      proto::JobClients* listed = response.add_job_clients();
-      listed->set_job_id(job_id);
-      for (const auto& [client, last] : jobs_.at(job_id).clients) {
-        if (now - last <= config_.client_timeout) listed->add_client_ids(client);
-      }
+  const bool clients_known = now - started_ >= config_.client_timeout;
+  absl::flat_hash_set<int64_t> jobs_listed;
+  for (int64_t id : worker.task_ids) {
+    const int64_t job_id = tasks_.at(id).job_id;
+    const Job& job = jobs_.at(job_id);
+    if ((job.restored && !clients_known) || !jobs_listed.insert(job_id).second) continue;
+    proto::JobClients* listed = response.add_job_clients();
+    listed->set_job_id(job_id);
+    for (const auto& [client, last] : job.clients) {
+      if (now - last <= config_.client_timeout) listed->add_client_ids(client);
     }
   }
   return response;

@@ -167,6 +167,9 @@ class DispatcherState {
     int64_t pruned_below_repetition = 0;
     // The pipeline never ends (EndlessJob; worked out on the first lease).
     std::optional<bool> endless;
+    // Rebuilt from the journal, which does not hold clients: who reads it is known only once
+    // client_timeout has passed since started_ (see WorkerHeartbeat's job_clients).
+    bool restored = false;
   };
   struct Task {
     int64_t id;
@@ -251,8 +254,9 @@ class DispatcherState {
   mutable absl::Mutex mu_;
   // A state restored from the journal knows its jobs but not their clients (they are not
   // journaled) until each client's next heartbeat: until client_timeout has passed since
-  // it started serving, workers are not told who reads their jobs
-  // (WorkerHeartbeatResponse.job_clients), lest they forget live clients.
+  // it started serving, workers are not told who reads the restored jobs
+  // (WorkerHeartbeatResponse.job_clients), lest they forget live clients. Jobs created
+  // since are listed at once.
   absl::Time started_ ABSL_GUARDED_BY(mu_) = absl::Now();
   int64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
   absl::flat_hash_map<std::string, proto::PipelineDef> datasets_ ABSL_GUARDED_BY(mu_);

@@ -205,6 +205,7 @@ absl::Status DispatcherState::Apply(const proto::Update& update) {
       job.num_consumers = j.num_consumers();
       job.journaled_horizon = j.round_horizon();
       job.round_horizon = std::max(kRoundWindow, j.round_horizon());
+      job.restored = true;
       if (!job.name.empty()) job_by_name_[job.name] = job.id;
       SeeId(j.job_id());
       SeeId(j.client_id());

@@ -244,6 +244,28 @@ std::optional<TaskRunner::Waiter> TaskRunner::Park(Waiter waiter) {
   return oldest;
 }
 
+void TaskRunner::Poll() {
+  std::vector<Waiter> to_retry;
+  {
+    absl::MutexLock lock(&mu_);
+    const bool end_held = task_.num_consumers() == 0 && produced_all_ && ready_.empty() &&
+                          !waiters_.empty() && AnyLostBatches();
+    const absl::Time now = absl::Now();
+    if (!end_held) {
+      end_held_since_ = absl::InfiniteFuture();
+    } else if (end_held_since_ == absl::InfiniteFuture()) {
+      end_held_since_ = now;
+    } else if (now - end_held_since_ >= kEndHeldAtMost) {
+      // They ask again at once: a reply, unlike a deadline passed, says the worker is there.
+      to_retry = std::move(waiters_);
+      waiters_.clear();
+      end_held_since_ = absl::InfiniteFuture();
+    }
+  }
+  for (const Waiter& waiter : to_retry) TellToRetry(waiter);
+  Serve();
+}
+
 void TaskRunner::TellToRetry(const Waiter& waiter) {
   proto::GetElementResponse response;
   response.set_retry_later(true);
@@ -265,7 +287,9 @@ void TaskRunner::Serve() {
       producer_resumes_at_.reset();  // signalled once, not by every Serve until it runs
       room_.Signal();
     }
-    if (task_.num_consumers() == 0 && produced_all_ && ready_.empty()) {
+    // Not while a client has lost batches: should it leave, they go to these readers.
+    if (task_.num_consumers() == 0 && produced_all_ && ready_.empty() && !AnyLostBatches()) {
+      told_a_reader_the_end_ = told_a_reader_the_end_ || !waiters_.empty();
       ended.assign(waiters_.begin(), waiters_.end());
       waiters_.clear();
     }
@@ -302,6 +326,7 @@ void TaskRunner::Reply(const Waiter& waiter, ReadyBatch batch) {
     response.set_client_sequence(batch.sequence);
     response.set_sequence_floor(batch.sequence_floor);
     response.set_sequence_stream(batch.sequence_stream);
+    response.set_lost_left(batch.lost_left);
   }
   response.mutable_provenance()->Swap(&batch.provenance);
   if (response.ByteSizeLong() > waiter.call->max_body_with_payload()) {
@@ -353,10 +378,14 @@ void TaskRunner::ReplyWithProvenanceInPayload(const Waiter& waiter, ReadyBatch b
 
 bool TaskRunner::finished() const {
   absl::MutexLock lock(&mu_);
+  return !AnyLostBatches() && produced_all_ && ready_.empty() && sends_in_flight_->load() == 0;
+}
+
+bool TaskRunner::AnyLostBatches() const {
   for (const auto& [client_id, client] : deliveries_) {
-    if (!client.lost.empty()) return false;
+    if (!client.lost.empty()) return true;
   }
-  return produced_all_ && ready_.empty() && sends_in_flight_->load() == 0;
+  return false;
 }
 
 bool TaskRunner::produced_all() const { return produced_all_.load(std::memory_order_acquire); }

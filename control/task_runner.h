@@ -94,8 +94,10 @@ struct TaskRunnerStats {
   int64_t parked_requests_evicted = 0;
   // Batches a forgotten client lost with a connection, served to other readers instead.
   int64_t batches_handed_on = 0;
-  // The same, dropped: every reader had been told the end. Lost for good.
+  // The same, dropped: a reader had been told the end before. Lost for good.
   int64_t lost_batches_dropped = 0;
+  // Sent to a forgotten client and not acknowledged: no longer kept (most likely arrived).
+  int64_t unacked_batches_forgotten = 0;
   // Acknowledgements requests carried (WorkerStats.acknowledgements_received).
   int64_t acknowledgements_received = 0;
   // 100 ms waits of the pipeline for a free slab (WorkerStats.slab_waits).
@@ -148,8 +150,11 @@ class TaskRunner {
   void Fetch(std::shared_ptr<transport::ServerCall> call, uint64_t max_batch_bytes,
              RoundRequest request);
   // Coordinated reads: lets a round that waited round_wait_ for missing consumers go on.
+  // Uncoordinated: tells requests held back from the end (another client's lost batches
+  // wait to be served again, see Serve) to retry once the end was held back for
+  // kEndHeldAtMost, lest they pass their deadline waiting for a slow or vanished client.
   // The worker calls it periodically.
-  void Poll() { Serve(); }
+  void Poll();
   // The pipeline reached its end (or failed); the buffer may still hold batches.
   [[nodiscard]] bool produced_all() const;
   // Produced all, and every batch reached a client (its send completed): losing this
@@ -169,7 +174,7 @@ class TaskRunner {
   bool ReleaseKeptBatch(LostBatches lost);
   // Forgets the acknowledging clients not in `readers` that have not asked since
   // `quiet_since`: the batches kept for them go (they may have arrived), those they lost go
-  // to the other readers (or, when every reader was told the end, are dropped and counted),
+  // to the other readers (or, when a reader was told the end, are dropped and counted),
   // and their parked requests are told to retry (a client that is still there asks again
   // and is numbered afresh). The worker
   // calls it with the readers the dispatcher lists for the job and the time its heartbeat
@@ -193,6 +198,7 @@ class TaskRunner {
   // others moved for it: that would copy one stopped reader's buffer to fill another's.
   [[nodiscard]] bool ReadLately(absl::Time now) const ABSL_LOCKS_EXCLUDED(mu_);
   static constexpr absl::Duration kQuietBeforeSpill = absl::Seconds(1);
+  static constexpr absl::Duration kEndHeldAtMost = absl::Seconds(1);
   [[nodiscard]] TaskRunnerStats stats() const;
 
  private:
@@ -207,9 +213,10 @@ class TaskRunner {
     // Its number in what went to the acknowledging client it was sent to (0: none); kept
     // with the batch so that a batch served again keeps its place.
     int64_t sequence = 0;
-    // Set for the reply only: GetElementResponse.sequence_floor and sequence_stream.
+    // Set for the reply only: GetElementResponse.sequence_floor, sequence_stream, lost_left.
     int64_t sequence_floor = 0;
     uint64_t sequence_stream = 0;
+    int64_t lost_left = 0;
     // Kept for an acknowledgement: when, in batches_kept_ (the oldest goes first).
     uint64_t kept_since = 0;
     // Counts its slab in kept_count_ while it is kept (KeptCopyOf); cleared when a kept
@@ -332,10 +339,12 @@ class TaskRunner {
   // behind go to `stale`, to be told to retry.
   void MatchRequests(Matches& matched, std::vector<Waiter>& stale)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Fills in the reply's sequence floor and stream for `batch`, numbered and kept for
-  // `client`.
+  // Fills in the reply's sequence floor, stream and lost_left for `batch`, numbered and
+  // kept for `client`.
   void SetReplyOrder(ClientDeliveries& client, ReadyBatch& batch)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Some client lost batches with a broken connection that it has not been sent again.
+  [[nodiscard]] bool AnyLostBatches() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Lets `client`'s kept batch `kept` go unacknowledged; returns the next entry.
   std::map<int64_t, std::pair<ReadyBatch, int64_t>>::iterator LetGo(
       ClientDeliveries& client, std::map<int64_t, std::pair<ReadyBatch, int64_t>>::iterator kept)
@@ -379,7 +388,8 @@ class TaskRunner {
   [[nodiscard]] static ReadyBatch CopyOf(const ReadyBatch& batch) {
     return ReadyBatch{batch.slab,           batch.offset,          batch.size,
                       batch.index,          batch.provenance,      batch.sequence,
-                      /*sequence_floor=*/0, /*sequence_stream=*/0, batch.kept_since};
+                      /*sequence_floor=*/0, /*sequence_stream=*/0, /*lost_left=*/0,
+                      batch.kept_since};
   }
   const proto::TaskDef task_;
   const absl::Duration round_wait_;  // coordinated reads (TaskDef.round_wait_ms)
@@ -438,6 +448,11 @@ class TaskRunner {
   // Written under mu_; atomic so that produced_all(), asked on every request, reads it
   // without taking mu_.
   std::atomic<bool> produced_all_{false};
+  // An uncoordinated reader was told the end: a batch handed on from a client forgotten
+  // since would wait for a reader that may never ask (and the task would never finish).
+  bool told_a_reader_the_end_ ABSL_GUARDED_BY(mu_) = false;
+  // Since when Poll saw requests held back from the end (InfiniteFuture: none were).
+  absl::Time end_held_since_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
   absl::Status error_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   TaskRunnerStats stats_ ABSL_GUARDED_BY(mu_);

@@ -166,6 +166,7 @@ void TaskRunner::SetReplyOrder(ClientDeliveries& client, ReadyBatch& batch) {
   }
   batch.sequence_floor = floor;
   batch.sequence_stream = client.stream;
+  batch.lost_left = static_cast<int64_t>(client.lost.size());
 }
 
 void TaskRunner::KeepUntilAcknowledged(const Waiter& waiter, const ReadyBatch& batch) {
@@ -340,8 +341,10 @@ void TaskRunner::ForgetClients(const absl::flat_hash_set<int64_t>& readers,
         continue;
       }
       // Its lost batches never reached it, so others may have them: back to the front of
-      // ready_, unless the readers were all told the end (no one would take them).
-      if (!(produced_all_ && ready_.empty())) {
+      // ready_ (the readers still there, or the job's next, ask for them: Serve tells none
+      // the end while a client has lost batches), unless a reader was told the end before
+      // they were known lost (no one may ask again; the task would never finish).
+      if (!told_a_reader_the_end_) {
         for (auto lost = client.lost.rbegin(); lost != client.lost.rend(); ++lost) {
           lost->sequence = 0;
           lost->kept_mark = {};  // no longer kept: it waits in ready_ for another reader
@@ -360,6 +363,7 @@ void TaskRunner::ForgetClients(const absl::flat_hash_set<int64_t>& readers,
         }
       }
       ++stats_.clients_forgotten;
+      stats_.unacked_batches_forgotten += static_cast<int64_t>(client.unacked.size());
       it = deliveries_.erase(it);
     }
     VerifyKeptSlabs();

@@ -5,6 +5,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <future>
 #include <memory>
 #include <set>
 #include <vector>
@@ -193,15 +195,16 @@ TEST_F(DeliveryTest, TheFloorPassesABatchLetGoOnceItsFateIsKnown) {
 // A client that broke its connection and then left for good keeps nothing on the worker
 // once the dispatcher stops listing it: its lost batches no longer hold slabs, and the task
 // can finish. Before ForgetClients they were kept for ever, and the task never finished.
+// Here the other reader was told the end before client 7 came back and found batches lost:
+// no reader would ask for them, so they are dropped.
 TEST_F(DeliveryTest, AForgottenClientsLostBatchesGoAndTheTaskFinishes) {
   for (int64_t i = 0; i < 3; ++i) EXPECT_EQ(Get(7, 1, {}), i);
-  EXPECT_EQ(Get(7, 2, {}), 0);  // a break: 0, 1 and 2 were lost; 0 comes again
-  // Client 7 is gone; client 8 reads the rest.
+  // Client 8 reads the rest and is told the end: no batch is known lost yet.
   EXPECT_EQ(Get(8, 1, {}), 3);
   EXPECT_EQ(Get(8, 1, {3}), 4);
   EXPECT_EQ(Get(8, 1, {4}), kEnd);
+  EXPECT_EQ(Get(7, 2, {}), 0);  // a break: 0, 1 and 2 were lost; 0 comes again
   EXPECT_FALSE(runner_->finished()) << "1 and 2 wait for client 7";
-  // Client 8 was told the end: no reader is left to take 1 and 2 when 7 is forgotten.
 
   // A client that asked after the heartbeat went out is spared, listed or not.
   runner_->ForgetClients({8}, absl::Now() - absl::Hours(1));
@@ -212,6 +215,7 @@ TEST_F(DeliveryTest, AForgottenClientsLostBatchesGoAndTheTaskFinishes) {
   EXPECT_EQ(runner_->stats().clients_forgotten, 1);
   EXPECT_EQ(runner_->stats().batches_handed_on, 0);
   EXPECT_EQ(runner_->stats().lost_batches_dropped, 2);
+  EXPECT_EQ(runner_->stats().unacked_batches_forgotten, 1) << "0, sent again";
   // Should it come back after all, nothing is served to it again.
   EXPECT_EQ(Get(7, 3, {}), kEnd);
   EXPECT_EQ(runner_->stats().batches_redelivered, 1);
@@ -233,6 +237,58 @@ TEST_F(DeliveryTest, AForgottenClientsLostBatchesGoToTheReadersStillThere) {
   EXPECT_EQ(Get(8, 1, {2}), 4);
   EXPECT_EQ(Get(8, 1, {4}), kEnd);
   EXPECT_TRUE(runner_->finished());
+}
+
+// A reader asking a task that has nothing left to make is not told the end while another
+// client's lost batches wait to be served again: should that client leave, they are this
+// reader's. Before, it was told the end, and the batches were dropped once the other client
+// was forgotten (a `read --take` that left batches lost with a broken connection behind).
+TEST_F(DeliveryTest, AReaderAwaitingTheEndGetsTheLostBatchesOfAClientThatLeft) {
+  for (int64_t i = 0; i < 3; ++i) EXPECT_EQ(Get(7, 1, {}), i);
+  proto::GetElementResponse again = GetResponse(7, 2, {});  // a break: 0, 1 and 2 were lost
+  EXPECT_EQ(again.batch_index(), 0);
+  EXPECT_EQ(again.lost_left(), 2) << "the client learns that 1 and 2 wait for it too";
+  EXPECT_EQ(Get(8, 1, {}), 3);
+  EXPECT_EQ(Get(8, 1, {3}), 4);
+  std::future<int64_t> last = std::async(std::launch::async, [this] { return Get(8, 1, {4}); });
+  // Its acknowledgement counted: the request reached the task.
+  const absl::Time give_up = absl::Now() + absl::Seconds(10);
+  while (runner_->stats().acknowledgements_received < 2 && absl::Now() < give_up) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  EXPECT_EQ(last.wait_for(std::chrono::milliseconds(200)), std::future_status::timeout)
+      << "told the end while client 7's batches were lost";
+  runner_->ForgetClients({8}, absl::Now());
+  EXPECT_EQ(last.get(), 1);
+  EXPECT_EQ(Get(8, 1, {1}), 2);
+  EXPECT_EQ(Get(8, 1, {2}), kEnd);
+  EXPECT_EQ(runner_->stats().batches_handed_on, 2);
+  EXPECT_EQ(runner_->stats().lost_batches_dropped, 0);
+  EXPECT_TRUE(runner_->finished());
+}
+
+// Held back from the end, a request is not held past its deadline: after kEndHeldAtMost
+// the worker's periodic Poll tells it to retry (a reply, where a deadline passed would
+// count towards the reader's giving up on the worker).
+TEST_F(DeliveryTest, ARequestHeldBackFromTheEndIsToldToRetryWithinASecondOrSo) {
+  for (int64_t i = 0; i < 3; ++i) EXPECT_EQ(Get(7, 1, {}), i);
+  EXPECT_EQ(Get(7, 2, {}), 0);  // a break: 1 and 2 are lost
+  EXPECT_EQ(Get(8, 1, {}), 3);
+  EXPECT_EQ(Get(8, 1, {3}), 4);
+  std::future<int64_t> held = std::async(std::launch::async, [this] { return Get(8, 1, {4}); });
+  const absl::Time give_up = absl::Now() + absl::Seconds(10);
+  while (runner_->stats().acknowledgements_received < 2 && absl::Now() < give_up) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  runner_->Poll();  // notes the end held back
+  EXPECT_EQ(held.wait_for(std::chrono::milliseconds(200)), std::future_status::timeout);
+  absl::SleepFor(absl::Seconds(1));
+  runner_->Poll();
+  EXPECT_EQ(held.get(), kRetryLater);
+  // Client 7 takes what it lost: the end is held back no more.
+  EXPECT_EQ(Get(7, 2, {0}), 1);
+  EXPECT_EQ(Get(7, 2, {1}), 2);
+  EXPECT_EQ(Get(8, 1, {4}), kEnd);
 }
 
 // Numbers need not rise with the batch index (a batch handed on from a forgotten client

@@ -162,6 +162,8 @@ void AddTaskStats(const TaskRunnerStats& task, proto::WorkerStats* worker) {
                                       task.parked_requests_evicted);
   worker->set_batches_handed_on(worker->batches_handed_on() + task.batches_handed_on);
   worker->set_lost_batches_dropped(worker->lost_batches_dropped() + task.lost_batches_dropped);
+  worker->set_unacked_batches_forgotten(worker->unacked_batches_forgotten() +
+                                        task.unacked_batches_forgotten);
   worker->set_acknowledgements_received(worker->acknowledgements_received() +
                                         task.acknowledgements_received);
   worker->set_slab_waits(worker->slab_waits() + task.slab_waits);

@@ -161,13 +161,15 @@ TEST(WorkerSlabSharingTest, BuffersOfStoppedReadersLeaveThePoolAndAreReadLater) 
     for (int i = 0; i < 2; ++i) seen[r].insert(NextFirstValue(**reader));
   }
   // With the batches sent and never acknowledged, their buffers of a slab per batch hold
-  // all 8 slabs: the next job cannot get one unless they move. Before, it waited until the
-  // jobs were collected (5 minutes). A buffer holds 3 or 4: a full one fills again only
+  // all 8 slabs, or all but one or two once the readers are forgotten (they left: their kept
+  // batches go): the next job cannot get enough unless they move. Before, it waited until
+  // the jobs were collected (5 minutes). A buffer holds 3 or 4: a full one fills again only
   // once half of it has gone (TaskRunner::ProduceAll), so a reader that took one batch from
   // it and left leaves 3 (the "eighth slab" once taken for a leak, session 38).
   const int64_t batch_bytes = kBatchValues * 8;
   // Settled: a pipeline short of a slab lets its own kept batches go within 100 ms, so the
-  // counts stay put for a second only once every pipeline waits for room.
+  // counts stay put for a second only once every pipeline waits for room or has its buffer
+  // full.
   int64_t buffered = 0;
   int64_t kept = 0;
   absl::Time changed = absl::Now();
@@ -175,14 +177,15 @@ TEST(WorkerSlabSharingTest, BuffersOfStoppedReadersLeaveThePoolAndAreReadLater) 
        absl::SleepFor(absl::Milliseconds(10))) {
     const proto::WorkerStats stats = worker.stats();
     const int64_t now_buffered = stats.bytes_assembled_unserved() / batch_bytes;  // +64 each
-    const int64_t now_kept =
-        stats.batches_served() - stats.acknowledgements_received() - stats.kept_batches_released();
+    const int64_t now_kept = stats.batches_served() - stats.acknowledgements_received() -
+                             stats.kept_batches_released() - stats.unacked_batches_forgotten();
     if (now_buffered != buffered || now_kept != kept) changed = absl::Now();
     buffered = now_buffered;
     kept = now_kept;
-    if (buffered == 8 || (buffered + kept == 8 && absl::Now() - changed > absl::Seconds(1))) break;
+    const bool settled = absl::Now() - changed > absl::Seconds(1);
+    if (buffered == 8 || (settled && (buffered + kept == 8 || kept == 0))) break;
   }
-  ASSERT_EQ(buffered + kept, 8) << worker.stats().ShortDebugString();
+  ASSERT_TRUE(buffered + kept == 8 || kept == 0) << worker.stats().ShortDebugString();
   ASSERT_GE(buffered, 6) << worker.stats().ShortDebugString();
 
   {

@@ -40,6 +40,7 @@ nlohmann::json StatusToJson(const proto::GetStatusResponse& status) {
          {"batches_spilled", w.stats().batches_spilled()},
          {"bytes_spilled", w.stats().bytes_spilled()},
          {"spilled_bytes_held", w.stats().spilled_bytes_held()},
+         {"unacked_batches_forgotten", w.stats().unacked_batches_forgotten()},
          {"lost", w.lost()}});
   }
   nlohmann::json datasets = nlohmann::json::array();

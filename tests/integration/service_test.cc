@@ -126,11 +126,13 @@ TEST(ServiceTest, NamedJobsLeftMidwayLeaveTheirSlabsToTheNextJob) {
     ExpectEachValueTimes(first_reads[job], 10000, 1);
   }
   // The pool full: every slab holds a buffered batch, or a kept one (sent, never
-  // acknowledged). Each buffer holds 3 or 4 batches: a full buffer fills again only once
-  // half of it has gone (TaskRunner::ProduceAll), so a reader that took one batch from it
-  // and left leaves 3.
+  // acknowledged); or, once the readers that left are forgotten and their kept batches go,
+  // all but one or two. Each buffer holds 3 or 4 batches: a full buffer fills again only
+  // once half of it has gone (TaskRunner::ProduceAll), so a reader that took one batch from
+  // it and left leaves 3.
   // Settled: a pipeline short of a slab lets its own kept batches go within 100 ms, so the
-  // counts stay put for a second only once every pipeline waits for room.
+  // counts stay put for a second only once every pipeline waits for room or has its buffer
+  // full.
   int64_t buffered = 0;
   int64_t kept = 0;
   nlohmann::json stats;
@@ -139,15 +141,16 @@ TEST(ServiceTest, NamedJobsLeftMidwayLeaveTheirSlabsToTheNextJob) {
        absl::SleepFor(absl::Milliseconds(100))) {
     stats = FirstWorkersStats(cluster.address());
     const int64_t now_buffered = stats.value("bytes_assembled_unserved", 0) / 40000;  // +64 each
-    const int64_t now_kept = stats.value("batches_served", 0) -
-                             stats.value("acknowledgements_received", 0) -
-                             stats.value("kept_batches_released", 0);
+    const int64_t now_kept =
+        stats.value("batches_served", 0) - stats.value("acknowledgements_received", 0) -
+        stats.value("kept_batches_released", 0) - stats.value("unacked_batches_forgotten", 0);
     if (now_buffered != buffered || now_kept != kept) changed = absl::Now();
     buffered = now_buffered;
     kept = now_kept;
-    if (buffered == 8 || (buffered + kept == 8 && absl::Now() - changed > absl::Seconds(1))) break;
+    const bool settled = absl::Now() - changed > absl::Seconds(1);
+    if (buffered == 8 || (settled && (buffered + kept == 8 || kept == 0))) break;
   }
-  ASSERT_EQ(buffered + kept, 8) << stats.dump();
+  ASSERT_TRUE(buffered + kept == 8 || kept == 0) << stats.dump();
   ASSERT_GE(buffered, 6) << stats.dump();
 
   auto next =
