@@ -374,6 +374,9 @@ bool BatchReader::OnTaskFetched(Task& task, transport::Slab slab, absl::Time sen
   // twice is harmless.
   if (response.retry_later()) {
     task.CarryAllAgain();
+    // Said to a client owed nothing (a request of one owed is served what it lost): a
+    // lost_left left from an earlier reply would have FirstToRecover wait on this task.
+    task.lost_left = 0;
     // Asked again after a short pause, not at round-trip rate: the worker learns the task
     // at its next heartbeat (it asks for one early), which may take a while.
     task.retry_at = now + kTaskRetryLater;

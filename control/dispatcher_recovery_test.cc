@@ -130,7 +130,7 @@ TEST(DispatcherRecoveryTest, RestoredJobsListTheirClientsOnlyAfterAClientTimeout
   }
   absl::StatusOr<Recovered> recovered = Recover(tmp.dir());
   ASSERT_TRUE(recovered.ok()) << recovered.status();
-  DispatcherState state({.client_timeout = absl::Milliseconds(300)});
+  DispatcherState state({.client_timeout = absl::Seconds(2)});
   ASSERT_TRUE(state.Restore(*recovered).ok());
   proto::GetOrCreateJobRequest fresh;
   fresh.set_dataset_id(before.dataset_id);
@@ -157,7 +157,7 @@ TEST(DispatcherRecoveryTest, RestoredJobsListTheirClientsOnlyAfterAClientTimeout
   EXPECT_FALSE(at_once.contains(before.job_id)) << "restored: its clients are not known yet";
   ASSERT_TRUE(at_once.contains(created->job_id()));
   EXPECT_THAT(at_once[created->job_id()], ::testing::ElementsAre(created->client_id()));
-  absl::SleepFor(absl::Milliseconds(400));
+  absl::SleepFor(absl::Milliseconds(2100));
   proto::ClientHeartbeatRequest beat;
   beat.set_job_id(created->job_id());
   beat.set_client_id(created->client_id());

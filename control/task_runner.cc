@@ -287,8 +287,10 @@ void TaskRunner::Serve() {
       producer_resumes_at_.reset();  // signalled once, not by every Serve until it runs
       room_.Signal();
     }
-    // Not while a client has lost batches: should it leave, they go to these readers.
-    if (task_.num_consumers() == 0 && produced_all_ && ready_.empty() && !AnyLostBatches()) {
+    // Not while a client has lost batches (unless the pipeline failed): should it leave,
+    // they go to these readers.
+    if (task_.num_consumers() == 0 && produced_all_ && ready_.empty() &&
+        (!error_.ok() || !AnyLostBatches())) {
       told_a_reader_the_end_ = told_a_reader_the_end_ || !waiters_.empty();
       ended.assign(waiters_.begin(), waiters_.end());
       waiters_.clear();

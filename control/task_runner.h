@@ -424,6 +424,9 @@ class TaskRunner {
     absl::Time since = absl::Now();  // quiet from the task's start until it is asked
   };
   QuietCheck quiet_check_ ABSL_GUARDED_BY(mu_);
+  // Whether the task was asked since quiet_check_ was taken (or has requests parked); if so,
+  // takes it anew: quiet from `now` on, at the earliest.
+  bool AskedSinceQuietCheck(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A vector, not a deque: a deque moving through its blocks allocated one every 8 parked
   // requests. Few are parked at a time (about the readers' requests in flight), so erasing
   // at the front moves little.

@@ -20,7 +20,13 @@ namespace sluice::control {
 
 void TaskRunner::NoteQuiet(absl::Time now) {
   absl::MutexLock lock(&mu_);
-  if (requests_ != quiet_check_.requests || !waiters_.empty()) quiet_check_ = {requests_, now};
+  (void)AskedSinceQuietCheck(now);
+}
+
+bool TaskRunner::AskedSinceQuietCheck(absl::Time now) {
+  if (requests_ == quiet_check_.requests && waiters_.empty()) return false;
+  quiet_check_ = {requests_, now};
+  return true;
 }
 
 bool TaskRunner::ReadLately(absl::Time now) const {
@@ -33,11 +39,7 @@ bool TaskRunner::SpillIfQuiet(absl::Time now) {
   std::vector<SpillCopy> copies;
   {
     absl::MutexLock lock(&mu_);
-    if (requests_ != quiet_check_.requests || !waiters_.empty()) {
-      quiet_check_ = {requests_, now};  // asked since: quiet from now on, at the earliest
-      return false;
-    }
-    if (now - quiet_check_.since < kQuietBeforeSpill) return false;
+    if (AskedSinceQuietCheck(now) || now - quiet_check_.since < kQuietBeforeSpill) return false;
     copies = PlanSpill();
   }
   if (copies.empty()) return false;
