@@ -63,6 +63,18 @@ Journaled RunLeases(DispatcherState& state) {
   return out;
 }
 
+// RunLeases on a state journaled into `dir`, compacted every `compact_every` updates (0:
+// never); how many updates it journaled goes to `journaled_updates`.
+void JournalLeases(const std::string& dir, int64_t compact_every, Journaled* before,
+                   int64_t* journaled_updates = nullptr) {
+  std::unique_ptr<JournalWriter> journal = *JournalWriter::Open(dir, {});
+  DispatcherState state({.elements_per_split = 10});
+  state.AttachJournal(journal.get(), compact_every);
+  *before = RunLeases(state);
+  if (journaled_updates != nullptr) *journaled_updates = state.journaled_updates();
+  ASSERT_TRUE(journal->Flush().ok());
+}
+
 void ExpectRestoredStateContinues(const std::string& dir, const Journaled& before,
                                   int64_t compact_every) {
   absl::StatusOr<Recovered> recovered = Recover(dir);
@@ -104,14 +116,9 @@ void ExpectRestoredStateContinues(const std::string& dir, const Journaled& befor
 TEST(DispatcherRecoveryTest, RestoredStateRepeatsLostLeasesAndContinuesTheCursor) {
   TempDir tmp;
   Journaled before;
-  {
-    std::unique_ptr<JournalWriter> journal = *JournalWriter::Open(tmp.dir(), {});
-    DispatcherState state({.elements_per_split = 10});
-    state.AttachJournal(journal.get(), /*compact_every=*/0);
-    before = RunLeases(state);
-    EXPECT_GE(state.journaled_updates(), 7);
-    ASSERT_TRUE(journal->Flush().ok());
-  }
+  int64_t journaled_updates = 0;
+  ASSERT_NO_FATAL_FAILURE(JournalLeases(tmp.dir(), 0, &before, &journaled_updates));
+  EXPECT_GE(journaled_updates, 7);
   ExpectRestoredStateContinues(tmp.dir(), before, 0);
 }
 
@@ -121,13 +128,7 @@ TEST(DispatcherRecoveryTest, RestoredStateRepeatsLostLeasesAndContinuesTheCursor
 TEST(DispatcherRecoveryTest, RestoredJobsListTheirClientsOnlyAfterAClientTimeout) {
   TempDir tmp;
   Journaled before;
-  {
-    std::unique_ptr<JournalWriter> journal = *JournalWriter::Open(tmp.dir(), {});
-    DispatcherState state({.elements_per_split = 10});
-    state.AttachJournal(journal.get(), /*compact_every=*/0);
-    before = RunLeases(state);
-    ASSERT_TRUE(journal->Flush().ok());
-  }
+  ASSERT_NO_FATAL_FAILURE(JournalLeases(tmp.dir(), 0, &before));
   absl::StatusOr<Recovered> recovered = Recover(tmp.dir());
   ASSERT_TRUE(recovered.ok()) << recovered.status();
   DispatcherState state({.client_timeout = absl::Seconds(2)});
@@ -170,13 +171,7 @@ TEST(DispatcherRecoveryTest, RestoredJobsListTheirClientsOnlyAfterAClientTimeout
 TEST(DispatcherRecoveryTest, SnapshotsTakenByCompactionRestoreTheSameState) {
   TempDir tmp;
   Journaled before;
-  {
-    std::unique_ptr<JournalWriter> journal = *JournalWriter::Open(tmp.dir(), {});
-    DispatcherState state({.elements_per_split = 10});
-    state.AttachJournal(journal.get(), /*compact_every=*/2);
-    before = RunLeases(state);
-    ASSERT_TRUE(journal->Flush().ok());
-  }
+  ASSERT_NO_FATAL_FAILURE(JournalLeases(tmp.dir(), 2, &before));
   bool has_snapshot = false;
   for (const auto& entry : std::filesystem::directory_iterator(tmp.dir())) {
     has_snapshot |= entry.path().filename().string().rfind("snapshot_", 0) == 0;

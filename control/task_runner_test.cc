@@ -247,18 +247,8 @@ TEST_F(DeliveryTest, AForgottenClientsLostBatchesGoToTheReadersStillThere) {
 // reader's. Before, it was told the end, and the batches were dropped once the other client
 // was forgotten (a `read --take` that left batches lost with a broken connection behind).
 TEST_F(DeliveryTest, AReaderAwaitingTheEndGetsTheLostBatchesOfAClientThatLeft) {
-  for (int64_t i = 0; i < 3; ++i) EXPECT_EQ(Get(7, 1, {}), i);
-  proto::GetElementResponse again = GetResponse(7, 2, {});  // a break: 0, 1 and 2 were lost
-  EXPECT_EQ(again.batch_index(), 0);
-  EXPECT_EQ(again.lost_left(), 2) << "the client learns that 1 and 2 wait for it too";
-  EXPECT_EQ(Get(8, 1, {}), 3);
-  EXPECT_EQ(Get(8, 1, {3}), 4);
-  std::future<int64_t> last = std::async(std::launch::async, [this] { return Get(8, 1, {4}); });
-  // Its acknowledgement counted: the request reached the task.
+  std::future<int64_t> last = LastRequestBesideALostClient();
   const absl::Time give_up = absl::Now() + absl::Seconds(10);
-  while (runner_->stats().acknowledgements_received < 2 && absl::Now() < give_up) {
-    absl::SleepFor(absl::Milliseconds(5));
-  }
   EXPECT_EQ(last.wait_for(std::chrono::milliseconds(200)), std::future_status::timeout)
       << "told the end while client 7's batches were lost";
   runner_->ForgetClients({8}, absl::Now());
@@ -275,15 +265,8 @@ TEST_F(DeliveryTest, AReaderAwaitingTheEndGetsTheLostBatchesOfAClientThatLeft) {
 // the worker's periodic Poll tells it to retry (a reply, where a deadline passed would
 // count towards the reader's giving up on the worker).
 TEST_F(DeliveryTest, ARequestHeldBackFromTheEndIsToldToRetryWithinASecondOrSo) {
-  for (int64_t i = 0; i < 3; ++i) EXPECT_EQ(Get(7, 1, {}), i);
-  EXPECT_EQ(Get(7, 2, {}), 0);  // a break: 1 and 2 are lost
-  EXPECT_EQ(Get(8, 1, {}), 3);
-  EXPECT_EQ(Get(8, 1, {3}), 4);
-  std::future<int64_t> held = std::async(std::launch::async, [this] { return Get(8, 1, {4}); });
+  std::future<int64_t> held = LastRequestBesideALostClient();
   const absl::Time give_up = absl::Now() + absl::Seconds(10);
-  while (runner_->stats().acknowledgements_received < 2 && absl::Now() < give_up) {
-    absl::SleepFor(absl::Milliseconds(5));
-  }
   while (!runner_->produced_all() && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(5));
   runner_->Poll();  // notes the end held back
   EXPECT_EQ(held.wait_for(std::chrono::milliseconds(200)), std::future_status::timeout);

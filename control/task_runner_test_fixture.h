@@ -11,10 +11,12 @@
 
 #include <gtest/gtest.h>
 
+#include <future>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/time/clock.h"
 #include "common/status_macros.h"
 #include "control/task_runner.h"
 #include "engine/pipeline_text.h"
@@ -128,6 +130,24 @@ class DeliveryTest : public ::testing::Test {
         client_->CallProto(address_, proto::GET_ELEMENT, request, &response, absl::Seconds(10));
     EXPECT_TRUE(status.ok()) << status;
     return response;
+  }
+
+  // Client 7 reads 0, 1 and 2 and breaks its connection (1 and 2 lost, 0 served again),
+  // client 8 reads 3 and 4; the future is client 8's next request, which has reached the
+  // task (its acknowledgement counted) when this returns.
+  std::future<int64_t> LastRequestBesideALostClient() {
+    for (int64_t i = 0; i < 3; ++i) EXPECT_EQ(Get(7, 1, {}), i);
+    proto::GetElementResponse again = GetResponse(7, 2, {});
+    EXPECT_EQ(again.batch_index(), 0);
+    EXPECT_EQ(again.lost_left(), 2) << "the client learns that 1 and 2 wait for it too";
+    EXPECT_EQ(Get(8, 1, {}), 3);
+    EXPECT_EQ(Get(8, 1, {3}), 4);
+    std::future<int64_t> last = std::async(std::launch::async, [this] { return Get(8, 1, {4}); });
+    const absl::Time give_up = absl::Now() + absl::Seconds(10);
+    while (runner_->stats().acknowledgements_received < 2 && absl::Now() < give_up) {
+      absl::SleepFor(absl::Milliseconds(5));
+    }
+    return last;
   }
 
   // Coordinated: the batch index `consumer` gets for `round`, or kEnd, or the call's
