@@ -75,6 +75,7 @@ void BatchReader::Pump() {
         if (outstanding_ == 0 && ready_.empty()) {
           for (Task& task : tasks_) HandOutHeld(task);
         }
+        FailIfEverySlabIsQuarantined();
         return;
       }
       next_task_ = task_index + 1;
@@ -82,6 +83,16 @@ void BatchReader::Pump() {
       fetch_id = AddFetch(task_index, -1, std::move(*free_slab));
     }
     Fetch(fetch_id);
+  }
+}
+
+void BatchReader::FailIfEverySlabIsQuarantined() {
+  // No batch can land again: said, not waited on.
+  if (quarantined_slabs_.size() >= pool_->num_slabs()) {
+    Fail(absl::ResourceExhaustedError(absl::StrCat(
+        "all ", pool_->num_slabs(),
+        " landing slabs are held by receives the transport could not cancel (workers cut off "
+        "mid-transfer); the read cannot go on")));
   }
 }
 
@@ -376,7 +387,9 @@ bool BatchReader::OnTaskFetched(Task& task, transport::Slab slab, absl::Time sen
     task.CarryAllAgain();
     // Said to a client owed nothing (a request of one owed is served what it lost): a
     // lost_left left from an earlier reply would have FirstToRecover wait on this task.
-    task.lost_left = 0;
+    // Not so a request of an epoch left behind: the worker tells those to retry whatever
+    // it owes, and may have sent one of this epoch a lost batch just before.
+    if (request.epoch >= task.delivery_epoch) task.lost_left = 0;
     // Asked again after a short pause, not at round-trip rate: the worker learns the task
     // at its next heartbeat (it asks for one early), which may take a while.
     task.retry_at = now + kTaskRetryLater;
@@ -388,7 +401,9 @@ bool BatchReader::OnTaskFetched(Task& task, transport::Slab slab, absl::Time sen
     return std::find(request.acked.begin(), request.acked.end(), index) != request.acked.end();
   });
   task.confirmed_epoch = std::max(task.confirmed_epoch, request.epoch);
-  task.lost_left = response.lost_left();
+  // The worker's count as of this reply; one to a request of an earlier epoch predates the
+  // loss, or crossed a newer reply.
+  if (request.epoch >= task.delivery_epoch) task.lost_left = response.lost_left();
   if (response.end_of_sequence()) {
     // Ended once no other request to it is in flight (OnFetched): their replies may still
     // carry batches, and should their connection break, the worker serves those again only

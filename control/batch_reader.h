@@ -320,6 +320,8 @@ class BatchReader {
                       const absl::StatusOr<transport::CallResult>& result, int64_t round,
                       const Sent& request) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool Done() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Fails the read when no landing slab is left to it (quarantined_slabs_).
+  void FailIfEverySlabIsQuarantined() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Records the read's first error (Next() returns it); later ones are dropped.
   void Fail(absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (error_.ok()) error_ = std::move(status);

@@ -87,14 +87,37 @@ BatchReader::~BatchReader() {
   // landing while the transport may be torn down next (UCX 1.13 aborts on an endpoint
   // destroyed mid-receive). Requests still parked at a worker after kStopGrace (a
   // coordinated round waiting for the other consumers, up to the round wait) are cancelled.
+  // A reply still landing a request timeout later is stuck (its worker cut off where nothing
+  // noticed): its connection is given up, as for a lost worker, so that the call fails with
+  // its slab quarantined instead of holding this destructor for ever.
+  const absl::Time give_up_landing_at = absl::Now() + options_.request_timeout;
   absl::MutexLock lock(&mu_);
   auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return outstanding_ == 0 && callbacks_running_ == 0;
   };
   while (!mu_.AwaitWithTimeout(absl::Condition(&idle), kStopGrace)) {
+    std::vector<transport::ConnectionId> stuck;
+    if (absl::Now() >= give_up_landing_at) {
+      for (const Task& task : tasks_) {
+        if (task.outstanding > 0 && task.connection != transport::kNoConnection) {
+          stuck.push_back(task.connection);
+        }
+      }
+    }
     mu_.Unlock();
     rpc_->CancelGroup(this, ReaderStopped());
+    for (transport::ConnectionId connection : stuck) {
+      rpc_->Disconnect(connection,
+                       absl::UnavailableError("the reader stopped; a reply was still landing a "
+                                              "request timeout later"));
+    }
     mu_.Lock();
+  }
+  // Slabs a receive may still land in (and so their pool) outlive this reader until the
+  // transport is destroyed: unmapped or reused, they would take that write elsewhere.
+  if (!quarantined_slabs_.empty()) {
+    rpc_->transport().HoldUntilDestroyed(
+        std::make_shared<std::vector<transport::Slab>>(std::move(quarantined_slabs_)));
   }
 }
 
@@ -185,7 +208,6 @@ absl::Status BatchReader::HeartbeatOnce(absl::Duration timeout) {
   for (const Task& task : added) {
     if (!task.lost) (void)rpc_->ConnectTo(task.worker);
   }
-  absl::Status result;
   std::vector<std::string> awaited_workers;  // for on_worker_awaited, called without the lock
   {
     absl::MutexLock lock(&mu_);
@@ -219,11 +241,12 @@ absl::Status BatchReader::HeartbeatOnce(absl::Duration timeout) {
     // Only now that the task list is current may rounds up to the horizon be read.
     round_horizon_ = std::max(round_horizon_, response.round_horizon());
     horizon_lead_ = round_horizon_ - request.current_round();
+    // Failed here, not returned: the dispatcher answered, so HeartbeatLoop must not count
+    // this as losing it (which failed the read a request_timeout later, and said so).
     if (tasks_.empty() && response.num_workers() == 0 &&
         absl::Now() - started_ > options_.no_worker_timeout) {
-      result =
-          absl::UnavailableError(absl::StrCat("no worker joined job ", job_id_, " within ",
-                                              absl::FormatDuration(options_.no_worker_timeout)));
+      Fail(absl::UnavailableError(absl::StrCat("no worker joined job ", job_id_, " within ",
+                                               absl::FormatDuration(options_.no_worker_timeout))));
     }
   }
   if (options_.on_worker_lost) {
@@ -234,7 +257,7 @@ absl::Status BatchReader::HeartbeatOnce(absl::Duration timeout) {
   if (options_.on_worker_awaited) {
     for (const std::string& worker : awaited_workers) options_.on_worker_awaited(worker);
   }
-  return result;
+  return absl::OkStatus();
 }
 
 int64_t BatchReader::tasks_lost() const {

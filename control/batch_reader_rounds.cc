@@ -61,6 +61,12 @@ void BatchReader::PumpRounds() {
         // Within the horizon the dispatcher vouched for, and not too far ahead of the caller.
         const int64_t window = options_.max_outstanding_requests + options_.prefetch_batches;
         if (round > round_horizon_ || round - next_round_ >= window) return;
+        // Each round to be asked again keeps a free slab: later rounds that landed early
+        // (with a batch the caller holds) could otherwise hold the whole pool, which is
+        // the window, and leave the round nothing to land in for ever.
+        if (!rounds_to_retry_.empty() && pool_->free_slabs() <= rounds_to_retry_.size()) {
+          return;
+        }
       }
       std::optional<size_t> owner = OwnerOf(round);
       if (!owner) return;  // no task yet: wait for one
@@ -77,7 +83,10 @@ void BatchReader::PumpRounds() {
         continue;
       }
       std::optional<transport::Slab> free_slab = pool_->TryAcquire();
-      if (!free_slab) return;
+      if (!free_slab) {
+        FailIfEverySlabIsQuarantined();
+        return;
+      }
       if (retrying) {
         rounds_to_retry_.erase(retry);
       } else {

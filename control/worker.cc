@@ -227,6 +227,18 @@ Worker::~Worker() {
     runners.swap(runners_);
     removing.swap(removing_);
   }
+  // A GetElement handler on the transport's thread may hold a runner it looked up just
+  // before the swap. Were its copy the last, ~TaskRunner would run on that thread, joining
+  // a producer that may wait on it and replying through the transport torn down below.
+  // Such a copy lives for one Fetch: waited out, within a bound.
+  const absl::Time give_up_at = absl::Now() + absl::Seconds(5);
+  auto held_elsewhere = [&runners, &removing] {
+    return std::any_of(runners.begin(), runners.end(),
+                       [](const auto& entry) { return entry.second.use_count() > 1; }) ||
+           std::any_of(removing.begin(), removing.end(),
+                       [](const auto& runner) { return runner.use_count() > 1; });
+  };
+  while (held_elsewhere() && absl::Now() < give_up_at) absl::SleepFor(absl::Milliseconds(1));
   // Stops producers and answers parked requests before the transport goes.
   runners.clear();
   removing.clear();

@@ -85,6 +85,25 @@ TEST_F(SlabPoolOverUcxTest, APooledSlabSaysSo) {
   EXPECT_EQ(slab->index(), 0u);
 }
 
+// A reader that stops with slabs a receive may still write hands them to the transport:
+// they, and the pool they keep mapped, go only with the transport.
+TEST_F(SlabPoolOverUcxTest, SlabsHeldByTheTransportKeepTheirPoolUntilItIsDestroyed) {
+  auto pool = SlabPool::Create(*transport_, 4096, 2);
+  ASSERT_TRUE(pool.ok()) << pool.status();
+  std::weak_ptr<SlabPool> watched = *pool;
+  std::optional<Slab> slab = (*pool)->TryAcquire();
+  ASSERT_TRUE(slab.has_value());
+  auto quarantined = std::make_shared<std::vector<Slab>>();
+  quarantined->push_back(std::move(*slab));
+  transport_->HoldUntilDestroyed(std::move(quarantined));
+  pool->reset();
+  slab.reset();
+  ASSERT_FALSE(watched.expired()) << "the pool went while the transport held one of its slabs";
+  EXPECT_EQ(watched.lock()->free_slabs(), 1u);  // the held slab is not handed out again
+  transport_.reset();
+  EXPECT_TRUE(watched.expired()) << "the transport's destruction let go of what it held";
+}
+
 int64_t VoluntaryContextSwitchesOfThisThread() {
   rusage usage{};
   getrusage(RUSAGE_THREAD, &usage);

@@ -25,11 +25,13 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/inline_function.h"
 #include "transport/address.h"
@@ -246,6 +248,19 @@ class Transport {
   // True on the thread driving progress now (the progress thread, or a caller inside
   // DriveUntil): a thread that a Connect made elsewhere may need, so it must not wait for one.
   [[nodiscard]] virtual bool DrivenByThisThread() const { return false; }
+
+  // Keeps `held` until the transport is destroyed, when none of its receives can write any
+  // more: memory a receive it could not cancel may still land in (LandingMayStillBeWritten
+  // in rpc.h) must be neither reused nor unmapped before then, even once its owner is gone.
+  void HoldUntilDestroyed(std::shared_ptr<void> held) {
+    absl::MutexLock lock(&held_mu_);
+    held_until_destroyed_.push_back(std::move(held));
+  }
+
+ private:
+  // Destroyed after the derived transport's destructor has stopped every receive.
+  absl::Mutex held_mu_;
+  std::vector<std::shared_ptr<void>> held_until_destroyed_ ABSL_GUARDED_BY(held_mu_);
 };
 
 // Creates the transport for `scheme` ("ucx"; "ofi" when built with libfabric). `handler`

@@ -1,0 +1,55 @@
+// A reader's dealings with the dispatcher about its job (control/batch_reader_job.cc): here,
+// a job no worker ever joins, which must fail the read after ReadOptions::no_worker_timeout
+// and say why, while the dispatcher keeps answering.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+
+#include "absl/time/clock.h"
+#include "control/client.h"
+#include "control/dispatcher.h"
+#include "engine/pipeline_text.h"
+
+namespace sluice::control {
+namespace {
+
+TEST(BatchReaderJobTest, AJobNoWorkerJoinsFailsAfterTheNoWorkerTimeoutAndSaysSo) {
+  DispatcherOptions dispatcher_options;
+  dispatcher_options.bind = transport::Address{"ucx", "127.0.0.1", 0};
+  dispatcher_options.transport.ucx_tls = "posix,sysv,cma,self";
+  auto dispatcher = Dispatcher::Start(dispatcher_options);
+  ASSERT_TRUE(dispatcher.ok()) << dispatcher.status();
+
+  ClientOptions client_options;
+  client_options.dispatcher = (*dispatcher)->address();
+  client_options.transport.ucx_tls = "posix,sysv,cma,self";
+  auto client = Client::Connect(client_options);
+  ASSERT_TRUE(client.ok()) << client.status();
+  auto pipeline = engine::ParsePipeline("range(100) | batch(10)");
+  ASSERT_TRUE(pipeline.ok()) << pipeline.status();
+  auto dataset = (*client)->RegisterDataset(*pipeline);
+  ASSERT_TRUE(dataset.ok()) << dataset.status();
+
+  ReadOptions read;
+  read.mode = proto::OFF;
+  read.no_worker_timeout = absl::Seconds(1);
+  // Long enough that a read failed as "lost the dispatcher" (a request timeout after the
+  // no-worker verdict, as before) would miss the bound below.
+  read.request_timeout = absl::Seconds(40);
+  auto reader = (*client)->Read(*dataset, read);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  const absl::Time start = absl::Now();
+  auto batch = (*reader)->Next();
+  const absl::Duration waited = absl::Now() - start;
+  ASSERT_FALSE(batch.ok()) << "a batch came with no worker in the cluster";
+  EXPECT_EQ(batch.status().code(), absl::StatusCode::kUnavailable) << batch.status();
+  EXPECT_THAT(std::string(batch.status().message()), testing::HasSubstr("no worker joined job"));
+  EXPECT_THAT(std::string(batch.status().message()),
+              testing::Not(testing::HasSubstr("lost the dispatcher")));
+  EXPECT_LT(waited, absl::Seconds(15));
+}
+
+}  // namespace
+}  // namespace sluice::control
