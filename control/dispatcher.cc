@@ -37,27 +37,30 @@ void ReplyWith(transport::ServerCall& call, const absl::StatusOr<Response>& resp
 // once the journal holds the change durably (group commit: many calls share one fdatasync).
 template <typename Request, typename Response>
 void HandleDurable(transport::RpcEndpoint& rpc, uint32_t method, DispatcherState& state,
-                   JournalWriter* journal,
+                   std::shared_ptr<DurableReplies> durable,
                    std::function<absl::StatusOr<Response>(const Request&)> handler) {
-  rpc.Handle(method, [&state, journal,
+  rpc.Handle(method, [&state, durable,
                       handler = std::move(handler)](std::shared_ptr<transport::ServerCall> call) {
+    JournalWriter* const journal = durable != nullptr ? durable->journal : nullptr;
     Request request;
     if (!request.ParseFromArray(call->request().data(), static_cast<int>(call->request().size()))) {
       call->Reply(absl::InvalidArgumentError(
           absl::StrCat("malformed ", Request::descriptor()->name(), " message")));
       return;
     }
-    const int64_t journaled_before = journal ? state.journaled_updates() : 0;
+    const int64_t awaiting_before = journal ? state.answers_awaiting_the_journal() : 0;
     absl::StatusOr<Response> response = handler(request);
-    if (journal == nullptr ||
-        (state.journaled_updates() == journaled_before && !state.coordination_unsynced())) {
+    if (journal == nullptr || (state.answers_awaiting_the_journal() == awaiting_before &&
+                               !state.coordination_unsynced())) {
       ReplyWith(*call, response);
       return;
     }
-    journal->Sync([call, response = std::move(response)](absl::Status durable) {
-      if (!durable.ok()) {
+    journal->Sync([durable, call, response = std::move(response)](absl::Status written) {
+      absl::ReaderMutexLock lock(&durable->mu);
+      if (!durable->open) return;  // the endpoint is going or gone
+      if (!written.ok()) {
         call->Reply(absl::UnavailableError(
-            absl::StrCat("the dispatcher could not journal this change: ", durable.message())));
+            absl::StrCat("the dispatcher could not journal this change: ", written.message())));
         return;
       }
       ReplyWith(*call, response);
@@ -72,6 +75,13 @@ Dispatcher::Dispatcher(const DispatcherOptions& options) : state_(options.config
 Dispatcher::~Dispatcher() {
   stop_.Notify();
   if (liveness_thread_.joinable()) liveness_thread_.join();
+  // The journal's commit thread answers durable calls until the writer is destroyed, after
+  // the endpoint: those answers are dropped from now on (their callers retry elsewhere or
+  // time out), not sent through an endpoint being torn down.
+  if (durable_replies_ != nullptr) {
+    absl::MutexLock lock(&durable_replies_->mu);
+    durable_replies_->open = false;
+  }
 }
 
 absl::Status Dispatcher::OpenWorkDir(const DispatcherOptions& options) {
@@ -131,7 +141,11 @@ absl::StatusOr<std::unique_ptr<Dispatcher>> Dispatcher::Start(const DispatcherOp
 void Dispatcher::RegisterHandlers() {
   DispatcherState& state = state_;
   transport::RpcEndpoint& rpc = *rpc_;
-  JournalWriter* journal = journal_.get();
+  if (journal_ != nullptr) {
+    durable_replies_ = std::make_shared<DurableReplies>();
+    durable_replies_->journal = journal_.get();
+  }
+  const std::shared_ptr<DurableReplies>& journal = durable_replies_;
   const std::string id = id_;
   HandleDurable<proto::GetDispatcherInfoRequest, proto::GetDispatcherInfoResponse>(
       rpc, proto::GET_DISPATCHER_INFO, state, nullptr, [id](const auto&) {

@@ -18,6 +18,7 @@
 #include <string>
 #include <thread>
 
+#include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 
 #include "control/dispatcher_state.h"
@@ -25,6 +26,14 @@
 #include "transport/rpc.h"
 
 namespace sluice::control {
+
+// A journaled dispatcher's handlers answer a change once the journal holds it durably, from
+// the journal's commit thread; this lets ~Dispatcher stop those answers first.
+struct DurableReplies {
+  JournalWriter* journal = nullptr;
+  absl::Mutex mu;
+  bool open ABSL_GUARDED_BY(mu) = true;
+};
 
 struct DispatcherOptions {
   transport::Address bind{"ucx", "0.0.0.0", 0};
@@ -63,8 +72,9 @@ class Dispatcher {
   std::string id_;
   std::string recovery_summary_;
   transport::Address address_;
-  std::unique_ptr<JournalWriter> journal_;       // outlives nothing that appends: rpc_ stops first
-  std::unique_ptr<transport::RpcEndpoint> rpc_;  // last: stops first, while state_ lives
+  std::unique_ptr<JournalWriter> journal_;  // outlives nothing that appends: rpc_ stops first
+  std::shared_ptr<DurableReplies> durable_replies_;  // null without a journal
+  std::unique_ptr<transport::RpcEndpoint> rpc_;      // last: stops first, while state_ lives
 };
 
 }  // namespace sluice::control

@@ -16,23 +16,9 @@
 namespace sluice::control {
 namespace {
 
+using journal_test::Begins;
+using journal_test::Lease;
 using journal_test::TempDir;
-
-proto::GetSplitRequest Lease(int64_t job, int64_t task, int64_t seq) {
-  proto::GetSplitRequest request;
-  request.set_job_id(job);
-  request.set_task_id(task);
-  request.set_repetition(0);
-  request.set_max_splits(3);
-  request.set_lease_seq(seq);
-  return request;
-}
-
-std::vector<int64_t> Begins(const proto::GetSplitResponse& response) {
-  std::vector<int64_t> begins;
-  for (const proto::Split& s : response.splits()) begins.push_back(s.begin());
-  return begins;
-}
 
 struct Journaled {
   int64_t job_id = 0;

@@ -13,6 +13,7 @@
 #include "engine/functions.h"
 #include "engine/pipeline_text.h"
 #include "engine/pipeline_validate.h"
+#include "engine/random.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 
@@ -30,7 +31,7 @@ absl::StatusOr<std::string> DispatcherState::RegisterDataset(const proto::Pipeli
     coded.SetSerializationDeterministic(true);
     pipeline.SerializeToCodedStream(&coded);
   }
-  absl::MutexLock lock(&mu_);
+  ChangeLock lock(this);
   if (!dataset_id.empty()) {
     if (auto it = datasets_.find(dataset_id); it != datasets_.end()) {
       if (it->second.SerializeAsString() == pipeline.SerializeAsString()) return dataset_id;
@@ -52,7 +53,7 @@ absl::StatusOr<std::string> DispatcherState::RegisterDataset(const proto::Pipeli
 }
 
 absl::Status DispatcherState::ReleaseClient(const proto::ReleaseClientRequest& request) {
-  absl::MutexLock lock(&mu_);
+  ChangeLock lock(this);
   auto it = jobs_.find(request.job_id());
   if (it == jobs_.end()) return absl::OkStatus();  // already collected
   Job& job = it->second;
@@ -108,7 +109,7 @@ absl::StatusOr<proto::GetOrCreateJobResponse> DispatcherState::GetOrCreateJob(
         absl::StrCat("static sharding (", ProcessingModeName(request.mode()),
                      ") needs a fixed worker list: start the dispatcher with --worker-addresses"));
   }
-  absl::MutexLock lock(&mu_);
+  ChangeLock lock(this);
   auto dataset = datasets_.find(request.dataset_id());
   if (dataset == datasets_.end()) {
     return absl::NotFoundError(absl::StrCat("dataset '", request.dataset_id(),
@@ -188,6 +189,7 @@ absl::StatusOr<proto::GetOrCreateJobResponse> DispatcherState::GetOrCreateJob(
   }
   Job job{next_id_++, request.job_name(), request.dataset_id(), request.mode(), {}, 1, {}};
   job.elements_per_split = config_.elements_per_split;
+  job.shuffle_seed = engine::RandomSeed() | 1;  // never 0, which means "none"
   job.clients[response.client_id()] = absl::Now();
   job.num_consumers = request.num_consumers();
   job.round_horizon = kRoundWindow;
@@ -201,6 +203,7 @@ absl::StatusOr<proto::GetOrCreateJobResponse> DispatcherState::GetOrCreateJob(
   create->set_elements_per_split(job.elements_per_split);
   create->set_client_id(response.client_id());
   create->set_num_consumers(job.num_consumers);
+  create->set_shuffle_seed(job.shuffle_seed);
   Journal(update);
   // Not on lost workers: their readers would wait out their timeout on a dead address. One
   // that comes back joins the job as a new worker does.
@@ -322,7 +325,7 @@ bool DispatcherState::JobFinished(const Job& job) const {
 
 absl::StatusOr<proto::ClientHeartbeatResponse> DispatcherState::ClientHeartbeat(
     const proto::ClientHeartbeatRequest& request) {
-  absl::MutexLock lock(&mu_);
+  ChangeLock lock(this);
   auto it = jobs_.find(request.job_id());
   if (it == jobs_.end() && collected_jobs_.contains(request.job_id())) {
     return absl::FailedPreconditionError(
@@ -380,7 +383,7 @@ absl::StatusOr<proto::WorkerHeartbeatResponse> DispatcherState::WorkerHeartbeat(
   if (request.worker_address().empty()) {
     return absl::InvalidArgumentError("worker heartbeat without a worker address");
   }
-  absl::MutexLock lock(&mu_);
+  ChangeLock lock(this);
   if (!workers_.contains(request.worker_address()) && !worker_list_.empty() &&
       !worker_list_.IndexOf(request.worker_address()).has_value()) {
     return absl::PermissionDeniedError(absl::StrCat(

@@ -96,6 +96,10 @@ class DispatcherState {
   // Updates journaled so far. A handler whose call moved this must not reply before the
   // journal is durable (JournalWriter::Sync).
   [[nodiscard]] int64_t journaled_updates() const;
+  // Those, plus the leases answered again to a retry: the lease's own record may not be
+  // durable yet (or may never be, after a write failed), so a handler whose call moved
+  // this waits for the journal as well.
+  [[nodiscard]] int64_t answers_awaiting_the_journal() const;
   // Coordinated reads: how far past the furthest consumer the task list is fixed. Consumers
   // learn the horizon from heartbeats (every 100 ms), so it must cover more rounds than a
   // consumer reads between two of them.
@@ -130,6 +134,8 @@ class DispatcherState {
     std::map<int64_t, std::unique_ptr<split::SplitProvider>> providers;
     // The split size the job's providers use (journaled, so a restart keeps it).
     int64_t elements_per_split = 0;
+    // SplitOptions::unseeded_shuffle_seed of every provider the job makes (journaled).
+    uint64_t shuffle_seed = 0;
     // Cursors restored from a journal, applied when a repetition's provider is made.
     std::map<int64_t, int64_t> restored_cursors;
     // The last lease of each (task, repetition), to answer a retried GetSplit alike.
@@ -252,6 +258,28 @@ class DispatcherState {
   const DispatcherConfig config_;
   const WorkerList worker_list_;
   mutable absl::Mutex mu_;
+  // Holds mu_ for a change of the state; a compaction that Journal found due is taken as it
+  // lets go, once the change is whole. A snapshot taken within one (a job journaled before
+  // it was entered, say) missed what was journaled and not yet applied, and the compaction
+  // deleted those records: the restart then failed on a task of an unknown job.
+  class ABSL_SCOPED_LOCKABLE ChangeLock {
+   public:
+    explicit ChangeLock(DispatcherState* state) ABSL_EXCLUSIVE_LOCK_FUNCTION(state->mu_)
+        : state_(state) {
+      state_->mu_.Lock();
+    }
+    ~ChangeLock() ABSL_UNLOCK_FUNCTION() {
+      state_->CompactIfDueLocked();
+      state_->mu_.Unlock();
+    }
+    ChangeLock(const ChangeLock&) = delete;
+    ChangeLock& operator=(const ChangeLock&) = delete;
+
+   private:
+    DispatcherState* const state_;
+  };
+  void CompactIfDueLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool compaction_due_ ABSL_GUARDED_BY(mu_) = false;
   // A state restored from the journal knows its jobs but not their clients (they are not
   // journaled) until each client's next heartbeat: until client_timeout has passed since
   // it started serving, workers are not told who reads the restored jobs
@@ -297,6 +325,7 @@ class DispatcherState {
   int64_t compact_every_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t since_compaction_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t journaled_updates_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t leases_replayed_ ABSL_GUARDED_BY(mu_) = 0;
   // Shared with the journal's callbacks, which may run after the state is gone.
   const std::shared_ptr<std::atomic<int64_t>> coordination_unsynced_ =
       std::make_shared<std::atomic<int64_t>>(0);

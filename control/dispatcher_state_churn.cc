@@ -20,7 +20,7 @@
 namespace sluice::control {
 
 void DispatcherState::CheckLiveness(absl::Time now) {
-  absl::MutexLock lock(&mu_);
+  ChangeLock lock(this);
   for (auto& [address, worker] : workers_) {
     if (!worker.lost && now - worker.last_heartbeat > config_.worker_timeout) {
       LoseWorker(

@@ -10,9 +10,30 @@
 #include "control/dispatcher_state.h"
 
 namespace sluice::control {
+namespace {
+
+// Adds splits [first, next) to a task's leased ranges, merging overlaps. A snapshot writes
+// a task's ranges, merged as consecutive leases are, and beside them its last lease (to
+// answer a retry), which lies within them: restored as two ranges, the last lease's splits
+// were re-issued twice when the task's worker was lost after the restart.
+void AddLeaseRange(std::vector<std::pair<int64_t, int64_t>>& ranges, int64_t first, int64_t next) {
+  ranges.emplace_back(first, next);
+  std::sort(ranges.begin(), ranges.end());
+  std::vector<std::pair<int64_t, int64_t>> merged;
+  for (const auto& [begin, end] : ranges) {
+    if (!merged.empty() && begin <= merged.back().second) {
+      merged.back().second = std::max(merged.back().second, end);
+    } else {
+      merged.emplace_back(begin, end);
+    }
+  }
+  ranges = std::move(merged);
+}
+
+}  // namespace
 
 void DispatcherState::AttachJournal(JournalWriter* journal, int64_t compact_every) {
-  absl::MutexLock lock(&mu_);
+  ChangeLock lock(this);
   journal_ = journal;
   compact_every_ = compact_every;
   // The last step before serving, after any Restore (which may take a while): clients can
@@ -25,23 +46,33 @@ int64_t DispatcherState::journaled_updates() const {
   return journaled_updates_;
 }
 
+int64_t DispatcherState::answers_awaiting_the_journal() const {
+  absl::MutexLock lock(&mu_);
+  return journaled_updates_ + leases_replayed_;
+}
+
 void DispatcherState::Journal(const proto::Update& update, JournalWriter::DurableCallback durable) {
   if (journal_ == nullptr) return;
   // Failures surface through the Sync the handler waits on before it replies.
   journal_->Append(update, std::move(durable));
   ++journaled_updates_;
-  if (compact_every_ > 0 && ++since_compaction_ >= compact_every_) {
-    since_compaction_ = 0;
-    // Under mu_, so the snapshot holds exactly the updates appended before it.
-    journal_->CompactAsync(SnapshotLocked(), [](absl::Status status) {
-      if (!status.ok()) {
-        std::fprintf(stderr,
-                     "sluice dispatcher: journal compaction failed (the journal stays "
-                     "usable, recovery just reads more): %s\n",
-                     std::string(status.message()).c_str());
-      }
-    });
-  }
+  if (compact_every_ > 0 && ++since_compaction_ >= compact_every_) compaction_due_ = true;
+}
+
+void DispatcherState::CompactIfDueLocked() {
+  if (!compaction_due_) return;
+  compaction_due_ = false;
+  since_compaction_ = 0;
+  // Under mu_ at the end of a change, so the snapshot holds exactly the updates appended
+  // before it, each applied.
+  journal_->CompactAsync(SnapshotLocked(), [](absl::Status status) {
+    if (!status.ok()) {
+      std::fprintf(stderr,
+                   "sluice dispatcher: journal compaction failed (the journal stays "
+                   "usable, recovery just reads more): %s\n",
+                   std::string(status.message()).c_str());
+    }
+  });
 }
 
 void DispatcherState::JournalCoordination(const proto::Update& update) {
@@ -70,6 +101,7 @@ proto::Snapshot DispatcherState::SnapshotLocked() const {
     j->set_elements_per_split(job.elements_per_split);
     j->set_num_consumers(job.num_consumers);
     j->set_round_horizon(job.journaled_horizon);
+    j->set_shuffle_seed(job.shuffle_seed);
     for (int c = 1; c < job.num_clients; ++c) snapshot.add_clients()->set_job_id(id);
     std::map<int64_t, std::pair<int64_t, bool>> cursors;
     for (const auto& [repetition, next] : job.restored_cursors) cursors[repetition] = {next, false};
@@ -133,11 +165,15 @@ proto::Snapshot DispatcherState::SnapshotLocked() const {
     }
     if (task.finished) snapshot.add_finished_task_ids(id);
   }
+  for (int64_t id : collected_jobs_) snapshot.add_collected_job_ids(id);
+  for (const auto& [name, id] : collected_job_names_) {
+    (*snapshot.mutable_collected_job_names())[name] = id;
+  }
   return snapshot;
 }
 
 absl::Status DispatcherState::Restore(const Recovered& recovered) {
-  absl::MutexLock lock(&mu_);
+  ChangeLock lock(this);
   if (recovered.snapshot.has_value()) {
     const proto::Snapshot& s = *recovered.snapshot;
     SeeId(s.next_id() - 1);
@@ -170,6 +206,10 @@ absl::Status DispatcherState::Restore(const Recovered& recovered) {
       *update.mutable_split_cursor() = c;
       SLUICE_RETURN_IF_ERROR(Apply(update));
     }
+    // Until session 41 a snapshot left these out: after a compaction and a restart, a
+    // collected DYNAMIC job's name was silently made again from its first pass.
+    collected_jobs_.insert(s.collected_job_ids().begin(), s.collected_job_ids().end());
+    for (const auto& [name, id] : s.collected_job_names()) collected_job_names_[name] = id;
   }
   for (const proto::Update& update : recovered.updates) SLUICE_RETURN_IF_ERROR(Apply(update));
   // Every pass that handed out a split journaled a cursor, and compaction keeps only the
@@ -203,6 +243,7 @@ absl::Status DispatcherState::Apply(const proto::Update& update) {
       job.elements_per_split =
           j.elements_per_split() > 0 ? j.elements_per_split() : config_.elements_per_split;
       job.num_consumers = j.num_consumers();
+      job.shuffle_seed = j.shuffle_seed();
       job.journaled_horizon = j.round_horizon();
       job.round_horizon = std::max(kRoundWindow, j.round_horizon());
       job.restored = true;
@@ -270,8 +311,8 @@ absl::Status DispatcherState::Apply(const proto::Update& update) {
       cursor = std::max(cursor, c.next_split_index());
       if (auto task = tasks_.find(c.leased_by_task());
           task != tasks_.end() && c.next_split_index() > c.first_split_index()) {
-        task->second.lease_ranges[c.repetition()].emplace_back(c.first_split_index(),
-                                                               c.next_split_index());
+        AddLeaseRange(task->second.lease_ranges[c.repetition()], c.first_split_index(),
+                      c.next_split_index());
       }
       if (c.leased_by_task() != 0 && c.lease_seq() > 0) {
         it->second.last_leases[{c.leased_by_task(), c.repetition()}] = Job::Lease{

@@ -29,7 +29,7 @@ absl::Status AsSplitFailure(const absl::Status& status, int64_t job_id) {
 
 absl::StatusOr<proto::GetSplitResponse> DispatcherState::GetSplit(
     const proto::GetSplitRequest& request) {
-  absl::MutexLock lock(&mu_);
+  ChangeLock lock(this);
   auto it = jobs_.find(request.job_id());
   if (it == jobs_.end()) {
     return absl::NotFoundError(absl::StrCat("GetSplit for unknown job ", request.job_id()));
@@ -65,6 +65,7 @@ absl::StatusOr<proto::GetSplitResponse> DispatcherState::GetSplit(
     auto last = job.last_leases.find(lease_key);
     if (last != job.last_leases.end() && last->second.seq == request.lease_seq()) {
       // The worker did not get our reply (e.g. we restarted): the same splits again.
+      ++leases_replayed_;
       SLUICE_RETURN_IF_ERROR(
           AsSplitFailure(ReplayLease(job, request.repetition(), last->second, &response), job.id));
       for (int i = 0; i < response.splits_size(); ++i) {
@@ -187,6 +188,7 @@ absl::StatusOr<split::SplitProvider*> DispatcherState::Provider(Job& job, int64_
   options.elements_per_split = job.elements_per_split;
   options.data_roots = config_.data_roots;
   options.repetition = repetition;
+  options.unseeded_shuffle_seed = job.shuffle_seed;
   absl::StatusOr<std::unique_ptr<split::SplitProvider>> made =
       split::CreateSplitProvider(datasets_.at(job.dataset_id), options);
   if (!made.ok()) {
@@ -207,6 +209,7 @@ absl::Status DispatcherState::ReplayLease(const Job& job, int64_t repetition,
   options.elements_per_split = job.elements_per_split;
   options.data_roots = config_.data_roots;
   options.repetition = repetition;
+  options.unseeded_shuffle_seed = job.shuffle_seed;
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<split::SplitProvider> replay,
                           split::CreateSplitProvider(datasets_.at(job.dataset_id), options));
   SLUICE_RETURN_IF_ERROR(replay->Seek(lease.first));

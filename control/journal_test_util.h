@@ -1,5 +1,6 @@
-// Helpers shared by the journal tests (journal_test.cc, journal_crash_test.cc): a temporary
-// directory, sample updates, whole-session writes and byte-level file access.
+// Helpers shared by the journal tests (journal_test.cc, journal_crash_test.cc, the dispatcher
+// recovery and compaction tests): a temporary directory, leases, sample updates,
+// whole-session writes and byte-level file access.
 //
 //   TempDir tmp;
 //   std::string file = WriteSession(tmp.dir(), SomeUpdates(1, 10));
@@ -38,6 +39,24 @@ class TempDir {
  private:
   std::string path_;
 };
+
+// A GetSplit of three splits of pass 0 by `task`, its `seq`th lease.
+inline proto::GetSplitRequest Lease(int64_t job, int64_t task, int64_t seq) {
+  proto::GetSplitRequest request;
+  request.set_job_id(job);
+  request.set_task_id(task);
+  request.set_repetition(0);
+  request.set_max_splits(3);
+  request.set_lease_seq(seq);
+  return request;
+}
+
+// The first element of each split of a lease.
+inline std::vector<int64_t> Begins(const proto::GetSplitResponse& response) {
+  std::vector<int64_t> begins;
+  for (const proto::Split& s : response.splits()) begins.push_back(s.begin());
+  return begins;
+}
 
 inline proto::Update Cursor(int64_t job, int64_t next) {
   proto::Update update;

@@ -116,10 +116,13 @@ absl::StatusOr<std::unique_ptr<SplitProvider>> CreateSplitProvider(const proto::
       const proto::ListFilesOp& op = source.list_files();
       SLUICE_ASSIGN_OR_RETURN(std::vector<std::string> sorted,
                               engine::GlobDataFiles(op.pattern(), options.data_roots));
-      // Unseeded shuffles are random per provider, like a worker's unseeded list_files.
+      // Unseeded shuffles are random per job (or per provider), like a worker's unseeded
+      // list_files.
+      const uint64_t seed =
+          options.unseeded_shuffle_seed != 0 ? options.unseeded_shuffle_seed : engine::RandomSeed();
       SLUICE_ASSIGN_OR_RETURN(
           std::vector<std::string> files,
-          engine::ListFilesPass(op, std::move(sorted), options.repetition, engine::RandomSeed()));
+          engine::ListFilesPass(op, std::move(sorted), options.repetition, seed));
       return std::make_unique<FileNameSplitProvider>(std::move(files), options.files_per_split);
     }
     // Not sources, or not splittable: ValidateSplittable has refused them already.

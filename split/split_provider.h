@@ -68,6 +68,10 @@ struct SplitOptions {
   // The pass this provider serves; reshuffles list_files(shuffle=true) per pass as a
   // worker-side list_files would (Reset() replays the same pass).
   int64_t repetition = 0;
+  // Seeds list_files(shuffle=true) without a seed of its own; 0: a random seed per
+  // provider. A dispatcher gives each job one, so that the providers it remakes for a
+  // pass (a replayed lease, after a restart) list that pass's files in the same order.
+  uint64_t unseeded_shuffle_seed = 0;
 };
 
 // A provider for the pipeline's source. InvalidArgument when the pipeline is invalid, the

@@ -242,7 +242,10 @@ void UcxTransport::AbandonSends(ConnectionId id, std::optional<absl::Status> why
   std::vector<SendCallback> callbacks;
   for (SendOp* op = sends_in_flight_; op != nullptr; op = op->next) {
     if (op->request == nullptr || (id != kNoConnection && op->to != id)) continue;
-    // UCX frees a released request when it completes, and still calls back.
+    // A released request is not called back (ucp.h: "no further notifications or
+    // callbacks"), and UCX may still read the op's header until it ends the send: the op
+    // stays listed, and keeps its endpoint open, until ForgetSends at the worker's
+    // destruction or restart (CloseEndpoint). A few hundred bytes per send to a dead peer.
     ucp_request_free(op->request);
     op->request = nullptr;
     if (op->done && why.has_value()) callbacks.push_back(std::move(op->done));

@@ -162,6 +162,8 @@ UcxTransport::~UcxTransport() {
   worker_.reset();
   // What the worker took with it; nobody is told any more (the handler may be going too).
   ForgetSends();
+  for (RecvOp* op : receives_in_flight_) delete op;
+  receives_in_flight_.clear();
   if (epoll_fd_ >= 0) close(epoll_fd_);
   if (event_fd_ >= 0) close(event_fd_);
 }
@@ -191,7 +193,11 @@ void UcxTransport::PostSend(ConnectionId to, absl::string_view header, Payload p
     send->done = std::move(done);
     // `this` and the pointer: AnyInvocable keeps them in place.
     queue_.push_back([this, send = std::move(send)]() mutable {
-      DoSend(send->to, send->header, send->payload, std::move(send->done));
+      // Taken out here: a callback DoSend ran without taking (a closed connection, a
+      // message sent at once) is destroyed now, with what it holds (a batch's slab), not
+      // when a later post drains the queue.
+      SendCallback send_done = std::move(send->done);
+      DoSend(send->to, send->header, send->payload, std::move(send_done));
       posted_sent_.push_back(std::move(send));
     });
   }
