@@ -84,6 +84,38 @@ void ALostTaskIsReissuedOnceAfterARestart(int64_t compact_every) {
   EXPECT_EQ(reissued, leased) << "the lost task's splits, each once";
 }
 
+// The last snapshot before a restart taken while a job was being made: whichever update of
+// the making it falls on, the restart must know the job and its task.
+TEST(DispatcherCompactionTest, AJobMadeAsTheJournalCompactsSurvivesARestart) {
+  for (int64_t compact_every = 1; compact_every <= 4; ++compact_every) {
+    SCOPED_TRACE(compact_every);
+    TempDir tmp;
+    int64_t job_id = 0;
+    {
+      std::unique_ptr<JournalWriter> journal = *JournalWriter::Open(tmp.dir(), {});
+      DispatcherState state({});
+      state.AttachJournal(journal.get(), compact_every);
+      const std::string ds = *state.RegisterDataset(*engine::ParsePipeline("range(100)"));
+      proto::WorkerHeartbeatRequest a;
+      a.set_worker_address("ucx://a:1");
+      ASSERT_TRUE(state.WorkerHeartbeat(a).ok());
+      proto::GetOrCreateJobRequest job;
+      job.set_dataset_id(ds);
+      job.set_mode(proto::DYNAMIC);
+      job_id = state.GetOrCreateJob(job)->job_id();  // CreateJob, then its task's CreateTask
+      ASSERT_TRUE(journal->Flush().ok());
+    }
+    absl::StatusOr<Recovered> recovered = Recover(tmp.dir());
+    ASSERT_TRUE(recovered.ok()) << recovered.status();
+    DispatcherState state({});
+    const absl::Status restored = state.Restore(*recovered);
+    ASSERT_TRUE(restored.ok()) << restored;
+    ASSERT_EQ(state.Status().jobs_size(), 1);
+    EXPECT_EQ(state.Status().jobs(0).job_id(), job_id);
+    EXPECT_EQ(state.Status().jobs(0).num_tasks(), 1);
+  }
+}
+
 TEST(DispatcherCompactionTest, ALostTaskIsReissuedOnceAfterARestart) {
   for (int64_t compact_every : {0, 1}) {
     SCOPED_TRACE(compact_every);
