@@ -102,6 +102,13 @@ absl::Status ValidateFeatureSpec(const proto::FeatureSpec& spec) {
     return absl::InvalidArgumentError(absl::StrCat(
         where, "expected length >= 0 for a fixed shape and 0 otherwise, got ", spec.length()));
   }
+  // A record without the feature gets `length` defaults: a length past any real feature
+  // only made a worker allocate until it died.
+  if (spec.length() > kMaxFixedFeatureLength) {
+    return absl::InvalidArgumentError(absl::StrCat(where, "a fixed length of ", spec.length(),
+                                                   " is above the limit of ",
+                                                   kMaxFixedFeatureLength, " values"));
+  }
   const int defaults = DefaultCount(spec);
   const int matching = spec.type() == proto::FeatureSpec::INT64   ? spec.int64_default_size()
                        : spec.type() == proto::FeatureSpec::FLOAT ? spec.float_default_size()

@@ -31,6 +31,9 @@
 
 namespace sluice::engine {
 
+// The longest fixed-length feature a spec may ask for (64 Mi values).
+inline constexpr int64_t kMaxFixedFeatureLength = int64_t{1} << 26;
+
 // InvalidArgument naming the feature (by position and name) and what was expected.
 [[nodiscard]] absl::StatusOr<std::vector<proto::FeatureSpec>> ParseFeatureSpecs(
     std::string_view text);

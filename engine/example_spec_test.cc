@@ -33,6 +33,17 @@ TEST(ExampleSpecTest, ParsesTypesShapesAndDefaults) {
             "age:int64:scalar:0, name:bytes:var, pixels:float:3:0.5;1;1.5, tag:bytes:2:none");
 }
 
+// A record without the feature gets `length` defaults: a length no feature has made a
+// worker allocate until it died (bad_alloc, or an unchecked status dereferenced).
+TEST(ExampleSpecTest, AFixedLengthPastTheLimitIsRefused) {
+  absl::StatusOr<std::vector<proto::FeatureSpec>> huge =
+      ParseFeatureSpecs("x:int64:1000000000000000000:0");
+  ASSERT_FALSE(huge.ok());
+  EXPECT_EQ(huge.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(huge.status().message(), HasSubstr("above the limit"));
+  EXPECT_TRUE(ParseFeatureSpecs("x:int64:1024:0").ok());
+}
+
 TEST(ExampleSpecTest, ErrorsNameTheFeatureAndWhatWasExpected) {
   auto error = [](const char* text) {
     return std::string(ParseFeatureSpecs(text).status().message());

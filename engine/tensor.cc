@@ -170,6 +170,11 @@ absl::StatusOr<Tensor> Tensor::Create(DType dtype, std::vector<int64_t> shape) {
     return absl::InvalidArgumentError(
         absl::StrCat("tensor of shape ", ShapeString(shape), " is too large"));
   }
+  if (*n * per_element > kMaxTensorBytes) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "a tensor of shape ", ShapeString(shape), " would take ", *n * per_element,
+        " bytes, above the limit of ", kMaxTensorBytes, " (a padded shape or length too large?)"));
+  }
   return Tensor(dtype, std::move(shape), *n);
 }
 

@@ -131,6 +131,11 @@ decltype(auto) VisitDType(DType dtype, Fn&& fn) {
 // Product of dims; InvalidArgument for negative dims or an int64 overflow.
 [[nodiscard]] absl::StatusOr<int64_t> NumElementsOf(std::span<const int64_t> shape);
 
+// The largest tensor Tensor::Create makes (4 GiB; a string tensor's offsets count 8 bytes
+// an element): a shape from a user's pipeline (padded_batch's padded_shapes, a feature's
+// length) must fail, not allocate until the worker dies.
+inline constexpr int64_t kMaxTensorBytes = int64_t{1} << 32;
+
 // "[2, 3]"; "[]" for scalars.
 std::string ShapeString(std::span<const int64_t> shape);
 

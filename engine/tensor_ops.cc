@@ -1,7 +1,11 @@
 #include "engine/tensor_ops.h"
 
 #include <cassert>
+#include <cmath>
 #include <cstring>
+#include <limits>
+#include <type_traits>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -35,6 +39,31 @@ void ForEachRun(std::span<const int64_t> from, std::span<const int64_t> to, Copy
       index[d] = 0;
     }
   }
+}
+
+// Whether `padding` is a value of T. tf.data requires the padding's dtype to be the
+// component's; a cast would pad a uint8 component given -1 with 255, drop 0.5's fraction in
+// an int64 one, and is undefined for 1e30 into an integer.
+template <typename T>
+bool PaddingIsAValueOf(const proto::ScalarValue& padding) {
+  switch (padding.value_case()) {
+    case proto::ScalarValue::kIntValue:
+      if constexpr (std::is_integral_v<T>) return std::in_range<T>(padding.int_value());
+      return true;  // any integer is a number of a floating type
+    case proto::ScalarValue::kFloatValue: {
+      const double v = padding.float_value();
+      if constexpr (std::is_integral_v<T>) {
+        // [min, max + 1) as doubles: both bounds are powers of two, so exact.
+        return v == std::trunc(v) && v >= static_cast<double>(std::numeric_limits<T>::min()) &&
+               v < static_cast<double>(std::numeric_limits<T>::max()) + 1.0;
+      }
+      return std::fabs(v) <= static_cast<double>(std::numeric_limits<T>::max());
+    }
+    case proto::ScalarValue::kStringValue:
+    case proto::ScalarValue::VALUE_NOT_SET:
+      return true;
+  }
+  return true;
 }
 
 }  // namespace
@@ -78,11 +107,25 @@ absl::StatusOr<Tensor> PadTo(const Tensor& t, std::span<const int64_t> shape,
   std::vector<int64_t> out_shape(shape.begin(), shape.end());
   if (is_string) {
     SLUICE_ASSIGN_OR_RETURN(int64_t n, NumElementsOf(out_shape));
+    if (n > kMaxTensorBytes / 16) {  // a view here, an offset in the tensor
+      return absl::ResourceExhaustedError(
+          absl::StrCat("cannot pad to ", ShapeString(out_shape), ": ", n, " strings are too many"));
+    }
     std::vector<std::string_view> values(static_cast<size_t>(n), padding.string_value());
     ForEachRun(t.shape(), out_shape, [&](int64_t src, int64_t dst, int64_t count) {
       for (int64_t i = 0; i < count; ++i) values[dst + i] = t.string_value(src + i);
     });
     return Tensor::FromStrings(std::move(out_shape), values);
+  }
+  const bool fits = VisitDType(t.dtype(), [&](auto tag) {
+    return PaddingIsAValueOf<typename decltype(tag)::type>(padding);
+  });
+  if (!fits) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "padding value ",
+        padding.value_case() == proto::ScalarValue::kIntValue ? absl::StrCat(padding.int_value())
+                                                              : absl::StrCat(padding.float_value()),
+        " is not a value of the component's dtype ", AbslView(DTypeName(t.dtype()))));
   }
   SLUICE_ASSIGN_OR_RETURN(Tensor out, Tensor::Create(t.dtype(), out_shape));
   VisitDType(t.dtype(), [&](auto tag) {

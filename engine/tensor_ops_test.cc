@@ -21,6 +21,20 @@ TEST(TensorOpsTest, SliceRowTakesDim0Rows) {
   EXPECT_THAT(SliceRow(s, 1).shape(), ElementsAre(2));
 }
 
+TEST(TensorOpsTest, PadToRefusesAPaddingOutsideTheComponentsDtype) {
+  const Tensor bytes = Tensor::FromVector<uint8_t>({1}, std::vector<uint8_t>{7});
+  EXPECT_EQ(PadTo(bytes, std::vector<int64_t>{2}, IntScalarValue(-1)).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(PadTo(bytes, std::vector<int64_t>{2}, IntScalarValue(256)).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  absl::StatusOr<Tensor> top = PadTo(bytes, std::vector<int64_t>{2}, IntScalarValue(255));
+  ASSERT_TRUE(top.ok()) << top.status();
+  EXPECT_THAT(top->values<uint8_t>(), ElementsAre(7, 255));
+  const Tensor floats = Tensor::FromVector<float>({1}, std::vector<float>{1});
+  EXPECT_EQ(PadTo(floats, std::vector<int64_t>{2}, FloatScalarValue(1e300)).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST(TensorOpsTest, PadToFillsTheRestWithThePaddingValue) {
   Tensor m = Tensor::FromVector<int64_t>({2, 2}, std::vector<int64_t>{1, 2, 3, 4});
   absl::StatusOr<Tensor> p = PadTo(m, std::vector<int64_t>{3, 3}, IntScalarValue(-1));

@@ -473,13 +473,23 @@ void RpcEndpoint::OnMessage(ConnectionId from, absl::string_view header, Inbound
   // Only the waiter or the callback leaves the table: moving the whole call out costs a
   // reply more.
   PendingCall finished;
+  bool orphaned = false;
   {
     absl::MutexLock lock(&mu_);
     PendingCall* call = pending_.Find(frame->request_id);
     if (call == nullptr || call->connection != from) return;  // late or forged
     finished.waiter = call->waiter;
     if (call->waiter == nullptr) finished.done = std::move(call->done);
+    orphaned = call->orphaned;
     static_cast<void>(pending_.Erase(frame->request_id));  // found just above
+  }
+  if (orphaned) {
+    // Its connection was given up while the payload landed, and the sender was told so:
+    // it may have reused the payload's memory while the transfer still read it. The bytes
+    // that landed cannot be trusted; the receive has ended, so the buffer is free again.
+    Complete(finished, absl::UnavailableError(
+                           "the connection was given up while this reply's payload landed"));
+    return;
   }
   auto code = static_cast<absl::StatusCode>(frame->code);
   if (code != absl::StatusCode::kOk) {

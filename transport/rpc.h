@@ -192,8 +192,9 @@ class RpcEndpoint final : public MessageHandler {
     int64_t deadline_ns;  // on CoarseMonotonicNs()'s clock
     PayloadDestination landing;
     bool receiving = false;  // a payload is landing: the landing buffer is in use
-    // Its connection is gone while the payload was landing: left to the transport, and
-    // failed at the deadline if the transport never ends the receive.
+    // Its connection is gone while the payload was landing: left to the transport, failed
+    // when the receive ends (whatever landed: the sender may have reused its memory), or
+    // at the deadline if the transport never ends it.
     bool orphaned = false;
     const void* group = nullptr;  // CallOptions::group
     // Either: CallAsync's callback, or the waiter a synchronous Call polls (its reply is

@@ -157,7 +157,11 @@ absl::StatusOr<std::vector<std::string>> GlobDataFiles(std::string_view pattern,
   std::vector<std::string> files;
   const std::string prefix = IsAbsolute(pattern) ? "" : absl::StrCat(roots[0], "/");
   for (const std::string& name : names) {
-    SLUICE_ASSIGN_OR_RETURN(std::string canonical, ResolveDataPath(name, roots));
+    absl::StatusOr<std::string> resolved = ResolveDataPath(name, roots);
+    // glob lists names as the directory holds them: a dangling symlink, or a file renamed
+    // away since (a writer's temporary), is no file to read, not a failed listing.
+    if (absl::IsNotFound(resolved.status())) continue;
+    SLUICE_ASSIGN_OR_RETURN(std::string canonical, std::move(resolved));
     struct stat st;
     if (::stat(canonical.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
     files.push_back(prefix.empty() ? name : name.substr(prefix.size()));

@@ -118,6 +118,15 @@ TEST_F(DataRootsTest, GlobSortsRegularFilesAndKeepsThePatternsSpelling) {
   EXPECT_TRUE(none->empty());
 }
 
+// glob lists a dangling symlink (or a file renamed away since it read the directory): no
+// file to read, where it used to fail the whole listing with "does not exist".
+TEST_F(DataRootsTest, GlobSkipsDanglingSymlinks) {
+  std::filesystem::create_symlink(root_ + "/gone.tfrecord", root_ + "/old.tfrecord");
+  absl::StatusOr<std::vector<std::string>> listed = GlobDataFiles(root_ + "/*.tfrecord", roots_);
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  EXPECT_THAT(*listed, ElementsAre(root_ + "/a.tfrecord", root_ + "/b.tfrecord"));
+}
+
 TEST_F(DataRootsTest, GlobRefusesPatternsAndMatchesOutsideTheRoots) {
   absl::StatusOr<std::vector<std::string>> outside = GlobDataFiles(outside_ + "/*", roots_);
   EXPECT_EQ(outside.status().code(), absl::StatusCode::kPermissionDenied);

@@ -73,12 +73,26 @@ absl::Status TfRecordReader::Bad(absl::Status error, bool lose_rest, bool* stop)
   return absl::OkStatus();
 }
 
+absl::Status TfRecordReader::Unreadable(const absl::Status& error, uint64_t offset, bool* stop) {
+  // A broken compressed stream (a truncated or corrupt .gz) loses the rest of the file, as a
+  // truncated record does; other errors (I/O) are not the data's fault and are not skipped.
+  if (!absl::IsDataLoss(error)) return error;
+  return Bad(absl::DataLossError(absl::StrCat("cannot read ", name_, " past offset ", offset, ": ",
+                                              error.message())),
+             /*lose_rest=*/true, stop);
+}
+
 absl::Status TfRecordReader::ReadRecord(std::string_view* record, bool* eof) {
   while (!done_) {
     const uint64_t offset = in_.offset();
-    SLUICE_ASSIGN_OR_RETURN(std::string_view header, in_.Peek(kTfRecordHeaderBytes));
-    if (header.empty()) break;
     bool stop = false;
+    absl::StatusOr<std::string_view> peeked = in_.Peek(kTfRecordHeaderBytes);
+    if (!peeked.ok()) {
+      SLUICE_RETURN_IF_ERROR(Unreadable(peeked.status(), offset, &stop));
+      break;
+    }
+    const std::string_view header = *peeked;
+    if (header.empty()) break;
     if (header.size() < kTfRecordHeaderBytes) {
       SLUICE_RETURN_IF_ERROR(
           Bad(absl::DataLossError(absl::StrCat("truncated record in ", name_, " at offset ", offset,
@@ -106,7 +120,12 @@ absl::Status TfRecordReader::ReadRecord(std::string_view* record, bool* eof) {
                                                        kMaxTfRecordBytes, " is supported"));
     }
     const size_t total = kTfRecordHeaderBytes + length + kTfRecordFooterBytes;
-    SLUICE_ASSIGN_OR_RETURN(std::string_view framed, in_.Peek(total));
+    peeked = in_.Peek(total);
+    if (!peeked.ok()) {
+      SLUICE_RETURN_IF_ERROR(Unreadable(peeked.status(), offset, &stop));
+      break;
+    }
+    const std::string_view framed = *peeked;
     if (framed.size() < total) {
       SLUICE_RETURN_IF_ERROR(
           Bad(absl::DataLossError(absl::StrCat("truncated record in ", name_, " at offset ", offset,

@@ -76,6 +76,9 @@ class TfRecordReader {
   // Reports a bad record: an error, or (skipping) a count and a callback. *stop is set
   // when the rest of the stream must be abandoned.
   absl::Status Bad(absl::Status error, bool lose_rest, bool* stop);
+  // A stream that cannot be read past `offset` (Peek failed): DataLoss (a broken .gz) is a
+  // bad record losing the rest of the file; any other error is returned as it is.
+  absl::Status Unreadable(const absl::Status& error, uint64_t offset, bool* stop);
 
   BufferedReader in_;
   std::string name_;

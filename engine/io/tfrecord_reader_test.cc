@@ -6,6 +6,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
+#include "engine/io/zlib_input_stream.h"
 #include "engine/test_util.h"
 
 namespace sluice::engine {
@@ -149,6 +150,45 @@ TEST(TfRecordReaderTest, SkipModeCountsBadRecordsAndKeepsTheGoodOnes) {
   ASSERT_EQ(r.bad.size(), 1u);
   EXPECT_THAT(r.bad[0], HasSubstr("truncated record"));
   EXPECT_THAT(r.bad[0], HasSubstr("skipped the rest of the file"));
+}
+
+// A .gz cut short breaks the compressed stream, not a record: skip mode must count it as the
+// loss of the file's rest (as a truncated record is), not fail the read.
+TEST(TfRecordReaderTest, SkipModeCountsABrokenCompressedStreamAsTheLossOfTheRest) {
+  std::string records;
+  for (int i = 0; i < 200; ++i)
+    AppendTfRecord(std::string(100, static_cast<char>('a' + i % 26)), &records);
+  const std::string gzip = testing::Compress(records, /*gzip=*/true);
+  auto read_cut = [&](bool skip, std::vector<std::string>* bad) {
+    TfRecordReaderOptions options;
+    options.skip_bad_records = skip;
+    options.on_bad_record = [bad](const absl::Status& s) { bad->emplace_back(s.message()); };
+    TfRecordReader reader(std::make_unique<ZlibInputStream>(
+                              std::make_unique<StringStream>(gzip.substr(0, gzip.size() / 2)),
+                              ZlibFormat::kGzip, "'cut.gz'", /*input_buffer_bytes=*/256),
+                          "file 'cut.gz'", options);
+    int read = 0;
+    while (true) {
+      std::string_view record;
+      bool eof = false;
+      absl::Status status = reader.ReadRecord(&record, &eof);
+      if (!status.ok()) return absl::StatusOr<int>(status);
+      if (eof) return absl::StatusOr<int>(read);
+      ++read;
+    }
+  };
+  std::vector<std::string> bad;
+  absl::StatusOr<int> skipped = read_cut(/*skip=*/true, &bad);
+  ASSERT_TRUE(skipped.ok()) << skipped.status();
+  EXPECT_GT(*skipped, 0);
+  EXPECT_LT(*skipped, 200);
+  ASSERT_EQ(bad.size(), 1u);
+  EXPECT_THAT(bad[0], HasSubstr("cannot read file 'cut.gz' past offset"));
+  EXPECT_THAT(bad[0], HasSubstr("skipped the rest of the file"));
+  absl::StatusOr<int> failed = read_cut(/*skip=*/false, &bad);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(failed.status().message(), HasSubstr("cut.gz"));
 }
 
 }  // namespace

@@ -71,6 +71,34 @@ TEST(PaddedBatchOpTest, ErrorsNameTheComponent) {
               HasSubstr("batch_size must be > 0, got 0"));
 }
 
+// A pipeline any client may send must not take a shared worker down: a padded shape past
+// any real batch used to throw std::bad_alloc (terminating the process), and a padding
+// value outside the component's dtype was silently wrapped (-1 padded uint8 with 255).
+TEST(PaddedBatchOpTest, HugePaddedShapesAndPaddingsOutsideTheDtypeFail) {
+  absl::Status huge =
+      DrainText("range(3) | batch(1) | padded_batch(2, padded_shapes=[[1000000000000]])").status();
+  EXPECT_EQ(huge.code(), absl::StatusCode::kResourceExhausted) << huge;
+  EXPECT_THAT(huge.message(), HasSubstr("above the limit"));
+  absl::Status strings =
+      DrainText(std::string(kWords) + " | padded_batch(4, padded_shapes=[[1000000000000]])")
+          .status();
+  EXPECT_EQ(strings.code(), absl::StatusCode::kResourceExhausted) << strings;
+  EXPECT_THAT(DrainText("range(3) | batch(1) | padded_batch(2, padded_shapes=[[3]], "
+                        "padding_values=[0.5])")
+                  .status()
+                  .message(),
+              HasSubstr("padding value 0.5 is not a value of the component's dtype int64"));
+  EXPECT_THAT(DrainText("range(3) | batch(1) | padded_batch(2, padded_shapes=[[3]], "
+                        "padding_values=[1e30])")
+                  .status()
+                  .message(),
+              HasSubstr("is not a value of the component's dtype int64"));
+  absl::StatusOr<std::vector<Element>> whole = DrainText(
+      "range(3) | batch(1) | padded_batch(2, padded_shapes=[[2]], padding_values=[-2.0])");
+  ASSERT_TRUE(whole.ok()) << whole.status();  // a whole number in a float's form is fine
+  EXPECT_THAT((*whole)[0][0].values<int64_t>(), ElementsAre(0, -2, 1, -2));
+}
+
 TEST(PaddedBatchOpTest, TextFormRoundTrips) {
   const char* text =
       "range(0, 3, 1) | padded_batch(4, padded_shapes=[[10, -1], []], padding_values=['x', 1.5], "

@@ -1,6 +1,7 @@
 // OfiTransport's data path: eager messages, receiver-pulled (fi_read) payloads, and the
 // bookkeeping that fails them when a peer dies. See ofi_transport.h for the protocol.
 #include <cstring>
+#include <new>
 
 #include "absl/strings/str_cat.h"
 #include "transport/ofi/ofi_transport.h"
@@ -255,7 +256,17 @@ void OfiTransport::OnRendezvous(const DecodedMessage& message) {
   if (dest.data != nullptr) {
     op->data = static_cast<std::byte*>(dest.data);
   } else {
-    op->owned.reset(new std::byte[op->size]);
+    // The size came from the wire: one the heap cannot hold fails this message, where
+    // std::bad_alloc on the progress thread ended the process.
+    op->owned.reset(new (std::nothrow) std::byte[op->size]);
+    if (op->owned == nullptr) {
+      InboundPayload failed;
+      failed.status = absl::ResourceExhaustedError(
+          absl::StrCat("no memory for a payload of ", op->size, " bytes"));
+      handler_->OnMessage(from, op->header, std::move(failed));
+      ReplyReadDone(from, op->peer_op_id, ReadOutcome::kDeclined);
+      return;
+    }
     op->data = op->owned.get();
   }
   void* desc = nullptr;

@@ -144,6 +144,9 @@ void ProgressThread::Loop() {
     if (now >= next_tick) {
       hooks_.on_tick();
       next_tick = now + kTickInterval;
+      // Watched fds are otherwise seen only in Sleep, which steady traffic never reaches:
+      // a busy worker noticed no hang-up and accepted no connection.
+      PollWatched();
     }
     const bool active = events > 0 || has_posts_.load(std::memory_order_acquire);
     if (slept.has_value()) {
@@ -184,6 +187,15 @@ void ProgressThread::Sleep(std::chrono::microseconds poll_sleep) {
     }
   }
   sleeping_.store(false, std::memory_order_release);
+  Dispatch(ready, n);
+}
+
+void ProgressThread::PollWatched() {
+  epoll_event ready[16];
+  Dispatch(ready, epoll_wait(epoll_fd_, ready, 16, 0));
+}
+
+void ProgressThread::Dispatch(const epoll_event* ready, int n) {
   for (int i = 0; i < n; ++i) {
     int fd = ready[i].data.fd;
     if (fd == event_fd_) {

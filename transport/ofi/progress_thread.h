@@ -17,6 +17,8 @@
 #ifndef SLUICE_TRANSPORT_OFI_PROGRESS_THREAD_H_
 #define SLUICE_TRANSPORT_OFI_PROGRESS_THREAD_H_
 
+#include <sys/epoll.h>
+
 #include <atomic>
 #include <chrono>
 #include <deque>
@@ -75,6 +77,9 @@ class ProgressThread {
   void Loop();
   bool DrainQueue();  // false when the loop should end
   void Sleep(std::chrono::microseconds poll_sleep);
+  // Handles the watched fds that are ready now, without waiting (on every tick).
+  void PollWatched();
+  void Dispatch(const epoll_event* ready, int n);
   void Wake();
 
   Hooks hooks_;
