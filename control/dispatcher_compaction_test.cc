@@ -23,6 +23,21 @@ using journal_test::Begins;
 using journal_test::Lease;
 using journal_test::TempDir;
 
+constexpr char kWorkerA[] = "ucx://a:1";
+
+// Registers `pipeline`, a worker at kWorkerA, then a DYNAMIC job of it: its CreateJob and
+// its task's CreateTask are journaled in one change. Returns the job's id.
+int64_t JobOnWorkerA(DispatcherState& state, const std::string& pipeline) {
+  const std::string ds = *state.RegisterDataset(*engine::ParsePipeline(pipeline));
+  proto::WorkerHeartbeatRequest a;
+  a.set_worker_address(kWorkerA);
+  EXPECT_TRUE(state.WorkerHeartbeat(a).ok());
+  proto::GetOrCreateJobRequest job;
+  job.set_dataset_id(ds);
+  job.set_mode(proto::DYNAMIC);
+  return state.GetOrCreateJob(job)->job_id();
+}
+
 // Two snapshot faults made this fail. With a compaction after every update, one fell
 // inside the job's creation (CreateJob journaled before the job was entered), and the
 // restore failed on a task of an unknown job. And a task that leased twice in a row holds
@@ -37,14 +52,9 @@ void ALostTaskIsReissuedOnceAfterARestart(int64_t compact_every) {
     std::unique_ptr<JournalWriter> journal = *JournalWriter::Open(tmp.dir(), {});
     DispatcherState state(config);
     state.AttachJournal(journal.get(), compact_every);
-    const std::string ds = *state.RegisterDataset(*engine::ParsePipeline("range(1000)"));
+    job_id = JobOnWorkerA(state, "range(1000)");
     proto::WorkerHeartbeatRequest a;
-    a.set_worker_address("ucx://a:1");
-    ASSERT_TRUE(state.WorkerHeartbeat(a).ok());
-    proto::GetOrCreateJobRequest job;
-    job.set_dataset_id(ds);
-    job.set_mode(proto::DYNAMIC);
-    job_id = state.GetOrCreateJob(job)->job_id();  // its task on `a` is made with it
+    a.set_worker_address(kWorkerA);
     absl::StatusOr<proto::WorkerHeartbeatResponse> tasks = state.WorkerHeartbeat(a);
     ASSERT_TRUE(tasks.ok()) << tasks.status();
     ASSERT_EQ(tasks->new_tasks_size(), 1);
@@ -95,14 +105,7 @@ TEST(DispatcherCompactionTest, AJobMadeAsTheJournalCompactsSurvivesARestart) {
       std::unique_ptr<JournalWriter> journal = *JournalWriter::Open(tmp.dir(), {});
       DispatcherState state({});
       state.AttachJournal(journal.get(), compact_every);
-      const std::string ds = *state.RegisterDataset(*engine::ParsePipeline("range(100)"));
-      proto::WorkerHeartbeatRequest a;
-      a.set_worker_address("ucx://a:1");
-      ASSERT_TRUE(state.WorkerHeartbeat(a).ok());
-      proto::GetOrCreateJobRequest job;
-      job.set_dataset_id(ds);
-      job.set_mode(proto::DYNAMIC);
-      job_id = state.GetOrCreateJob(job)->job_id();  // CreateJob, then its task's CreateTask
+      job_id = JobOnWorkerA(state, "range(100)");
       ASSERT_TRUE(journal->Flush().ok());
     }
     absl::StatusOr<Recovered> recovered = Recover(tmp.dir());
