@@ -99,6 +99,8 @@ TEST_F(SpillTest, AQuietTasksBufferLeavesThePoolAndIsServedIntactFromTheHeap) {
 
 TEST_F(SpillTest, ATaskAskedForLatelyKeepsItsBuffer) {
   StartRunner(kCounting, /*num_consumers=*/0, /*slabs=*/4);
+  // Full before the first request: one asked for earlier leaves a single wait to count.
+  ASSERT_TRUE(WaitForFullBuffer(1));
   ASSERT_EQ(FirstValue(-1, 0, {}), 0);
   // Refilled: waiting for room a second time.
   ASSERT_TRUE(WaitForFullBuffer(2));
@@ -118,6 +120,7 @@ TEST_F(SpillTest, ATaskAskedForLatelyKeepsItsBuffer) {
 // (a kept batch let go) asked no more, and the buffers never moved.
 TEST_F(SpillTest, ATaskSeenQuietBeforeSlabsRanShortMovesItsBufferAtOnce) {
   StartRunner(kCounting, /*num_consumers=*/0, /*slabs=*/4);
+  ASSERT_TRUE(WaitForFullBuffer(1));
   ASSERT_EQ(FirstValue(-1, 0, {}), 0);
   ASSERT_TRUE(WaitForFullBuffer(2));
   const absl::Time now = absl::Now();
