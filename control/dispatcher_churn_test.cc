@@ -302,5 +302,54 @@ TEST(DispatcherChurnTest, CoordinatedJobsReissueALostTasksSplitsInTheRotation) {
   }
 }
 
+// A consumer that went silent is forgotten with its round: a task made when no task is live
+// starts where the live consumers wait, not at the round a gone consumer stopped at (it
+// started at round 20 here, and the consumers waited at 900 for a task serving from 20).
+TEST(DispatcherChurnTest, AGoneConsumersRoundNoLongerPlacesNewTasks) {
+  DispatcherState state({.worker_timeout = absl::Seconds(1),
+                         .client_timeout = absl::Hours(1),
+                         .job_gc_timeout = absl::Hours(10)});
+  proto::GetOrCreateJobRequest request;
+  request.set_dataset_id(*state.RegisterDataset(*engine::ParsePipeline("range(10) | repeat()")));
+  request.set_mode(proto::OFF);
+  request.set_job_name("rounds");
+  request.set_num_consumers(2);
+  auto join = [&](int32_t index) {
+    request.set_consumer_index(index);
+    absl::StatusOr<proto::GetOrCreateJobResponse> joined = state.GetOrCreateJob(request);
+    EXPECT_TRUE(joined.ok()) << joined.status();
+    return joined.ok() ? *joined : proto::GetOrCreateJobResponse();
+  };
+  auto beat = [&](const proto::GetOrCreateJobResponse& client, int64_t round) {
+    proto::ClientHeartbeatRequest heartbeat;
+    heartbeat.set_job_id(client.job_id());
+    heartbeat.set_client_id(client.client_id());
+    heartbeat.set_current_round(round);
+    absl::StatusOr<proto::ClientHeartbeatResponse> told = state.ClientHeartbeat(heartbeat);
+    EXPECT_TRUE(told.ok()) << told.status();
+    return told.ok() ? *told : proto::ClientHeartbeatResponse();
+  };
+  const proto::GetOrCreateJobResponse first = join(0);
+  const proto::GetOrCreateJobResponse gone = join(1);
+  ASSERT_EQ(Heartbeat(state, "ucx://a:1").new_tasks_size(), 1);
+  beat(first, 900);
+  beat(gone, 20);
+
+  // Two hours later both consumers and worker a have been silent: all are given up.
+  state.CheckLiveness(absl::Now() + absl::Hours(2));
+  beat(first, 900);  // the first consumer was only slow, and speaks again
+  const proto::GetOrCreateJobResponse replacement = join(1);
+  EXPECT_EQ(replacement.starting_round(), 900);
+  const proto::WorkerHeartbeatResponse b = Heartbeat(state, "ucx://b:1");
+  ASSERT_EQ(b.new_tasks_size(), 1);
+  const proto::ClientHeartbeatResponse told = beat(first, 900);
+  const proto::TaskInfo* placed = nullptr;
+  for (const proto::TaskInfo& task : told.tasks()) {
+    if (task.task_id() == b.new_tasks(0).task_id()) placed = &task;
+  }
+  ASSERT_NE(placed, nullptr);
+  EXPECT_EQ(placed->starting_round(), 900) << "placed by the gone consumer's round";
+}
+
 }  // namespace
 }  // namespace sluice::control

@@ -58,6 +58,7 @@ absl::Status DispatcherState::ReleaseClient(const proto::ReleaseClientRequest& r
   if (it == jobs_.end()) return absl::OkStatus();  // already collected
   Job& job = it->second;
   job.clients.erase(request.client_id());
+  job.client_rounds.erase(request.client_id());
   if (job.name.empty()) {
     // An anonymous job has one client, and no other can join it: what its tasks made or
     // would make is read by nobody. Left to the garbage collection, each kept up to

@@ -146,7 +146,8 @@ class DispatcherState {
       bool end = false;
     };
     std::map<std::pair<int64_t, int64_t>, Lease> last_leases;
-    // Clients by id, with their last heartbeat (they hold up re-issues until they confirm).
+    // Clients by id, with their last heartbeat (they hold up re-issues until they confirm);
+    // dropped once silent for client_timeout (ForgetSilentClients).
     std::map<int64_t, absl::Time> clients;
     // DYNAMIC delivery tracking: the ordinals of each split clients reported as received.
     DeliveryLog delivered;
@@ -304,6 +305,8 @@ class DispatcherState {
   };
   // Worker churn (dispatcher_state_churn.cc).
   // Garbage-collects jobs whose clients are all gone for job_gc_timeout.
+  // Drops clients silent for client_timeout, and their rounds.
+  void ForgetSilentClients(Job& job, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void CollectJobs(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Forgets a job and its tasks (workers are told to delete them); journals it if `journal`.
   void RemoveJob(int64_t job_id, bool journal) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

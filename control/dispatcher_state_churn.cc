@@ -11,6 +11,7 @@
 // attached, and the sources drop exactly those elements.
 #include <algorithm>
 #include <iostream>
+#include <map>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -37,9 +38,21 @@ void DispatcherState::CheckLiveness(absl::Time now) {
         it = silent ? recovery.waiting_for.erase(it) : std::next(it);
       }
     }
+    ForgetSilentClients(job, now);
     LaunchRecoveries(job);
   }
   CollectJobs(now);
+}
+
+void DispatcherState::ForgetSilentClients(Job& job, absl::Time now) {
+  // A silent client counts for nothing already; kept, a long-lived job that trainers join
+  // and leave grew by one entry per client, and a gone consumer's old round pulled the
+  // starting round of a task made when none was live (CreateTask) back below the others'.
+  // One that speaks again is added back by its heartbeat.
+  std::erase_if(job.clients,
+                [&](const auto& client) { return now - client.second > config_.client_timeout; });
+  std::erase_if(job.client_rounds,
+                [&](const auto& round) { return !job.clients.contains(round.first); });
 }
 
 void DispatcherState::CollectJobs(absl::Time now) {

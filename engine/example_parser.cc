@@ -55,15 +55,15 @@ int ValueCount(const example::Feature& f) {
 
 // A tensor of `shape` from `n` values at `index(i)` of the list (or of the defaults).
 template <typename T, typename Get>
-Tensor Fill(std::vector<int64_t> shape, int64_t n, Get get) {
-  Tensor t = *Tensor::Create(DTypeOf<T>::value, std::move(shape));
+absl::StatusOr<Tensor> Fill(std::vector<int64_t> shape, int64_t n, Get get) {
+  SLUICE_ASSIGN_OR_RETURN(Tensor t, Tensor::Create(DTypeOf<T>::value, std::move(shape)));
   auto out = t.mutable_values<T>();
   for (int64_t i = 0; i < n; ++i) out[i] = get(i);
   return t;
 }
 
-Tensor FromFeature(const proto::FeatureSpec& spec, const example::Feature& f,
-                   std::vector<int64_t> shape, int64_t n) {
+absl::StatusOr<Tensor> FromFeature(const proto::FeatureSpec& spec, const example::Feature& f,
+                                   std::vector<int64_t> shape, int64_t n) {
   switch (spec.type()) {
     case proto::FeatureSpec::INT64:
       return Fill<int64_t>(std::move(shape), n,
@@ -83,7 +83,8 @@ Tensor FromFeature(const proto::FeatureSpec& spec, const example::Feature& f,
 }
 
 // The default filled to `n` values (one value repeats).
-Tensor FromDefault(const proto::FeatureSpec& spec, std::vector<int64_t> shape, int64_t n) {
+absl::StatusOr<Tensor> FromDefault(const proto::FeatureSpec& spec, std::vector<int64_t> shape,
+                                   int64_t n) {
   switch (spec.type()) {
     case proto::FeatureSpec::INT64:
       return Fill<int64_t>(std::move(shape), n, [&](int64_t i) {
@@ -104,6 +105,10 @@ Tensor FromDefault(const proto::FeatureSpec& spec, std::vector<int64_t> shape, i
     values.push_back(spec.bytes_default(spec.bytes_default_size() == 1 ? 0 : static_cast<int>(i)));
   }
   return Tensor::FromStrings(std::move(shape), values);
+}
+
+absl::Status InFeature(absl::string_view where, const absl::Status& status) {
+  return absl::Status(status.code(), absl::StrCat(where, ": ", status.message()));
 }
 
 }  // namespace
@@ -146,19 +151,25 @@ absl::Status ExampleParser::Parse(std::string_view record, int64_t record_index,
                                                        it == map.end() ? "missing" : "empty",
                                                        " and the spec gives no default"));
       }
-      out->push_back(FromDefault(spec, std::move(shape), want));
+      absl::StatusOr<Tensor> filled = FromDefault(spec, std::move(shape), want);
+      if (!filled.ok()) return InFeature(where, filled.status());
+      out->push_back(*std::move(filled));
       continue;
     }
     if (!var && count != want) {
       return absl::InvalidArgumentError(
           absl::StrCat(where, " has ", count, " values, but the spec expects ", want));
     }
-    out->push_back(
-        count == 0 ? *Tensor::Create(spec.type() == proto::FeatureSpec::BYTES   ? DType::kString
-                                     : spec.type() == proto::FeatureSpec::FLOAT ? DType::kFloat32
-                                                                                : DType::kInt64,
-                                     {0})
-                   : FromFeature(spec, it->second, std::move(shape), count));
+    const DType dtype = spec.type() == proto::FeatureSpec::BYTES   ? DType::kString
+                        : spec.type() == proto::FeatureSpec::FLOAT ? DType::kFloat32
+                                                                   : DType::kInt64;
+    // A list too long for one tensor (a packed varint list of a 2 GiB record) fails the
+    // record instead of the worker.
+    absl::StatusOr<Tensor> parsed = count == 0
+                                        ? Tensor::Create(dtype, {0})
+                                        : FromFeature(spec, it->second, std::move(shape), count);
+    if (!parsed.ok()) return InFeature(where, parsed.status());
+    out->push_back(*std::move(parsed));
   }
   return absl::OkStatus();
 }
