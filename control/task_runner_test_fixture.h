@@ -64,31 +64,41 @@ class DeliveryTest : public ::testing::Test {
                                      .spill_budget = spill_budget_});
     ASSERT_TRUE(runner.ok()) << runner.status();
     runner_ = std::move(*runner);
-    server_->Handle(proto::GET_ELEMENT, [this](std::shared_ptr<transport::ServerCall> call) {
-      proto::GetElementRequest request;
-      ASSERT_TRUE(
-          request.ParseFromArray(call->request().data(), static_cast<int>(call->request().size())));
-      if (request.coordinated()) {
-        runner_->Fetch(
-            std::move(call), request.max_batch_bytes(),
-            RoundRequest{request.consumer_index(),
-                         request.round(),
-                         request.delivery_epoch() > 0,
-                         {request.acked_rounds().begin(), request.acked_rounds().end()}});
-        return;
-      }
-      runner_->Fetch(
-          std::move(call), request.max_batch_bytes(),
-          Delivery{request.client_id(),
-                   request.delivery_epoch(),
-                   {request.acked_batch_indices().begin(), request.acked_batch_indices().end()}});
-    });
+    // On the progress thread, as the worker has it: requests sent in order on a connection
+    // reach Fetch in that order (a pool of handler threads may swap two, and the tests that
+    // order requests by a short sleep then saw another request parked or evicted).
+    server_->Handle(
+        proto::GET_ELEMENT,
+        [this](std::shared_ptr<transport::ServerCall> call) {
+          proto::GetElementRequest request;
+          ASSERT_TRUE(request.ParseFromArray(call->request().data(),
+                                             static_cast<int>(call->request().size())));
+          if (request.coordinated()) {
+            runner_->Fetch(
+                std::move(call), request.max_batch_bytes(),
+                RoundRequest{request.consumer_index(),
+                             request.round(),
+                             request.delivery_epoch() > 0,
+                             {request.acked_rounds().begin(), request.acked_rounds().end()}});
+            return;
+          }
+          runner_->Fetch(std::move(call), request.max_batch_bytes(),
+                         Delivery{request.client_id(),
+                                  request.delivery_epoch(),
+                                  {request.acked_batch_indices().begin(),
+                                   request.acked_batch_indices().end()}});
+        },
+        transport::HandlerThread::kInline);
     auto address = server_->Listen(transport::Address{"ucx", "127.0.0.1", 0});
     ASSERT_TRUE(address.ok()) << address.status();
     address_ = *address;
     auto client = transport::RpcEndpoint::Create(options);
     ASSERT_TRUE(client.ok()) << client.status();
     client_ = std::move(*client);
+    // Connected now: the first request of a test is not the one that waits for the connect
+    // (two threads' requests ordered by a sleep then left together).
+    auto connection = client_->ConnectTo(address_);
+    ASSERT_TRUE(connection.ok()) << connection.status();
   }
   void TearDown() override {
     // Requests of other threads end with the server (nothing answers them any more).
@@ -96,6 +106,14 @@ class DeliveryTest : public ::testing::Test {
     server_.reset();  // no more calls into the runner
     runner_.reset();
     pool_.reset();
+  }
+
+  // Until the runner has finished (up to 10 s): the last reply's send completes on the
+  // transport's thread, after the reply reached the test.
+  bool AwaitFinished() {
+    const absl::Time give_up = absl::Now() + absl::Seconds(10);
+    while (!runner_->finished() && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(5));
+    return runner_->finished();
   }
 
   static constexpr int64_t kEnd = -1;

@@ -101,7 +101,19 @@ TEST(WorkerSlabSharingTest, ReadersOfOtherJobsThatStoppedDoNotStarveAJobThatRead
     }
     stopped.push_back(*std::move(reader));
   }
-  absl::SleepFor(absl::Milliseconds(500));  // their prefetches fill, and stop
+  // Their prefetches fill the pool, and settle: a producer was short of a slab, took the
+  // other stopped job's kept ones after its kOtherJobsKeepSlabsFor, and waits no more. (A
+  // fixed sleep here, on a busy machine, left the third job the slabs freed meanwhile.)
+  const absl::Time give_up = absl::Now() + absl::Seconds(20);
+  int64_t waits = cluster.workers()[0]->stats().slab_waits();
+  absl::Time changed = absl::Now();
+  while (absl::Now() < give_up && (waits == 0 || absl::Now() - changed < absl::Milliseconds(400))) {
+    absl::SleepFor(absl::Milliseconds(10));
+    const int64_t now_waits = cluster.workers()[0]->stats().slab_waits();
+    if (now_waits != waits) changed = absl::Now();
+    waits = now_waits;
+  }
+  ASSERT_GT(waits, 0) << "the stopped jobs fit the pool";
 
   // A third job reads on. Before, its producer found no slab and nothing of its own to let go,
   // and waited for readers that never acknowledge: its requests failed at their deadline.
