@@ -50,6 +50,18 @@ void DeliveryLog::EraseBelow(int64_t split_key) {
   entries_.erase(entries_.begin(), end);
 }
 
+bool DeliveryLog::AppendSpan(int64_t first_key, int64_t last_key, Ranges ranges) {
+  if (first_key <= 0 || last_key < first_key || ranges.empty()) return false;
+  if (!entries_.empty() && entries_.rbegin()->second.last_key >= first_key) return false;
+  if (last_key > first_key && ranges.size() != 1) return false;
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    if (ranges[i].first >= ranges[i].second) return false;
+    if (i > 0 && ranges[i - 1].second >= ranges[i].first) return false;
+  }
+  entries_.emplace_hint(entries_.end(), first_key, Entry{last_key, std::move(ranges)});
+  return true;
+}
+
 std::map<int64_t, DeliveryLog::Entry>::iterator DeliveryLog::Isolate(int64_t key) {
   auto it = entries_.upper_bound(key);
   if (it != entries_.begin()) {

@@ -16,6 +16,7 @@
 //   log.Record(2, 0, 256);                 // keys 1..2 now share one entry
 //   log.Delivered(2);                      // [[0, 256)]
 //   log.EraseBelow(2);                     // forgets key 1 (a pruned pass)
+//   log.ForEachSpan([](int64_t first, int64_t last, const DeliveryLog::Ranges& ranges) {});
 #ifndef SLUICE_CONTROL_DELIVERY_LOG_H_
 #define SLUICE_CONTROL_DELIVERY_LOG_H_
 
@@ -30,6 +31,8 @@ namespace sluice::control {
 
 class DeliveryLog {
  public:
+  using Ranges = std::vector<std::pair<int64_t, int64_t>>;  // [begin, end)
+
   // Adds ordinals [first_ordinal, first_ordinal + count) of `split_key`. Ignored when
   // split_key == 0 (untracked) or count <= 0.
   void Record(int64_t split_key, int64_t first_ordinal, int64_t count);
@@ -41,8 +44,19 @@ class DeliveryLog {
   // non-empty.
   [[nodiscard]] size_t entries() const { return entries_.size(); }
 
+  // The log as spans, in key order: split keys first_key .. last_key all have `ranges`
+  // (what a snapshot holds). `f(first_key, last_key, ranges)`.
+  template <typename F>
+  void ForEachSpan(F f) const {
+    for (const auto& [first, entry] : entries_) f(first, entry.last_key, entry.ranges);
+  }
+  // Appends a span ForEachSpan gave, after every key held (a snapshot read back). False,
+  // and nothing added, for one that could not have come from a log: keys out of order or
+  // overlapping, no ranges, ranges unsorted, empty or touching, or several over a span of
+  // keys.
+  [[nodiscard]] bool AppendSpan(int64_t first_key, int64_t last_key, Ranges ranges);
+
  private:
-  using Ranges = std::vector<std::pair<int64_t, int64_t>>;  // [begin, end)
   // Split keys [first key, last_key] all have `ranges`; a span of several keys always
   // holds exactly one range.
   struct Entry {

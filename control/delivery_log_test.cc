@@ -141,5 +141,47 @@ TEST(DeliveryLogTest, AgreesWithAnUncompressedLog) {
   }
 }
 
+// What a snapshot holds (ForEachSpan) read back (AppendSpan) is the same log: every key
+// answers alike, and the spans stay collapsed.
+TEST(DeliveryLogTest, SpansReadBackMakeTheSameLog) {
+  DeliveryLog log;
+  for (int64_t key = 1; key <= 1000; ++key) log.Record(key, 0, 256);
+  log.Record(1001, 0, 3);
+  log.Record(1001, 9, 2);
+  log.Record(5000, 4, 4);
+  DeliveryLog copy;
+  log.ForEachSpan([&copy](int64_t first, int64_t last, const DeliveryLog::Ranges& ranges) {
+    EXPECT_TRUE(copy.AppendSpan(first, last, ranges)) << first << ".." << last;
+  });
+  EXPECT_EQ(copy.entries(), log.entries());
+  EXPECT_EQ(copy.entries(), 3u);
+  for (int64_t key : {1, 500, 1000, 1001, 1002, 4999, 5000, 5001}) {
+    EXPECT_EQ(DeliveredOf(copy, key), DeliveredOf(log, key)) << "key " << key;
+  }
+  // It goes on as the original would: a record extends the span.
+  copy.Record(1002, 0, 256);
+  EXPECT_EQ(DeliveredOf(copy, 1002), (Pairs{{0, 256}}));
+}
+
+// A span no log could have given is refused, and adds nothing (a damaged snapshot fails its
+// restore instead of re-issuing the wrong elements).
+TEST(DeliveryLogTest, SpansNoLogCouldHaveGivenAreRefused) {
+  DeliveryLog log;
+  ASSERT_TRUE(log.AppendSpan(10, 20, {{0, 8}}));
+  EXPECT_FALSE(log.AppendSpan(20, 30, {{0, 8}})) << "overlaps the last span";
+  EXPECT_FALSE(log.AppendSpan(5, 6, {{0, 8}})) << "out of order";
+  EXPECT_FALSE(log.AppendSpan(30, 29, {{0, 8}})) << "ends before it begins";
+  EXPECT_FALSE(log.AppendSpan(30, 30, {})) << "no ranges";
+  EXPECT_FALSE(log.AppendSpan(30, 30, {{4, 4}})) << "an empty range";
+  EXPECT_FALSE(log.AppendSpan(30, 30, {{5, 9}, {0, 2}})) << "unsorted";
+  EXPECT_FALSE(log.AppendSpan(30, 30, {{0, 5}, {5, 9}})) << "touching ranges merge";
+  EXPECT_FALSE(log.AppendSpan(30, 31, {{0, 2}, {5, 9}})) << "several ranges over two keys";
+  EXPECT_FALSE(log.AppendSpan(0, 0, {{0, 2}})) << "the untracked key";
+  EXPECT_EQ(log.entries(), 1u);
+  EXPECT_TRUE(log.AppendSpan(30, 30, {{0, 2}, {5, 9}}));
+  EXPECT_EQ(DeliveredOf(log, 30), (Pairs{{0, 2}, {5, 9}}));
+  EXPECT_EQ(DeliveredOf(log, 15), (Pairs{{0, 8}}));
+}
+
 }  // namespace
 }  // namespace sluice::control

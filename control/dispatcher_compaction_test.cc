@@ -5,8 +5,10 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -38,6 +40,36 @@ int64_t JobOnWorkerA(DispatcherState& state, const std::string& pipeline) {
   return state.GetOrCreateJob(job)->job_id();
 }
 
+// Restores the state journaled in `dir`, then worker a stays silent past the worker timeout
+// while b does not: b's recovery task leases every split a had, each given to `reissued`.
+template <typename F>
+void ReissueAfterARestart(const std::string& dir, const DispatcherConfig& config, int64_t job_id,
+                          F reissued) {
+  absl::StatusOr<Recovered> recovered = Recover(dir);
+  ASSERT_TRUE(recovered.ok()) << recovered.status();
+  DispatcherState state(config);
+  ASSERT_TRUE(state.Restore(*recovered).ok());
+  // `a` stays silent past the restarted dispatcher's worker timeout, `b` does not.
+  absl::SleepFor(absl::Milliseconds(100));
+  const absl::Time checked = absl::Now();
+  proto::WorkerHeartbeatRequest b;
+  b.set_worker_address("ucx://b:1");
+  ASSERT_TRUE(state.WorkerHeartbeat(b).ok());
+  state.CheckLiveness(checked);
+  absl::StatusOr<proto::WorkerHeartbeatResponse> survivor = state.WorkerHeartbeat(b);
+  ASSERT_TRUE(survivor.ok()) << survivor.status();
+  ASSERT_GT(survivor->new_tasks_size(), 0);
+  const int64_t recovery_task = survivor->new_tasks(survivor->new_tasks_size() - 1).task_id();
+  for (int64_t seq = 1; seq <= 10; ++seq) {
+    absl::StatusOr<proto::GetSplitResponse> lease =
+        state.GetSplit(Lease(job_id, recovery_task, seq));
+    ASSERT_TRUE(lease.ok()) << lease.status();
+    for (const proto::Split& split : lease->splits()) reissued(split);
+    if (lease->end_of_splits()) return;
+  }
+  ADD_FAILURE() << "the recovery task's splits did not end";
+}
+
 // Two snapshot faults made this fail. With a compaction after every update, one fell
 // inside the job's creation (CreateJob journaled before the job was entered), and the
 // restore failed on a task of an unknown job. And a task that leased twice in a row holds
@@ -67,29 +99,10 @@ void ALostTaskIsReissuedOnceAfterARestart(int64_t compact_every) {
     ASSERT_EQ(leased.size(), 6u);
     ASSERT_TRUE(journal->Flush().ok());
   }
-  absl::StatusOr<Recovered> recovered = Recover(tmp.dir());
-  ASSERT_TRUE(recovered.ok()) << recovered.status();
-  DispatcherState state(config);
-  ASSERT_TRUE(state.Restore(*recovered).ok());
-  // `a` stays silent past the restarted dispatcher's worker timeout, `b` does not.
-  absl::SleepFor(absl::Milliseconds(100));
-  const absl::Time checked = absl::Now();
-  proto::WorkerHeartbeatRequest b;
-  b.set_worker_address("ucx://b:1");
-  ASSERT_TRUE(state.WorkerHeartbeat(b).ok());
-  state.CheckLiveness(checked);
-  absl::StatusOr<proto::WorkerHeartbeatResponse> survivor = state.WorkerHeartbeat(b);
-  ASSERT_TRUE(survivor.ok()) << survivor.status();
-  ASSERT_GT(survivor->new_tasks_size(), 0);
-  const int64_t recovery_task = survivor->new_tasks(survivor->new_tasks_size() - 1).task_id();
   std::vector<int64_t> reissued;
-  for (int64_t seq = 1; seq <= 10; ++seq) {
-    absl::StatusOr<proto::GetSplitResponse> lease =
-        state.GetSplit(Lease(job_id, recovery_task, seq));
-    ASSERT_TRUE(lease.ok()) << lease.status();
-    for (int64_t begin : Begins(*lease)) reissued.push_back(begin);
-    if (lease->end_of_splits()) break;
-  }
+  ASSERT_NO_FATAL_FAILURE(
+      ReissueAfterARestart(tmp.dir(), config, job_id,
+                           [&](const proto::Split& split) { reissued.push_back(split.begin()); }));
   std::sort(reissued.begin(), reissued.end());
   EXPECT_EQ(reissued, leased) << "the lost task's splits, each once";
 }
@@ -123,6 +136,64 @@ TEST(DispatcherCompactionTest, ALostTaskIsReissuedOnceAfterARestart) {
   for (int64_t compact_every : {0, 1}) {
     SCOPED_TRACE(compact_every);
     ALostTaskIsReissuedOnceAfterARestart(compact_every);
+  }
+}
+
+// What clients reported receiving before a restart is journaled: a worker lost after it has
+// its splits re-issued minus those elements. As soft state, the restarted dispatcher re-issued
+// each split whole, and the 4 + 10 elements the client had were delivered twice.
+TEST(DispatcherCompactionTest, DeliveriesReportedBeforeARestartAreNotReadAgain) {
+  for (int64_t compact_every : {0, 1, 3}) {
+    SCOPED_TRACE(compact_every);
+    TempDir tmp;
+    const DispatcherConfig config{.elements_per_split = 10,
+                                  .worker_timeout = absl::Milliseconds(50)};
+    int64_t job_id = 0;
+    std::vector<int64_t> keys;
+    {
+      std::unique_ptr<JournalWriter> journal = *JournalWriter::Open(tmp.dir(), {});
+      DispatcherState state(config);
+      state.AttachJournal(journal.get(), compact_every);
+      job_id = JobOnWorkerA(state, "range(1000)");
+      proto::WorkerHeartbeatRequest a;
+      a.set_worker_address(kWorkerA);
+      absl::StatusOr<proto::WorkerHeartbeatResponse> tasks = state.WorkerHeartbeat(a);
+      ASSERT_TRUE(tasks.ok()) << tasks.status();
+      ASSERT_EQ(tasks->new_tasks_size(), 1);
+      absl::StatusOr<proto::GetSplitResponse> lease =
+          state.GetSplit(Lease(job_id, tasks->new_tasks(0).task_id(), 1));
+      ASSERT_TRUE(lease.ok()) << lease.status();
+      ASSERT_EQ(lease->splits_size(), 3);
+      for (const proto::Split& split : lease->splits()) keys.push_back(split.key());
+      proto::ClientHeartbeatRequest client;
+      client.set_job_id(job_id);
+      for (auto [key, first, count] : {std::tuple<int64_t, int64_t, int64_t>{keys[0], 0, 4},
+                                       {keys[1], 0, 6},
+                                       {keys[1], 6, 4},
+                                       {0, 0, 5},            // untracked: not journaled
+                                       {keys[2], -3, 2}}) {  // no split has these
+        proto::ProvenanceRun* run = client.add_delivered();
+        run->set_split_key(key);
+        run->set_first_ordinal(first);
+        run->set_count(count);
+      }
+      const int64_t before = state.journaled_updates();
+      ASSERT_TRUE(state.ClientHeartbeat(client).ok());
+      EXPECT_EQ(state.journaled_updates(), before + 1) << "one record per report";
+      ASSERT_TRUE(journal->Flush().ok());
+    }
+    std::map<int64_t, std::vector<std::pair<int64_t, int64_t>>> delivered;
+    ASSERT_NO_FATAL_FAILURE(
+        ReissueAfterARestart(tmp.dir(), config, job_id, [&](const proto::Split& split) {
+          auto& ranges = delivered[split.key()];
+          for (const proto::OrdinalRange& r : split.delivered())
+            ranges.emplace_back(r.begin(), r.end());
+        }));
+    using Ranges = std::vector<std::pair<int64_t, int64_t>>;
+    EXPECT_EQ(delivered.size(), 3u);
+    EXPECT_EQ(delivered[keys[0]], (Ranges{{0, 4}}));
+    EXPECT_EQ(delivered[keys[1]], (Ranges{{0, 10}}));
+    EXPECT_EQ(delivered[keys[2]], Ranges{});
   }
 }
 

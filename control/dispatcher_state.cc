@@ -351,7 +351,7 @@ absl::StatusOr<proto::ClientHeartbeatResponse> DispatcherState::ClientHeartbeat(
       JournalCoordination(update);
     }
   }
-  for (const proto::ProvenanceRun& run : request.delivered()) RecordDelivered(job, run);
+  RecordDelivered(job, request.delivered());
   for (int64_t abandoned : request.abandoned_tasks()) {
     for (Job::Recovery& recovery : job.recoveries) {
       if (recovery.lost_task == abandoned) recovery.waiting_for.erase(request.client_id());

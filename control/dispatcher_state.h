@@ -318,7 +318,11 @@ class DispatcherState {
   absl::StatusOr<std::map<int64_t, std::vector<proto::Split>>> ReissuedSplits(Job& job,
                                                                               const Task& task)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void RecordDelivered(Job& job, const proto::ProvenanceRun& run)
+  // Records the runs a client reported into the job's delivery log, and journals them;
+  // runs no split could have (an untracked key, no elements, ordinals out of range) are
+  // dropped, so that the journal replays into the same log.
+  void RecordDelivered(Job& job,
+                       const google::protobuf::RepeatedPtrField<proto::ProvenanceRun>& runs)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<proto::GetSplitResponse> GetRecoverySplits(Job& job, Task& task,
                                                             const proto::GetSplitRequest& request)

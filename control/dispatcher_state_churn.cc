@@ -11,6 +11,7 @@
 // attached, and the sources drop exactly those elements.
 #include <algorithm>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -199,8 +200,26 @@ absl::StatusOr<std::map<int64_t, std::vector<proto::Split>>> DispatcherState::Re
   return out;
 }
 
-void DispatcherState::RecordDelivered(Job& job, const proto::ProvenanceRun& run) {
-  job.delivered.Record(run.split_key(), run.first_ordinal(), run.count());
+void DispatcherState::RecordDelivered(
+    Job& job, const google::protobuf::RepeatedPtrField<proto::ProvenanceRun>& runs) {
+  if (runs.empty() || job.mode != proto::DYNAMIC) return;
+  proto::Update update;
+  proto::Update::RecordDeliveries* record = update.mutable_record_deliveries();
+  for (const proto::ProvenanceRun& run : runs) {
+    // Also a late report of a pass already pruned: its entry would stay for good.
+    if (run.split_key() < SplitKey(job.pruned_below_repetition, 0) || run.first_ordinal() < 0 ||
+        run.count() <= 0 ||
+        run.first_ordinal() > std::numeric_limits<int64_t>::max() - run.count()) {
+      continue;
+    }
+    job.delivered.Record(run.split_key(), run.first_ordinal(), run.count());
+    *record->add_runs() = run;
+  }
+  if (record->runs().empty()) return;
+  // Answered once durable (the heartbeat's reply waits on the journal): a report lost in a
+  // crash was never acknowledged, and the client reports it again.
+  record->set_job_id(job.id);
+  Journal(update);
 }
 
 absl::StatusOr<proto::GetSplitResponse> DispatcherState::GetRecoverySplits(

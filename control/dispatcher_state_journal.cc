@@ -103,6 +103,18 @@ proto::Snapshot DispatcherState::SnapshotLocked() const {
     j->set_round_horizon(job.journaled_horizon);
     j->set_shuffle_seed(job.shuffle_seed);
     for (int c = 1; c < job.num_clients; ++c) snapshot.add_clients()->set_job_id(id);
+    job.delivered.ForEachSpan(
+        [&snapshot, id](int64_t first, int64_t last, const DeliveryLog::Ranges& ranges) {
+          proto::Snapshot::DeliveredSpan* span = snapshot.add_delivered();
+          span->set_job_id(id);
+          span->set_first_key(first);
+          span->set_last_key(last);
+          for (const auto& [begin, end] : ranges) {
+            proto::OrdinalRange* range = span->add_ranges();
+            range->set_begin(begin);
+            range->set_end(end);
+          }
+        });
     std::map<int64_t, std::pair<int64_t, bool>> cursors;
     for (const auto& [repetition, next] : job.restored_cursors) cursors[repetition] = {next, false};
     for (const auto& [repetition, provider] : job.providers) {
@@ -206,6 +218,18 @@ absl::Status DispatcherState::Restore(const Recovered& recovered) {
       *update.mutable_split_cursor() = c;
       SLUICE_RETURN_IF_ERROR(Apply(update));
     }
+    for (const auto& span : s.delivered()) {
+      auto job = jobs_.find(span.job_id());
+      DeliveryLog::Ranges ranges;
+      for (const proto::OrdinalRange& range : span.ranges()) {
+        ranges.emplace_back(range.begin(), range.end());
+      }
+      if (job == jobs_.end() ||
+          !job->second.delivered.AppendSpan(span.first_key(), span.last_key(), std::move(ranges))) {
+        return absl::DataLossError(absl::StrCat("snapshot delivery span does not fit the state: ",
+                                                span.ShortDebugString()));
+      }
+    }
     // Until session 41 a snapshot left these out: after a compaction and a restart, a
     // collected DYNAMIC job's name was silently made again from its first pass.
     collected_jobs_.insert(s.collected_job_ids().begin(), s.collected_job_ids().end());
@@ -217,6 +241,7 @@ absl::Status DispatcherState::Restore(const Recovered& recovered) {
   for (auto& [id, job] : jobs_) {
     if (!job.restored_cursors.empty()) {
       job.pruned_below_repetition = job.restored_cursors.begin()->first;
+      job.delivered.EraseBelow(SplitKey(job.pruned_below_repetition, 0));
     }
   }
   return absl::OkStatus();
@@ -339,6 +364,14 @@ absl::Status DispatcherState::Apply(const proto::Update& update) {
     case proto::Update::kRemoveJob:
       RemoveJob(update.remove_job().job_id(), /*journal=*/false);
       return absl::OkStatus();
+    case proto::Update::kRecordDeliveries: {
+      auto it = jobs_.find(update.record_deliveries().job_id());
+      if (it == jobs_.end()) return corrupt("unknown job");
+      for (const proto::ProvenanceRun& run : update.record_deliveries().runs()) {
+        it->second.delivered.Record(run.split_key(), run.first_ordinal(), run.count());
+      }
+      return absl::OkStatus();
+    }
     case proto::Update::KIND_NOT_SET:
       break;
   }
