@@ -19,6 +19,11 @@ namespace sluice::engine {
 namespace {
 
 constexpr int64_t kMaxCycleLength = 4096;
+// What parallel=true reads ahead of each open nested pipeline: a block (at least 2, so that
+// the next element is ready when one is taken), but no more than this. Read ahead by
+// block_length alone, a block_length of a million buffered a million elements per slot;
+// past a few dozen, reading further ahead only holds memory while the consumer drains.
+constexpr int64_t kMaxReadAheadPerSlot = 64;
 
 class InterleaveIterator : public ElementIterator {
  public:
@@ -60,8 +65,8 @@ class InterleaveIterator : public ElementIterator {
         if (all_delivered) continue;
         SLUICE_ASSIGN_OR_RETURN(next.it, build_nested_(*nested_, std::move(element), seed));
         if (op_.parallel()) {
-          next.it = std::make_unique<PrefetchIterator>(std::move(next.it),
-                                                       std::max<int64_t>(op_.block_length(), 2));
+          next.it = std::make_unique<PrefetchIterator>(
+              std::move(next.it), std::clamp<int64_t>(op_.block_length(), 2, kMaxReadAheadPerSlot));
         }
         slot = std::move(next);
         ++open_;

@@ -11,10 +11,10 @@
 // the next input element's pipeline in its place. The order is tf.data's, e.g. with
 // cycle_length=2, block_length=4 over inputs 1..5 each repeated 6 times:
 //   1 1 1 1 2 2 2 2 1 1 2 2 3 3 3 3 4 4 4 4 3 3 4 4 5 5 5 5 5 5
-// parallel=true reads every open nested pipeline ahead on its own thread; the order is
-// unchanged. The nested pipeline's source gets the element, never the split feed: under
-// DYNAMIC sharding the outer source's splits decide which elements (files) a worker
-// interleaves.
+// parallel=true reads every open nested pipeline ahead on its own thread, by a block (at
+// most 64 elements); the order is unchanged. The nested pipeline's source gets the
+// element, never the split feed: under DYNAMIC sharding the outer source's splits decide
+// which elements (files) a worker interleaves.
 //
 // Provenance (engine/provenance.h): when this interleave assigns the final ordinals
 // (OpBuildArgs::final_ordinals), element i of the nested pipeline of an outer element with

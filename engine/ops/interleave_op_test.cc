@@ -1,9 +1,11 @@
 #include "engine/ops/interleave_op.h"
 
+#include <atomic>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "engine/io/tfrecord_reader.h"
 #include "engine/pipeline_text.h"
 #include "engine/test_util.h"
@@ -92,6 +94,47 @@ TEST_F(InterleaveOpTest, TextFormRoundTripsNestedPipelines) {
   ASSERT_TRUE(def.ok()) << def.status();
   EXPECT_EQ(def->stages(1).interleave().nested().stages_size(), 2);
   EXPECT_EQ(FormatPipeline(*def), text);
+}
+
+// parallel=true reads ahead of each open pipeline by a block, but not without bound: with
+// a block of a million, a slot read its whole nested pipeline (100,000 elements) ahead.
+TEST(InterleaveReadAheadTest, AHugeBlockReadsAheadAFewDozenElements) {
+  std::atomic<int64_t> pulled{0};
+  FunctionRegistry functions = FunctionRegistry::Builtins();
+  ASSERT_TRUE(functions
+                  .Register("count_pulls",
+                            [&pulled](Element in, Element* out) {
+                              pulled.fetch_add(1);
+                              *out = std::move(in);
+                              return absl::OkStatus();
+                            })
+                  .ok());
+  PipelineContext context;
+  context.functions = &functions;
+  absl::StatusOr<proto::PipelineDef> def = ParsePipeline(
+      "range(1) | interleave(range(100000) | map(count_pulls), block_length=1000000, "
+      "parallel=true)");
+  ASSERT_TRUE(def.ok()) << def.status();
+  absl::StatusOr<std::unique_ptr<ElementIterator>> it = BuildPipeline(*def, context);
+  ASSERT_TRUE(it.ok()) << it.status();
+  Element first;
+  bool end = false;
+  ASSERT_TRUE((*it)->GetNext(&first, &end).ok());
+  ASSERT_FALSE(end);
+  // Until the read-ahead stops (it fills its buffer, then waits).
+  int64_t seen = -1;
+  for (int i = 0; i < 100 && pulled.load() != seen; ++i) {
+    seen = pulled.load();
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  EXPECT_LE(pulled.load(), 64 + 2) << "the buffer, the element taken, and one waiting";
+  EXPECT_GE(pulled.load(), 3) << "it reads ahead";
+  // Everything still comes, in order.
+  absl::StatusOr<std::vector<Element>> rest = testing::Drain(**it);
+  ASSERT_TRUE(rest.ok()) << rest.status();
+  ASSERT_EQ(rest->size(), 99999u);
+  EXPECT_EQ(testing::ScalarInt64s(*rest).back(), 99999);
+  EXPECT_EQ(pulled.load(), 100000);
 }
 
 TEST(InterleaveGoldenTest, ListFilesInterleavedOverTaxiShards) {
