@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <span>
+#include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "engine/cardinality.h"
@@ -44,7 +46,7 @@ class InterleaveIterator : public ElementIterator {
       Slot& slot = slots_[cycle_index_];
       if (slot.it != nullptr) {
         bool end = false;
-        SLUICE_RETURN_IF_ERROR(TakeFromSlot(slot, out, &end));
+        SLUICE_RETURN_IF_ERROR(NamingTheSource(slot, TakeFromSlot(slot, out, &end)));
         if (!end) {
           credit_.CreditTo(*out);
           if (++block_index_ == op_.block_length()) NextInCycle();
@@ -59,6 +61,10 @@ class InterleaveIterator : public ElementIterator {
         SLUICE_RETURN_IF_ERROR(input_->GetNext(&element, &input_done_));
         if (input_done_) continue;
         Slot next;
+        if (element.size() == 1 && element[0].dtype() == DType::kString &&
+            element[0].shape().empty()) {
+          next.source = std::string(element[0].string_value(0));
+        }
         bool all_delivered = false;
         SLUICE_RETURN_IF_ERROR(Prepare(element, &next, &all_delivered));
         const uint64_t seed = CombineSeeds(seed_, opened_++);
@@ -95,7 +101,20 @@ class InterleaveIterator : public ElementIterator {
     // Otherwise: the outer element's provenance, handed to its first element only (as
     // unbatch does for rows it cannot tell apart).
     std::shared_ptr<const Provenance> first;
+    // The outer element when it is a string (a file name, usually), for errors.
+    std::string source;
   };
+
+  // An error of a slot's nested pipeline names the slot's outer element, unless it already
+  // does: a parse_example or map error inside `interleave(tfrecord() | ...)` said which
+  // record of which feature, but not of which file.
+  static absl::Status NamingTheSource(const Slot& slot, absl::Status status) {
+    if (status.ok() || slot.source.empty() || absl::IsCancelled(status) ||
+        absl::StrContains(status.message(), slot.source)) {
+      return status;
+    }
+    return PrefixStatus(absl::StrCat("reading '", slot.source, "'"), status);
+  }
 
   // The slot's next element into *out, or *end. A retagging slot credits the rest of its
   // outer element's nested range once the end is seen: with its last element, which the

@@ -86,6 +86,30 @@ TEST_F(InterleaveOpTest, NestedPipelinesAndErrors) {
               HasSubstr("cycle_length must be in [1, 4096], got 0"));
 }
 
+// An error of a nested pipeline names the file it read, once: a bad line said which text
+// did not parse, but not in which of the interleaved files.
+TEST_F(InterleaveOpTest, ANestedErrorNamesTheFileItRead) {
+  WriteFile(absl::StrCat(dir_.path(), "/bad.txt"), "7\nseven\n");
+  for (const char* parallel : {"false", "true"}) {
+    SCOPED_TRACE(parallel);
+    absl::Status failed =
+        DrainText(absl::StrCat("from_tensor_slices(['1.txt', 'bad.txt']) | interleave(text_line() "
+                               "| map(string_to_int64), cycle_length=2, parallel=",
+                               parallel, ")"),
+                  context_)
+            .status();
+    EXPECT_THAT(failed.message(), HasSubstr("reading 'bad.txt': "));
+    EXPECT_THAT(failed.message(), HasSubstr("seven"));
+    EXPECT_EQ(failed.code(), absl::StatusCode::kInvalidArgument) << failed;
+  }
+  // Named by the nested error already: not named twice.
+  const std::string message(
+      DrainText("from_tensor_slices(['nope.txt']) | interleave(text_line())", context_)
+          .status()
+          .message());
+  EXPECT_EQ(message.find("reading 'nope.txt'"), std::string::npos) << message;
+}
+
 TEST_F(InterleaveOpTest, TextFormRoundTripsNestedPipelines) {
   const char* text =
       "list_files('/data/*.gz') | interleave(tfrecord(compression='gzip') | map(square), "
