@@ -197,6 +197,57 @@ TEST(DispatcherCompactionTest, DeliveriesReportedBeforeARestartAreNotReadAgain) 
   }
 }
 
+// A list_files pass keeps the files its first provider listed: files added and removed
+// before a restart do not change which files a lost task's splits name. (Globbed again, the
+// recovery task read a.txt, b.txt and c.txt instead of the b.txt, d.txt and f.txt it lost.)
+TEST(DispatcherCompactionTest, APassReadsTheFilesItListedAfterARestart) {
+  for (int64_t compact_every : {0, 1, 3}) {
+    SCOPED_TRACE(compact_every);
+    TempDir tmp;
+    engine::testing::TempDir data;
+    for (const char* name : {"b.txt", "d.txt", "f.txt", "h.txt"}) {
+      engine::testing::WriteFile(absl::StrCat(data.path(), "/", name), "x\n");
+    }
+    const DispatcherConfig config{.elements_per_split = 10,
+                                  .data_roots = {data.path()},
+                                  .worker_timeout = absl::Milliseconds(50)};
+    int64_t job_id = 0;
+    std::vector<std::string> leased;
+    {
+      std::unique_ptr<JournalWriter> journal = *JournalWriter::Open(tmp.dir(), {});
+      DispatcherState state(config);
+      state.AttachJournal(journal.get(), compact_every);
+      job_id = JobOnWorkerA(state, "list_files('*.txt') | interleave(text_line())");
+      proto::WorkerHeartbeatRequest a;
+      a.set_worker_address(kWorkerA);
+      absl::StatusOr<proto::WorkerHeartbeatResponse> tasks = state.WorkerHeartbeat(a);
+      ASSERT_TRUE(tasks.ok()) << tasks.status();
+      ASSERT_EQ(tasks->new_tasks_size(), 1);
+      absl::StatusOr<proto::GetSplitResponse> lease =
+          state.GetSplit(Lease(job_id, tasks->new_tasks(0).task_id(), 1));
+      ASSERT_TRUE(lease.ok()) << lease.status();
+      for (const proto::Split& split : lease->splits()) {
+        leased.insert(leased.end(), split.files().begin(), split.files().end());
+      }
+      ASSERT_EQ(leased.size(), 3u);
+      ASSERT_TRUE(journal->Flush().ok());
+    }
+    for (const char* name : {"a.txt", "c.txt"}) {
+      engine::testing::WriteFile(absl::StrCat(data.path(), "/", name), "x\n");
+    }
+    std::filesystem::remove(absl::StrCat(data.path(), "/d.txt"));
+    std::vector<std::string> reissued;
+    ASSERT_NO_FATAL_FAILURE(
+        ReissueAfterARestart(tmp.dir(), config, job_id, [&](const proto::Split& split) {
+          reissued.insert(reissued.end(), split.files().begin(), split.files().end());
+        }));
+    EXPECT_EQ(reissued, leased);
+    EXPECT_THAT(reissued,
+                ::testing::ElementsAre(::testing::EndsWith("b.txt"), ::testing::EndsWith("d.txt"),
+                                       ::testing::EndsWith("f.txt")));
+  }
+}
+
 // The journal's RemoveJob records rebuild the collected jobs; a snapshot left them out, so
 // after a compaction and a restart a collected DYNAMIC job's name was made again from its
 // first pass, which a running dispatcher refuses.

@@ -138,6 +138,10 @@ class DispatcherState {
     uint64_t shuffle_seed = 0;
     // Cursors restored from a journal, applied when a repetition's provider is made.
     std::map<int64_t, int64_t> restored_cursors;
+    // list_files: each pass's files as its provider first listed them (journaled). Every
+    // provider of the pass made since (a replayed lease, a lost task's splits, a restart)
+    // is made from it, not from a new glob that may list other files.
+    std::map<int64_t, std::shared_ptr<const std::vector<std::string>>> pass_files;
     // The last lease of each (task, repetition), to answer a retried GetSplit alike.
     struct Lease {
       int64_t seq = 0;
@@ -239,6 +243,9 @@ class DispatcherState {
   absl::StatusOr<split::SplitProvider*> Provider(Job& job, int64_t repetition)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Splits [first, next) of a pass again, for a retried lease.
+  // The options of every provider of `job`'s pass `repetition`.
+  split::SplitOptions SplitOptionsOf(const Job& job, int64_t repetition) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status ReplayLease(const Job& job, int64_t repetition, const Job::Lease& lease,
                            proto::GetSplitResponse* response) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Journal(const proto::Update& update, JournalWriter::DurableCallback durable = nullptr)

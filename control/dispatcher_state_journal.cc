@@ -103,6 +103,12 @@ proto::Snapshot DispatcherState::SnapshotLocked() const {
     j->set_round_horizon(job.journaled_horizon);
     j->set_shuffle_seed(job.shuffle_seed);
     for (int c = 1; c < job.num_clients; ++c) snapshot.add_clients()->set_job_id(id);
+    for (const auto& [repetition, listed] : job.pass_files) {
+      proto::Update::PassFiles* files = snapshot.add_pass_files();
+      files->set_job_id(id);
+      files->set_repetition(repetition);
+      files->mutable_files()->Assign(listed->begin(), listed->end());
+    }
     job.delivered.ForEachSpan(
         [&snapshot, id](int64_t first, int64_t last, const DeliveryLog::Ranges& ranges) {
           proto::Snapshot::DeliveredSpan* span = snapshot.add_delivered();
@@ -218,6 +224,10 @@ absl::Status DispatcherState::Restore(const Recovered& recovered) {
       *update.mutable_split_cursor() = c;
       SLUICE_RETURN_IF_ERROR(Apply(update));
     }
+    for (const auto& files : s.pass_files()) {
+      *update.mutable_pass_files() = files;
+      SLUICE_RETURN_IF_ERROR(Apply(update));
+    }
     for (const auto& span : s.delivered()) {
       auto job = jobs_.find(span.job_id());
       DeliveryLog::Ranges ranges;
@@ -242,6 +252,8 @@ absl::Status DispatcherState::Restore(const Recovered& recovered) {
     if (!job.restored_cursors.empty()) {
       job.pruned_below_repetition = job.restored_cursors.begin()->first;
       job.delivered.EraseBelow(SplitKey(job.pruned_below_repetition, 0));
+      job.pass_files.erase(job.pass_files.begin(),
+                           job.pass_files.lower_bound(job.pruned_below_repetition));
     }
   }
   return absl::OkStatus();
@@ -364,6 +376,14 @@ absl::Status DispatcherState::Apply(const proto::Update& update) {
     case proto::Update::kRemoveJob:
       RemoveJob(update.remove_job().job_id(), /*journal=*/false);
       return absl::OkStatus();
+    case proto::Update::kPassFiles: {
+      const auto& listed = update.pass_files();
+      auto it = jobs_.find(listed.job_id());
+      if (it == jobs_.end()) return corrupt("unknown job");
+      it->second.pass_files[listed.repetition()] = std::make_shared<const std::vector<std::string>>(
+          listed.files().begin(), listed.files().end());
+      return absl::OkStatus();
+    }
     case proto::Update::kRecordDeliveries: {
       auto it = jobs_.find(update.record_deliveries().job_id());
       if (it == jobs_.end()) return corrupt("unknown job");

@@ -175,25 +175,44 @@ void DispatcherState::PruneOldPasses(Job& job) {
   job.providers.erase(job.providers.begin(), job.providers.lower_bound(oldest));
   job.restored_cursors.erase(job.restored_cursors.begin(),
                              job.restored_cursors.lower_bound(oldest));
+  job.pass_files.erase(job.pass_files.begin(), job.pass_files.lower_bound(oldest));
   job.delivered.EraseBelow(SplitKey(oldest, 0));
   for (auto it = job.last_leases.begin(); it != job.last_leases.end();) {
     it = it->first.second < oldest ? job.last_leases.erase(it) : std::next(it);
   }
 }
 
-absl::StatusOr<split::SplitProvider*> DispatcherState::Provider(Job& job, int64_t repetition) {
-  auto& provider = job.providers[repetition];
-  if (provider != nullptr) return provider.get();
+split::SplitOptions DispatcherState::SplitOptionsOf(const Job& job, int64_t repetition) const {
   split::SplitOptions options;
   options.elements_per_split = job.elements_per_split;
   options.data_roots = config_.data_roots;
   options.repetition = repetition;
   options.unseeded_shuffle_seed = job.shuffle_seed;
+  if (auto listed = job.pass_files.find(repetition); listed != job.pass_files.end()) {
+    options.pass_files = listed->second;
+  }
+  return options;
+}
+
+absl::StatusOr<split::SplitProvider*> DispatcherState::Provider(Job& job, int64_t repetition) {
+  auto& provider = job.providers[repetition];
+  if (provider != nullptr) return provider.get();
   absl::StatusOr<std::unique_ptr<split::SplitProvider>> made =
-      split::CreateSplitProvider(datasets_.at(job.dataset_id), options);
+      split::CreateSplitProvider(datasets_.at(job.dataset_id), SplitOptionsOf(job, repetition));
   if (!made.ok()) {
     job.providers.erase(repetition);
     return made.status();
+  }
+  if (std::shared_ptr<const std::vector<std::string>> listed = (*made)->pass_files();
+      listed != nullptr && !job.pass_files.contains(repetition)) {
+    // The pass's first listing: journaled before any of its splits is handed out.
+    job.pass_files[repetition] = listed;
+    proto::Update update;
+    proto::Update::PassFiles* files = update.mutable_pass_files();
+    files->set_job_id(job.id);
+    files->set_repetition(repetition);
+    files->mutable_files()->Assign(listed->begin(), listed->end());
+    Journal(update);
   }
   if (auto cursor = job.restored_cursors.find(repetition); cursor != job.restored_cursors.end()) {
     SLUICE_RETURN_IF_ERROR((*made)->Seek(cursor->second));
@@ -205,13 +224,9 @@ absl::StatusOr<split::SplitProvider*> DispatcherState::Provider(Job& job, int64_
 absl::Status DispatcherState::ReplayLease(const Job& job, int64_t repetition,
                                           const Job::Lease& lease,
                                           proto::GetSplitResponse* response) {
-  split::SplitOptions options;
-  options.elements_per_split = job.elements_per_split;
-  options.data_roots = config_.data_roots;
-  options.repetition = repetition;
-  options.unseeded_shuffle_seed = job.shuffle_seed;
-  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<split::SplitProvider> replay,
-                          split::CreateSplitProvider(datasets_.at(job.dataset_id), options));
+  SLUICE_ASSIGN_OR_RETURN(
+      std::unique_ptr<split::SplitProvider> replay,
+      split::CreateSplitProvider(datasets_.at(job.dataset_id), SplitOptionsOf(job, repetition)));
   SLUICE_RETURN_IF_ERROR(replay->Seek(lease.first));
   for (int64_t i = lease.first; i < lease.next; ++i) {
     proto::Split split;

@@ -61,23 +61,25 @@ class IndexSplitProvider : public SplitProvider {
 // Index splits over a file list that also carry the files' names.
 class FileNameSplitProvider : public SplitProvider {
  public:
-  FileNameSplitProvider(std::vector<std::string> files, int64_t files_per_split)
-      : files_(std::move(files)), indices_(static_cast<int64_t>(files_.size()), files_per_split) {}
+  FileNameSplitProvider(std::shared_ptr<const std::vector<std::string>> files,
+                        int64_t files_per_split)
+      : files_(std::move(files)), indices_(static_cast<int64_t>(files_->size()), files_per_split) {}
 
   absl::Status GetNext(proto::Split* split, bool* end_of_splits) override {
     SLUICE_RETURN_IF_ERROR(indices_.GetNext(split, end_of_splits));
     if (*end_of_splits) return absl::OkStatus();
     split->clear_files();
-    for (int64_t i = split->begin(); i < split->end(); ++i) split->add_files(files_[i]);
+    for (int64_t i = split->begin(); i < split->end(); ++i) split->add_files((*files_)[i]);
     return absl::OkStatus();
   }
 
   void Reset() override { indices_.Reset(); }
   int64_t next_split_index() const override { return indices_.next_split_index(); }
   absl::Status Seek(int64_t split_index) override { return indices_.Seek(split_index); }
+  std::shared_ptr<const std::vector<std::string>> pass_files() const override { return files_; }
 
  private:
-  const std::vector<std::string> files_;
+  const std::shared_ptr<const std::vector<std::string>> files_;
   IndexSplitProvider indices_;
 };
 
@@ -113,6 +115,9 @@ absl::StatusOr<std::unique_ptr<SplitProvider>> CreateSplitProvider(const proto::
       return std::make_unique<IndexSplitProvider>(source.fixed_length_record().files_size(),
                                                   options.files_per_split);
     case proto::Stage::kListFiles: {
+      if (options.pass_files != nullptr) {
+        return std::make_unique<FileNameSplitProvider>(options.pass_files, options.files_per_split);
+      }
       const proto::ListFilesOp& op = source.list_files();
       SLUICE_ASSIGN_OR_RETURN(std::vector<std::string> sorted,
                               engine::GlobDataFiles(op.pattern(), options.data_roots));
@@ -123,7 +128,9 @@ absl::StatusOr<std::unique_ptr<SplitProvider>> CreateSplitProvider(const proto::
       SLUICE_ASSIGN_OR_RETURN(
           std::vector<std::string> files,
           engine::ListFilesPass(op, std::move(sorted), options.repetition, seed));
-      return std::make_unique<FileNameSplitProvider>(std::move(files), options.files_per_split);
+      return std::make_unique<FileNameSplitProvider>(
+          std::make_shared<const std::vector<std::string>>(std::move(files)),
+          options.files_per_split);
     }
     // Not sources, or not splittable: ValidateSplittable has refused them already.
     case proto::Stage::kMap:

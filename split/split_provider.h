@@ -55,6 +55,12 @@ class SplitProvider {
   // a restarted dispatcher restores a journaled cursor without replaying the splits. An
   // index past the end leaves the provider at the end. InvalidArgument when negative.
   [[nodiscard]] virtual absl::Status Seek(int64_t split_index) = 0;
+  // list_files: the pass's files in the order its splits index them (after any shuffle);
+  // null for other sources. Given back as SplitOptions::pass_files, it makes a provider of
+  // the same splits however the file system changed since.
+  [[nodiscard]] virtual std::shared_ptr<const std::vector<std::string>> pass_files() const {
+    return nullptr;
+  }
 };
 
 struct SplitOptions {
@@ -72,6 +78,11 @@ struct SplitOptions {
   // provider. A dispatcher gives each job one, so that the providers it remakes for a
   // pass (a replayed lease, after a restart) list that pass's files in the same order.
   uint64_t unseeded_shuffle_seed = 0;
+  // list_files: the pass's files as an earlier provider of the pass listed them
+  // (SplitProvider::pass_files); set, the provider neither globs nor shuffles. A dispatcher
+  // keeps (and journals) each pass's list, so that a lease replayed or re-issued names the
+  // files the pass handed out, even after files were added, removed or renamed.
+  std::shared_ptr<const std::vector<std::string>> pass_files;
 };
 
 // A provider for the pipeline's source. InvalidArgument when the pipeline is invalid, the

@@ -1,6 +1,9 @@
 #include "split/split_provider.h"
 
+#include <filesystem>
 #include <limits>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -203,6 +206,41 @@ TEST(SplitProviderTest, ListFilesSplitsCarryTheFileNames) {
   absl::StatusOr<std::unique_ptr<SplitProvider>> no_roots =
       CreateSplitProvider(MustParse("list_files('*.gz')"), SplitOptions{});
   EXPECT_EQ(no_roots.status().code(), absl::StatusCode::kPermissionDenied);
+}
+
+// A provider given a pass's list (SplitProvider::pass_files) hands out that pass's splits
+// whatever the file system holds now; without it, a file added in the middle shifts every
+// index after it (a replayed lease then named other files than the worker had read).
+TEST(SplitProviderTest, APassesListMakesItsSplitsAfterTheFilesChanged) {
+  engine::testing::TempDir dir;
+  for (const char* f : {"a.gz", "c.gz", "e.gz"})
+    engine::testing::WriteFile(dir.path() + "/" + f, "x");
+  SplitOptions options{.data_roots = {dir.path()}};
+  const proto::PipelineDef def = MustParse("list_files('*.gz', shuffle=true)");
+  absl::StatusOr<std::unique_ptr<SplitProvider>> first = CreateSplitProvider(def, options);
+  ASSERT_TRUE(first.ok()) << first.status();
+  const std::vector<proto::Split> handed_out = AllSplits(**first);
+  ASSERT_EQ(handed_out.size(), 3u);
+  std::shared_ptr<const std::vector<std::string>> listed = (*first)->pass_files();
+  ASSERT_NE(listed, nullptr);
+  EXPECT_THAT(*listed, ::testing::UnorderedElementsAre("a.gz", "c.gz", "e.gz"));
+
+  engine::testing::WriteFile(dir.path() + "/b.gz", "x");
+  std::filesystem::remove(dir.path() + "/e.gz");
+  options.pass_files = listed;
+  absl::StatusOr<std::unique_ptr<SplitProvider>> again = CreateSplitProvider(def, options);
+  ASSERT_TRUE(again.ok()) << again.status();
+  ASSERT_TRUE((*again)->Seek(1).ok());
+  std::vector<proto::Split> rest = AllSplits(**again);
+  ASSERT_EQ(rest.size(), 2u);
+  EXPECT_EQ(rest[0].SerializeAsString(), handed_out[1].SerializeAsString());
+  EXPECT_EQ(rest[1].SerializeAsString(), handed_out[2].SerializeAsString());
+
+  // Other sources have no list.
+  absl::StatusOr<std::unique_ptr<SplitProvider>> range =
+      CreateSplitProvider(MustParse("range(10)"), SplitOptions{});
+  ASSERT_TRUE(range.ok());
+  EXPECT_EQ((*range)->pass_files(), nullptr);
 }
 
 }  // namespace
