@@ -4,8 +4,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
 #include "control/dispatcher_state.h"
 #include "engine/pipeline_text.h"
+#include "engine/test_util.h"
 
 namespace sluice::control {
 namespace {
@@ -349,6 +353,44 @@ TEST(DispatcherChurnTest, AGoneConsumersRoundNoLongerPlacesNewTasks) {
   }
   ASSERT_NE(placed, nullptr);
   EXPECT_EQ(placed->starting_round(), 900) << "placed by the gone consumer's round";
+}
+
+// A lost task's re-issued splits name the files the pass listed, though files were added
+// and removed since (new data written into the directory): globbed again, a recovery task
+// read a.txt and b.txt instead of the b.txt and d.txt its predecessor was handed.
+TEST(DispatcherChurnTest, ALostTasksFilesAreReissuedAsThePassListedThem) {
+  engine::testing::TempDir data;
+  for (const char* name : {"b.txt", "d.txt", "f.txt"}) {
+    engine::testing::WriteFile(absl::StrCat(data.path(), "/", name), "x\n");
+  }
+  DispatcherState state({.data_roots = {data.path()}, .worker_timeout = absl::Milliseconds(50)});
+  const proto::GetOrCreateJobResponse job =
+      DynamicJob(state, "list_files('*.txt') | interleave(text_line())");
+  const int64_t doomed = Heartbeat(state, "ucx://a:1").new_tasks(0).task_id();
+  Heartbeat(state, "ucx://b:1");
+  const proto::GetSplitResponse leased = Lease(state, job.job_id(), doomed, 2);
+  ASSERT_EQ(leased.splits_size(), 2);
+  engine::testing::WriteFile(absl::StrCat(data.path(), "/a.txt"), "x\n");
+  std::filesystem::remove(absl::StrCat(data.path(), "/d.txt"));
+
+  absl::SleepFor(absl::Milliseconds(100));
+  const absl::Time checked = absl::Now();  // before b's heartbeat (see above)
+  Heartbeat(state, "ucx://b:1");
+  state.CheckLiveness(checked);
+  proto::ClientHeartbeatRequest client;
+  client.set_job_id(job.job_id());
+  client.set_client_id(job.client_id());
+  client.add_abandoned_tasks(doomed);
+  ASSERT_TRUE(state.ClientHeartbeat(client).ok());
+  const proto::WorkerHeartbeatResponse survivor = Heartbeat(state, "ucx://b:1");
+  ASSERT_GE(survivor.new_tasks_size(), 1);
+  const proto::GetSplitResponse reissued =
+      Lease(state, job.job_id(), survivor.new_tasks(survivor.new_tasks_size() - 1).task_id(), 8);
+  ASSERT_EQ(reissued.splits_size(), 2);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(reissued.splits(i).SerializeAsString(), leased.splits(i).SerializeAsString())
+        << reissued.splits(i).ShortDebugString() << " for " << leased.splits(i).ShortDebugString();
+  }
 }
 
 }  // namespace

@@ -145,11 +145,16 @@ TEST(InterleaveReadAheadTest, AHugeBlockReadsAheadAFewDozenElements) {
   bool end = false;
   ASSERT_TRUE((*it)->GetNext(&first, &end).ok());
   ASSERT_FALSE(end);
-  // Until the read-ahead stops (it fills its buffer, then waits).
-  int64_t seen = -1;
-  for (int i = 0; i < 100 && pulled.load() != seen; ++i) {
-    seen = pulled.load();
+  // Until the read-ahead has started, then stops (it fills its buffer, then waits): the
+  // count unchanged over four 50 ms windows running.
+  const absl::Time give_up = absl::Now() + absl::Seconds(10);
+  while (pulled.load() < 3 && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(5));
+  int64_t seen = pulled.load();
+  for (int still = 0; still < 4 && absl::Now() < give_up;) {
     absl::SleepFor(absl::Milliseconds(50));
+    const int64_t now = pulled.load();
+    still = now == seen ? still + 1 : 0;
+    seen = now;
   }
   EXPECT_LE(pulled.load(), 64 + 2) << "the buffer, the element taken, and one waiting";
   EXPECT_GE(pulled.load(), 3) << "it reads ahead";

@@ -196,7 +196,8 @@ TEST_F(CallerProgressTest, ASendWhileTheEngineIsLentGoesOutAtOnce) {
   constexpr int kMaxTries = 200;
   int driven = 0;
   int at_once = 0;
-  for (int i = 0; i < kMaxTries && driven < kDriven; ++i) {
+  int tries = 0;
+  for (; tries < kMaxTries && driven < kDriven; ++tries) {
     const int replies = watcher_.replies();
     if (!DrivenRoundTrip()) {
       ASSERT_TRUE(AwaitReplies(replies + 1));
@@ -211,7 +212,7 @@ TEST_F(CallerProgressTest, ASendWhileTheEngineIsLentGoesOutAtOnce) {
   }
   // A lent engine is taken back by the parked thread after the linger (10 ms); a machine
   // that preempts this thread that long between the call and the send may see it so.
-  ASSERT_EQ(driven, kDriven) << "replies were slow " << kMaxTries - kDriven << " times";
+  ASSERT_EQ(driven, kDriven) << "replies were slow " << tries - driven << " times";
   EXPECT_GE(at_once, driven / 2) << at_once << " of " << driven << " sends went out at once";
 }
 
