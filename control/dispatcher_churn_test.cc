@@ -52,6 +52,24 @@ proto::GetOrCreateJobResponse DynamicJob(DispatcherState& state, const char* pip
   return job.ok() ? *job : proto::GetOrCreateJobResponse();
 }
 
+// Worker a stays silent past the worker timeout (50 ms) while b heartbeats, and the job's
+// client confirms it stopped reading a's task `doomed`: b's next heartbeat, which carries
+// the recovery task, goes to *survivor.
+void LoseWorkerA(DispatcherState& state, const proto::GetOrCreateJobResponse& job, int64_t doomed,
+                 proto::WorkerHeartbeatResponse* survivor) {
+  absl::SleepFor(absl::Milliseconds(100));
+  // Liveness as of just before b's heartbeat: b stays live however late the check runs.
+  const absl::Time checked = absl::Now();
+  Heartbeat(state, "ucx://b:1");
+  state.CheckLiveness(checked);
+  proto::ClientHeartbeatRequest client;
+  client.set_job_id(job.job_id());
+  client.set_client_id(job.client_id());
+  client.add_abandoned_tasks(doomed);
+  ASSERT_TRUE(state.ClientHeartbeat(client).ok());
+  *survivor = Heartbeat(state, "ucx://b:1");
+}
+
 // A job made while a worker is lost gets no task there: its readers waited out their
 // timeout on a dead address, and failed (`sluice read` after a worker was killed). The
 // worker coming back joins the job as a new one would.
@@ -218,16 +236,8 @@ TEST(DispatcherChurnTest, RecoveryTasksArePointedAtTheRepetitionsTheyHold) {
   const proto::GetSplitResponse leased = Lease(state, job.job_id(), doomed, 1, 1);
   ASSERT_EQ(leased.splits_size(), 1);
 
-  absl::SleepFor(absl::Milliseconds(100));
-  const absl::Time checked = absl::Now();  // before b's heartbeat (see above)
-  Heartbeat(state, "ucx://b:1");
-  state.CheckLiveness(checked);
-  proto::ClientHeartbeatRequest client;
-  client.set_job_id(job.job_id());
-  client.set_client_id(job.client_id());
-  client.add_abandoned_tasks(doomed);
-  ASSERT_TRUE(state.ClientHeartbeat(client).ok());
-  const proto::WorkerHeartbeatResponse survivor = Heartbeat(state, "ucx://b:1");
+  proto::WorkerHeartbeatResponse survivor;
+  ASSERT_NO_FATAL_FAILURE(LoseWorkerA(state, job, doomed, &survivor));
   ASSERT_EQ(survivor.new_tasks_size(), 2) << "its own task and the recovery task";
   const int64_t recovery = survivor.new_tasks(1).task_id();
   const proto::GetSplitResponse pass0 = Lease(state, job.job_id(), recovery, 8, 0);
@@ -373,16 +383,8 @@ TEST(DispatcherChurnTest, ALostTasksFilesAreReissuedAsThePassListedThem) {
   engine::testing::WriteFile(absl::StrCat(data.path(), "/a.txt"), "x\n");
   std::filesystem::remove(absl::StrCat(data.path(), "/d.txt"));
 
-  absl::SleepFor(absl::Milliseconds(100));
-  const absl::Time checked = absl::Now();  // before b's heartbeat (see above)
-  Heartbeat(state, "ucx://b:1");
-  state.CheckLiveness(checked);
-  proto::ClientHeartbeatRequest client;
-  client.set_job_id(job.job_id());
-  client.set_client_id(job.client_id());
-  client.add_abandoned_tasks(doomed);
-  ASSERT_TRUE(state.ClientHeartbeat(client).ok());
-  const proto::WorkerHeartbeatResponse survivor = Heartbeat(state, "ucx://b:1");
+  proto::WorkerHeartbeatResponse survivor;
+  ASSERT_NO_FATAL_FAILURE(LoseWorkerA(state, job, doomed, &survivor));
   ASSERT_GE(survivor.new_tasks_size(), 1);
   const proto::GetSplitResponse reissued =
       Lease(state, job.job_id(), survivor.new_tasks(survivor.new_tasks_size() - 1).task_id(), 8);

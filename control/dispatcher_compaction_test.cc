@@ -40,6 +40,16 @@ int64_t JobOnWorkerA(DispatcherState& state, const std::string& pipeline) {
   return state.GetOrCreateJob(job)->job_id();
 }
 
+// The task worker a was given (JobOnWorkerA's), into *task.
+void TaskOnWorkerA(DispatcherState& state, int64_t* task) {
+  proto::WorkerHeartbeatRequest a;
+  a.set_worker_address(kWorkerA);
+  absl::StatusOr<proto::WorkerHeartbeatResponse> tasks = state.WorkerHeartbeat(a);
+  ASSERT_TRUE(tasks.ok()) << tasks.status();
+  ASSERT_EQ(tasks->new_tasks_size(), 1);
+  *task = tasks->new_tasks(0).task_id();
+}
+
 // Restores the state journaled in `dir`, then worker a stays silent past the worker timeout
 // while b does not: b's recovery task leases every split a had, each given to `reissued`.
 template <typename F>
@@ -85,12 +95,8 @@ void ALostTaskIsReissuedOnceAfterARestart(int64_t compact_every) {
     DispatcherState state(config);
     state.AttachJournal(journal.get(), compact_every);
     job_id = JobOnWorkerA(state, "range(1000)");
-    proto::WorkerHeartbeatRequest a;
-    a.set_worker_address(kWorkerA);
-    absl::StatusOr<proto::WorkerHeartbeatResponse> tasks = state.WorkerHeartbeat(a);
-    ASSERT_TRUE(tasks.ok()) << tasks.status();
-    ASSERT_EQ(tasks->new_tasks_size(), 1);
-    const int64_t doomed = tasks->new_tasks(0).task_id();
+    int64_t doomed = 0;
+    ASSERT_NO_FATAL_FAILURE(TaskOnWorkerA(state, &doomed));
     for (int64_t seq : {1, 2}) {
       absl::StatusOr<proto::GetSplitResponse> lease = state.GetSplit(Lease(job_id, doomed, seq));
       ASSERT_TRUE(lease.ok()) << lease.status();
@@ -155,13 +161,9 @@ TEST(DispatcherCompactionTest, DeliveriesReportedBeforeARestartAreNotReadAgain) 
       DispatcherState state(config);
       state.AttachJournal(journal.get(), compact_every);
       job_id = JobOnWorkerA(state, "range(1000)");
-      proto::WorkerHeartbeatRequest a;
-      a.set_worker_address(kWorkerA);
-      absl::StatusOr<proto::WorkerHeartbeatResponse> tasks = state.WorkerHeartbeat(a);
-      ASSERT_TRUE(tasks.ok()) << tasks.status();
-      ASSERT_EQ(tasks->new_tasks_size(), 1);
-      absl::StatusOr<proto::GetSplitResponse> lease =
-          state.GetSplit(Lease(job_id, tasks->new_tasks(0).task_id(), 1));
+      int64_t task = 0;
+      ASSERT_NO_FATAL_FAILURE(TaskOnWorkerA(state, &task));
+      absl::StatusOr<proto::GetSplitResponse> lease = state.GetSplit(Lease(job_id, task, 1));
       ASSERT_TRUE(lease.ok()) << lease.status();
       ASSERT_EQ(lease->splits_size(), 3);
       for (const proto::Split& split : lease->splits()) keys.push_back(split.key());
@@ -218,13 +220,9 @@ TEST(DispatcherCompactionTest, APassReadsTheFilesItListedAfterARestart) {
       DispatcherState state(config);
       state.AttachJournal(journal.get(), compact_every);
       job_id = JobOnWorkerA(state, "list_files('*.txt') | interleave(text_line())");
-      proto::WorkerHeartbeatRequest a;
-      a.set_worker_address(kWorkerA);
-      absl::StatusOr<proto::WorkerHeartbeatResponse> tasks = state.WorkerHeartbeat(a);
-      ASSERT_TRUE(tasks.ok()) << tasks.status();
-      ASSERT_EQ(tasks->new_tasks_size(), 1);
-      absl::StatusOr<proto::GetSplitResponse> lease =
-          state.GetSplit(Lease(job_id, tasks->new_tasks(0).task_id(), 1));
+      int64_t task = 0;
+      ASSERT_NO_FATAL_FAILURE(TaskOnWorkerA(state, &task));
+      absl::StatusOr<proto::GetSplitResponse> lease = state.GetSplit(Lease(job_id, task, 1));
       ASSERT_TRUE(lease.ok()) << lease.status();
       for (const proto::Split& split : lease->splits()) {
         leased.insert(leased.end(), split.files().begin(), split.files().end());
