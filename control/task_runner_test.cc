@@ -420,7 +420,7 @@ TEST_F(DeliveryTest, ParkedRequestsAreBoundedAndTheOldestIsToldToRetry) {
     EXPECT_EQ(outcomes->failed, 0) << "the other two stay parked";
   }
   EXPECT_EQ(runner_->stats().parked_requests_evicted, 1);
-  runner_.reset();  // cancels the feed and answers the requests still parked
+  StopRunner();  // cancels the feed and answers the requests still parked
   absl::MutexLock lock(&outcomes->mu);
   auto all = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(outcomes->mu) {
     return outcomes->retried.size() + outcomes->failed == 3;
@@ -449,7 +449,7 @@ TEST_F(DeliveryTest, ARequestOvertakenByANewerEpochIsToldToRetryWhileNothingIsRe
   EXPECT_EQ(Get(7, 1, {}), kRetryLater);
   EXPECT_LT(absl::Now() - start, absl::Seconds(5));
   EXPECT_FALSE(parked->HasBeenNotified()) << "the newer request stays parked";
-  runner_.reset();  // cancels the feed and answers the parked request
+  StopRunner();  // cancels the feed and answers the parked request
 }
 
 }  // namespace

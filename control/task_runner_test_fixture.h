@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
 #include "control/task_runner.h"
@@ -63,7 +64,10 @@ class DeliveryTest : public ::testing::Test {
                                      .verify_kept_slabs = true,
                                      .spill_budget = spill_budget_});
     ASSERT_TRUE(runner.ok()) << runner.status();
-    runner_ = std::move(*runner);
+    {
+      absl::MutexLock lock(&runner_mu_);
+      runner_ = std::move(*runner);
+    }
     // On the progress thread, as the worker has it: requests sent in order on a connection
     // reach Fetch in that order (a pool of handler threads may swap two, and the tests that
     // order requests by a short sleep then saw another request parked or evicted).
@@ -73,8 +77,19 @@ class DeliveryTest : public ::testing::Test {
           proto::GetElementRequest request;
           ASSERT_TRUE(request.ParseFromArray(call->request().data(),
                                              static_cast<int>(call->request().size())));
+          // A copy: the test may stop the runner once a reply reached it, while this thread
+          // is still inside Fetch (StopRunner waits for it).
+          std::shared_ptr<TaskRunner> runner;
+          {
+            absl::MutexLock lock(&runner_mu_);
+            runner = runner_;
+          }
+          if (runner == nullptr) {
+            call->Reply(absl::CancelledError("the test stopped the runner"));
+            return;
+          }
           if (request.coordinated()) {
-            runner_->Fetch(
+            runner->Fetch(
                 std::move(call), request.max_batch_bytes(),
                 RoundRequest{request.consumer_index(),
                              request.round(),
@@ -82,11 +97,11 @@ class DeliveryTest : public ::testing::Test {
                              {request.acked_rounds().begin(), request.acked_rounds().end()}});
             return;
           }
-          runner_->Fetch(std::move(call), request.max_batch_bytes(),
-                         Delivery{request.client_id(),
-                                  request.delivery_epoch(),
-                                  {request.acked_batch_indices().begin(),
-                                   request.acked_batch_indices().end()}});
+          runner->Fetch(std::move(call), request.max_batch_bytes(),
+                        Delivery{request.client_id(),
+                                 request.delivery_epoch(),
+                                 {request.acked_batch_indices().begin(),
+                                  request.acked_batch_indices().end()}});
         },
         transport::HandlerThread::kInline);
     auto address = server_->Listen(transport::Address{"ucx", "127.0.0.1", 0});
@@ -104,8 +119,21 @@ class DeliveryTest : public ::testing::Test {
     // Requests of other threads end with the server (nothing answers them any more).
     client_.reset();
     server_.reset();  // no more calls into the runner
-    runner_.reset();
+    StopRunner();
     pool_.reset();
+  }
+
+  // Destroys the runner (which answers the requests still parked) once no handler is inside
+  // it: a reply sent from Fetch may reach the test before Fetch returns.
+  void StopRunner() {
+    std::shared_ptr<TaskRunner> runner;
+    {
+      absl::MutexLock lock(&runner_mu_);
+      runner.swap(runner_);
+    }
+    // No handler takes a new copy now, so the count only falls.
+    while (runner != nullptr && runner.use_count() > 1) absl::SleepFor(absl::Milliseconds(1));
+    runner.reset();
   }
 
   // Until the runner has finished (up to 10 s): the last reply's send completes on the
@@ -191,7 +219,8 @@ class DeliveryTest : public ::testing::Test {
   std::shared_ptr<SpillBudget> spill_budget_;  // for the next StartRunner; null: no bound
   std::unique_ptr<transport::RpcEndpoint> server_;
   std::shared_ptr<transport::SlabPool> pool_;
-  std::unique_ptr<TaskRunner> runner_;
+  absl::Mutex runner_mu_;  // the handler's copy against StopRunner; the test thread alone sets
+  std::shared_ptr<TaskRunner> runner_;
   std::unique_ptr<transport::RpcEndpoint> client_;
   transport::Address address_;
 };
