@@ -4,7 +4,11 @@
 //
 //   ThreadPool pool("rpc", 2);   // threads named "sluice-rpc"
 //   pool.Schedule([] { HandleRequest(); });
-//   // the destructor runs what was queued, then joins
+//   pool.Shutdown();  // runs what was queued, then joins (the destructor does too)
+//
+// After Shutdown a closure scheduled runs at once on the caller's thread: an owner tearing
+// down may still be handed work by a thread it has not stopped yet, and that work must
+// neither be lost nor touch a pool that is going away.
 #ifndef SLUICE_COMMON_THREAD_POOL_H_
 #define SLUICE_COMMON_THREAD_POOL_H_
 
@@ -29,19 +33,30 @@ class ThreadPool {
       });
     }
   }
-  ~ThreadPool() {
-    {
-      absl::MutexLock lock(&mu_);
-      stopping_ = true;
-    }
-    for (auto& t : threads_) t.join();
-  }
+  ~ThreadPool() { Shutdown(); }
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   void Schedule(std::function<void()> task) {
-    absl::MutexLock lock(&mu_);
-    tasks_.push_back(std::move(task));
+    {
+      absl::MutexLock lock(&mu_);
+      if (!stopping_) {
+        tasks_.push_back(std::move(task));
+        return;
+      }
+    }
+    task();
+  }
+
+  // Runs what was queued and joins the threads; later calls return at once. Not from a
+  // closure of this pool.
+  void Shutdown() {
+    {
+      absl::MutexLock lock(&mu_);
+      if (stopping_) return;
+      stopping_ = true;
+    }
+    for (auto& t : threads_) t.join();
   }
 
  private:

@@ -39,13 +39,12 @@ TEST_F(DeliveryTest, ARepeatedRequestForAWaitingRoundReplacesTheFirst) {
   StartRunner(kEndless, /*num_consumers=*/2, 16);
   // Consumer 0 waits for consumer 1; its request is then "lost" and sent again.
   absl::StatusOr<int64_t> lost;
-  // The sleeps order the requests' arrival (there is no waiting-request counter to poll);
-  // 300 ms leaves room for a loaded machine.
+  const int fetched = fetches_.load();
   std::thread stale([&] { lost = GetRound(0, 0, {}); });
-  absl::SleepFor(absl::Milliseconds(300));
+  // EXPECT, not ASSERT: returning with a thread still joinable would terminate the test.
+  EXPECT_TRUE(AwaitFetches(fetched + 1)) << "the first request never reached the task";
   absl::StatusOr<int64_t> again;
   std::thread repeated([&] { again = GetRound(0, 0, {}); });
-  absl::SleepFor(absl::Milliseconds(300));
   stale.join();  // answered once the repeat arrived, without a batch
   EXPECT_EQ(lost.status().code(), absl::StatusCode::kAborted) << lost.status();
   EXPECT_EQ(GetRound(1, 0, {}).value_or(-1), 1);

@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <future>
 #include <memory>
 #include <string>
@@ -95,13 +96,14 @@ class DeliveryTest : public ::testing::Test {
                              request.round(),
                              request.delivery_epoch() > 0,
                              {request.acked_rounds().begin(), request.acked_rounds().end()}});
-            return;
+          } else {
+            runner->Fetch(std::move(call), request.max_batch_bytes(),
+                          Delivery{request.client_id(),
+                                   request.delivery_epoch(),
+                                   {request.acked_batch_indices().begin(),
+                                    request.acked_batch_indices().end()}});
           }
-          runner->Fetch(std::move(call), request.max_batch_bytes(),
-                        Delivery{request.client_id(),
-                                 request.delivery_epoch(),
-                                 {request.acked_batch_indices().begin(),
-                                  request.acked_batch_indices().end()}});
+          fetches_.fetch_add(1);
         },
         transport::HandlerThread::kInline);
     auto address = server_->Listen(transport::Address{"ucx", "127.0.0.1", 0});
@@ -116,11 +118,20 @@ class DeliveryTest : public ::testing::Test {
     ASSERT_TRUE(connection.ok()) << connection.status();
   }
   void TearDown() override {
-    // Requests of other threads end with the server (nothing answers them any more).
+    // Requests of other threads end with the client (nothing answers them any more).
     client_.reset();
-    server_.reset();  // no more calls into the runner
+    // Before the server: the runner answers the requests still parked through it.
     StopRunner();
+    server_.reset();
     pool_.reset();
+  }
+
+  // Until `count` requests have returned from Fetch in all (up to 10 s): orders requests
+  // sent from different threads without guessing how long one takes to arrive.
+  bool AwaitFetches(int count) {
+    const absl::Time give_up = absl::Now() + absl::Seconds(10);
+    while (fetches_.load() < count && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(2));
+    return fetches_.load() >= count;
   }
 
   // Destroys the runner (which answers the requests still parked) once no handler is inside
@@ -221,6 +232,7 @@ class DeliveryTest : public ::testing::Test {
   std::shared_ptr<transport::SlabPool> pool_;
   absl::Mutex runner_mu_;  // the handler's copy against StopRunner; the test thread alone sets
   std::shared_ptr<TaskRunner> runner_;
+  std::atomic<int> fetches_{0};  // requests that have returned from Fetch
   std::unique_ptr<transport::RpcEndpoint> client_;
   transport::Address address_;
 };

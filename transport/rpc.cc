@@ -170,9 +170,18 @@ RpcEndpoint::RpcEndpoint(const RpcOptions& options)
       handlers_pool_(std::make_unique<ThreadPool>("rpc", options.handler_threads)) {}
 
 RpcEndpoint::~RpcEndpoint() {
-  // Handlers still queued may reply through the transport: drain them first.
-  handlers_pool_.reset();
-  transport_.reset();
+  // From here a request is answered Unavailable, not handled: its handler could reach an
+  // owner being torn down, and its caller learns at once to go elsewhere (over shared
+  // memory nothing else would tell it before its deadline).
+  shutting_down_.store(true);
+  // Handlers still queued may reply through the transport: drain them first. The pool stays
+  // (one scheduled past the flag runs inline): a reset would leave the progress thread a
+  // null pool to schedule on.
+  handlers_pool_->Shutdown();
+  // Destroyed in place, not reset: reset nulls the pointer first, and until its destructor
+  // has stopped the progress thread, a reply may still be sent there through transport_.
+  delete transport_.get();
+  (void)transport_.release();
   std::vector<PendingCall> pending;
   {
     absl::MutexLock lock(&mu_);
@@ -453,6 +462,10 @@ void RpcEndpoint::OnMessage(ConnectionId from, absl::string_view header, Inbound
     payload = InboundPayload{};  // a body that came as the payload is not held twice
     if (frame->method >= handlers_.size() || !handlers_[frame->method].handle) {
       call->Reply(absl::UnimplementedError(absl::StrCat("unknown method ", frame->method)));
+      return;
+    }
+    if (shutting_down_.load(std::memory_order_relaxed)) {
+      call->Reply(absl::UnavailableError("the server is shutting down"));
       return;
     }
     const Handler& handler = handlers_[frame->method];

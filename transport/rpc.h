@@ -223,6 +223,7 @@ class RpcEndpoint final : public MessageHandler {
   std::atomic<int64_t> replies_taken_spinning_{0};
   std::atomic<int64_t> connects_waited_for_{0};
   std::unique_ptr<ThreadPool> handlers_pool_;
+  std::atomic<bool> shutting_down_{false};  // set first by the destructor
   std::unique_ptr<Transport> transport_;
   struct Handler {
     MethodHandler handle;  // empty: no such method

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <memory>
@@ -25,6 +26,21 @@ namespace sluice::testing {
 namespace {
 
 using ::testing::HasSubstr;
+
+// `status --json` once `ready` holds for it, or the last one after 20 s: workers' counters
+// reach the dispatcher with their heartbeats, at whatever pace a loaded machine allows.
+nlohmann::json StatusWhen(const std::string& address,
+                          const std::function<bool(const nlohmann::json&)>& ready) {
+  nlohmann::json last;
+  for (const absl::Time deadline = absl::Now() + absl::Seconds(20); absl::Now() < deadline;
+       absl::SleepFor(absl::Milliseconds(100))) {
+    Subprocess status({Binary(), "status", "--dispatcher", address, "--json"});
+    EXPECT_EQ(status.Wait(absl::Seconds(30)), 0) << status.stderr_text();
+    last = nlohmann::json::parse(status.stdout_text(), nullptr, /*allow_exceptions=*/false);
+    if (ready(last)) break;
+  }
+  return last;
+}
 
 TEST(ServiceTest, DynamicTwoClientsOfOneJobReadEachElementOnce) {
   Cluster cluster(2);
@@ -69,10 +85,14 @@ TEST(ServiceTest, StatusShowsWorkersDatasetsAndJobs) {
   Cluster cluster(2);
   auto read = StartRead(cluster.address(), "range(1000) | batch(100)", "dynamic", "watched");
   ExpectEachValueTimes(Values(*read), 1000, 1);
-  absl::SleepFor(absl::Milliseconds(300));  // a heartbeat carries the workers' counters
-  Subprocess status({Binary(), "status", "--dispatcher", cluster.address(), "--json"});
-  ASSERT_EQ(status.Wait(absl::Seconds(30)), 0) << status.stderr_text();
-  nlohmann::json s = nlohmann::json::parse(status.stdout_text());
+  auto served = [](const nlohmann::json& s) {
+    if (!s.is_object() || !s.contains("workers") || !s.contains("jobs")) return false;
+    int64_t batches = 0;
+    for (const auto& w : s["workers"]) batches += w.value("batches_served", int64_t{0});
+    return batches >= 10 && s["jobs"].size() == 1 && s["jobs"][0].value("finished", false);
+  };
+  nlohmann::json s = StatusWhen(cluster.address(), served);
+  ASSERT_TRUE(s.is_object()) << "status printed no JSON object";
   ASSERT_EQ(s["workers"].size(), 2u);
   int64_t batches = 0;
   for (const auto& w : s["workers"]) batches += w["batches_served"].get<int64_t>();
@@ -200,14 +220,23 @@ TEST(ServiceTest, JoiningAFinishedJobSaysSo) {
 // credited to the ones it keeps (engine/provenance.h); with the holes, the dispatcher's
 // delivery log kept one entry per split read: 2000 here (splits of 100 elements), now 4.
 // The dispatcher's delivery log entries for the one job `sluice status` shows.
+// The last heartbeats carry the last deliveries: the count is taken once two readings
+// 300 ms apart agree (within 20 s), not after a fixed wait a loaded machine may overrun.
 int64_t DeliveryLogEntries(const std::string& address) {
-  absl::SleepFor(absl::Milliseconds(300));  // the last heartbeats carry the last deliveries
-  Subprocess status({Binary(), "status", "--dispatcher", address, "--json"});
-  EXPECT_EQ(status.Wait(absl::Seconds(30)), 0) << status.stderr_text();
-  nlohmann::json s = nlohmann::json::parse(status.stdout_text());
-  EXPECT_EQ(s["jobs"].size(), 1u);
-  if (s["jobs"].size() != 1) return -1;
-  return s["jobs"][0]["delivery_log_entries"].get<int64_t>();
+  int64_t previous = -1;
+  int64_t entries = -1;
+  for (const absl::Time deadline = absl::Now() + absl::Seconds(20); absl::Now() < deadline;) {
+    absl::SleepFor(absl::Milliseconds(300));
+    Subprocess status({Binary(), "status", "--dispatcher", address, "--json"});
+    EXPECT_EQ(status.Wait(absl::Seconds(30)), 0) << status.stderr_text();
+    nlohmann::json s = nlohmann::json::parse(status.stdout_text());
+    EXPECT_EQ(s["jobs"].size(), 1u);
+    if (s["jobs"].size() != 1) return -1;
+    entries = s["jobs"][0]["delivery_log_entries"].get<int64_t>();
+    if (entries == previous) break;
+    previous = entries;
+  }
+  return entries;
 }
 
 TEST(ServiceTest, AFilteredDynamicPassKeepsItsDeliveryLogSmall) {
@@ -334,10 +363,11 @@ TEST(ServiceTest, SkippedBadRecordsAreCountedAndReported) {
       StartRead(cluster.address(),
                 "tfrecord(files=['" + path + "'], skip_bad_records=true) | batch(1)", "off");
   EXPECT_EQ(Total(Records(*skipping)), 3) << "4 records, one corrupt";
-  absl::SleepFor(absl::Milliseconds(300));  // the next heartbeat carries the counter
-  Subprocess status({Binary(), "status", "--dispatcher", cluster.address(), "--json"});
-  ASSERT_EQ(status.Wait(absl::Seconds(30)), 0) << status.stderr_text();
-  nlohmann::json s = nlohmann::json::parse(status.stdout_text());
+  nlohmann::json s = StatusWhen(cluster.address(), [](const nlohmann::json& s) {
+    return s.is_object() && s.contains("workers") && s["workers"].size() == 1 &&
+           s["workers"][0].value("bad_records_skipped", int64_t{0}) >= 1;
+  });
+  ASSERT_TRUE(s.is_object()) << "status printed no JSON object";
   ASSERT_EQ(s["workers"].size(), 1u);
   EXPECT_EQ(s["workers"][0]["bad_records_skipped"], 1);
 

@@ -190,8 +190,15 @@ void OfiTransport::OnSocketReady(int fd) {
   auto it = connection_by_socket_.find(fd);
   if (it == connection_by_socket_.end()) return;
   // Nothing is sent on a bootstrap socket after the hello: readable means closed.
-  ConnectionId id = it->second;
-  FailConnection(id, absl::UnavailableError(absl::StrCat("connection to ", connections_[id].peer,
+  const ConnectionId id = it->second;
+  // A peer closing gracefully hangs up once its last sends completed, which may have arrived
+  // untaken (a reply sent just before a server stopped): taken first, or their calls would
+  // fail although the answer was here.
+  for (int round = 0; round < kTakeBeforeFailing && endpoint_->Progress() > 0; ++round) {
+  }
+  auto connection = connections_.find(id);
+  if (connection == connections_.end()) return;  // closed meanwhile
+  FailConnection(id, absl::UnavailableError(absl::StrCat("connection to ", connection->second.peer,
                                                          " closed by the peer (process exited?)")));
 }
 

@@ -207,6 +207,7 @@ void UcxTransport::CloseEndpoint(ConnectionId id, Closing how) {
   ucp_ep_h ep = it->second.ep;
   const bool ucx_watches = it->second.ucx_watches;
   StopWatching(it->second);
+  ScopedFd socket = std::move(it->second.socket);  // closed once the flush ends
   EraseEndpoint(id);
   if (ep == nullptr) return;  // its creation was deferred and failed (RunDeferred)
   connection_by_ep_.erase(ep);
@@ -226,7 +227,7 @@ void UcxTransport::CloseEndpoint(ConnectionId id, Closing how) {
   // never answers would stay pending for good; a flush can be given up on (destructor).
   ucp_request_param_t param{};
   param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
-  flushing_[ep] = Flushing{id, ucx_watches};
+  flushing_[ep] = Flushing{id, ucx_watches, std::move(socket)};
   param.user_data = new std::pair<UcxTransport*, ucp_ep_h>(this, ep);
   param.cb.send = [](void* request, ucs_status_t, void* user_data) {
     std::unique_ptr<std::pair<UcxTransport*, ucp_ep_h>> op(

@@ -458,9 +458,17 @@ void UcxTransport::HandleReadyFds(const epoll_event* ready, int n) {
       AcceptConnections();
     } else if (auto it = connection_by_socket_.find(fd); it != connection_by_socket_.end()) {
       // Nothing is sent on a bootstrap socket after the hello: readable means closed.
-      FailConnection(it->second, absl::UnavailableError(
-                                     absl::StrCat("connection to ", endpoints_[it->second].peer,
-                                                  " closed by the peer (process exited?)")));
+      const ConnectionId id = it->second;
+      // A peer closing gracefully hangs up once its last sends were flushed, which may have
+      // arrived untaken (a reply sent just before a server stopped): taken first, or their
+      // calls would fail although the answer was here.
+      for (int round = 0; round < kTakeBeforeFailing && ProgressWorker() > 0; ++round) {
+      }
+      auto endpoint = endpoints_.find(id);
+      if (endpoint == endpoints_.end()) continue;  // closed meanwhile
+      FailConnection(id,
+                     absl::UnavailableError(absl::StrCat("connection to ", endpoint->second.peer,
+                                                         " closed by the peer (process exited?)")));
     }
   }
 }

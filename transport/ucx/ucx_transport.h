@@ -109,10 +109,13 @@ class UcxTransport final : public Transport {
     SendCallback done;
   };
   static constexpr size_t kMaxSparePostedSends = 64;
-  // An endpoint being flushed before it is closed.
+  // An endpoint being flushed before it is closed. Its bootstrap socket closes with it: the
+  // peer takes the hang-up for the end of the connection, so it must come after what the
+  // flush sends (a reply sent just before a server stopped was otherwise failed, not taken).
   struct Flushing {
     ConnectionId id;
     bool ucx_watches;
+    ScopedFd socket;
   };
   // A rendezvous receive in flight.
   struct RecvOp {
@@ -125,6 +128,8 @@ class UcxTransport final : public Transport {
     void* request = nullptr;  // UCX's, while in flight; null once released (RestartWorker)
   };
   static constexpr unsigned kActiveMessageId = 0;
+  // Progress rounds a hung-up peer's connection gets to deliver what it sent before failing.
+  static constexpr int kTakeBeforeFailing = 64;
 
   UcxTransport(const TransportOptions& options, MessageHandler* handler);
   absl::Status Start();
