@@ -12,6 +12,7 @@
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/destroy_in_place.h"
 #include "common/status_macros.h"
 #include "common/thread_name.h"
 #include "control/lease_sizer.h"
@@ -242,7 +243,8 @@ Worker::~Worker() {
   // Stops producers and answers parked requests before the transport goes.
   runners.clear();
   removing.clear();
-  rpc_.reset();
+  // Not reset: its transport's thread runs handlers, which may reach rpc_, until it stops.
+  DestroyInPlace(rpc_);
 }
 
 void Worker::FreeSlabsFor(const TaskRunner* except, absl::Duration waited) {

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "common/destroy_in_place.h"
 #include "common/status_macros.h"
 
 namespace sluice::perf {
@@ -76,7 +77,9 @@ struct RoundTrip {
 
 }  // namespace
 
-MessageEchoServer::~MessageEchoServer() { transport_.reset(); }
+// Not reset: until its destructor has stopped the progress thread (a flush may take
+// seconds), an echo may still be sent there through transport_.
+MessageEchoServer::~MessageEchoServer() { DestroyInPlace(transport_); }
 
 absl::StatusOr<transport::Address> MessageEchoServer::Start(
     const transport::Address& bind, const transport::TransportOptions& options) {

@@ -80,11 +80,12 @@ absl::Status RunTransportPerfServer(const transport::Address& bind,
   transport::RpcOptions rpc_options;
   rpc_options.scheme = bind.scheme;
   rpc_options.transport = options;
-  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<transport::RpcEndpoint> rpc,
-                          transport::RpcEndpoint::Create(rpc_options));
-  // One registered source buffer, grown on demand (sizes come from the client).
+  // One registered source buffer, grown on demand (sizes come from the client). Before the
+  // endpoint, whose handlers use them until its destruction has stopped its thread.
   absl::Mutex mu;
   std::shared_ptr<transport::SlabPool> source;
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<transport::RpcEndpoint> rpc,
+                          transport::RpcEndpoint::Create(rpc_options));
   rpc->Handle(
       kBlob,
       [&](std::shared_ptr<transport::ServerCall> call) {

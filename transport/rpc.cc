@@ -13,6 +13,7 @@
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
+#include "common/destroy_in_place.h"
 #include "common/recycling_allocator.h"
 #include "common/status_macros.h"
 #include "transport/spin_wait.h"
@@ -178,10 +179,9 @@ RpcEndpoint::~RpcEndpoint() {
   // (one scheduled past the flag runs inline): a reset would leave the progress thread a
   // null pool to schedule on.
   handlers_pool_->Shutdown();
-  // Destroyed in place, not reset: reset nulls the pointer first, and until its destructor
-  // has stopped the progress thread, a reply may still be sent there through transport_.
-  delete transport_.get();
-  (void)transport_.release();
+  // Not reset: until its destructor has stopped the progress thread, a reply may still be
+  // sent there through transport_.
+  DestroyInPlace(transport_);
   std::vector<PendingCall> pending;
   {
     absl::MutexLock lock(&mu_);

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <numeric>
 #include <string_view>
 #include <thread>
@@ -178,18 +179,28 @@ TEST_P(RpcTest, UnreachablePeerFailsInsteadOfHanging) {
   EXPECT_LT(elapsed, std::chrono::seconds(11));
 }
 
+// How an asynchronous call ended; held by its callback, which may run after a failed check
+// left the test (the client's teardown ends what is pending).
+struct Ended {
+  absl::Notification done;
+  absl::Status status;
+};
+CallCallback EndsInto(std::shared_ptr<Ended> ended) {
+  return [ended](absl::StatusOr<CallResult> r) {
+    ended->status = r.status();
+    ended->done.Notify();
+  };
+}
+
 TEST_P(RpcTest, PeerDeathFailsOutstandingCall) {
   auto connection = client_->ConnectTo(address_);
   ASSERT_TRUE(connection.ok());
   ASSERT_TRUE(client_->Call(*connection, kEcho, "warm-up", {}).ok());
   CallOptions options;
   options.timeout = absl::Seconds(60);
-  absl::Notification done;
-  absl::Status status;
-  client_->CallAsync(*connection, kNoReply, "", options, [&](absl::StatusOr<CallResult> r) {
-    status = r.status();
-    done.Notify();
-  });
+  // Shared with the callback, which the client's teardown runs should the wait below fail.
+  auto ended = std::make_shared<Ended>();
+  client_->CallAsync(*connection, kNoReply, "", options, EndsInto(ended));
   // Wait until the server holds the call, then let the server die.
   WaitUntilTheServerHoldsACall();
   {
@@ -197,9 +208,9 @@ TEST_P(RpcTest, PeerDeathFailsOutstandingCall) {
     parked_.clear();
   }
   server_.reset();
-  ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(30)))
+  ASSERT_TRUE(ended->done.WaitForNotificationWithTimeout(absl::Seconds(30)))
       << "peer failure was not reported";
-  EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
+  EXPECT_EQ(ended->status.code(), absl::StatusCode::kUnavailable) << ended->status;
 }
 
 // A peer behind a partition never closes anything; giving up on it must fail what is pending
@@ -209,19 +220,15 @@ TEST_P(RpcTest, DisconnectFailsPendingCallsAtOnceAndAllowsReconnecting) {
   ASSERT_TRUE(connection.ok());
   CallOptions options;
   options.timeout = absl::Seconds(60);
-  absl::Notification done;
-  absl::Status status;
-  client_->CallAsync(*connection, kNoReply, "", options, [&](absl::StatusOr<CallResult> r) {
-    status = r.status();
-    done.Notify();
-  });
+  auto ended = std::make_shared<Ended>();
+  client_->CallAsync(*connection, kNoReply, "", options, EndsInto(ended));
   WaitUntilTheServerHoldsACall();
   const absl::Time start = absl::Now();
   client_->Disconnect(*connection, absl::UnavailableError("gave up on the peer"));
-  ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  ASSERT_TRUE(ended->done.WaitForNotificationWithTimeout(absl::Seconds(10)));
   EXPECT_LT(absl::Now() - start, absl::Seconds(5));
-  EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
-  EXPECT_THAT(status.message(), HasSubstr("gave up on the peer"));
+  EXPECT_EQ(ended->status.code(), absl::StatusCode::kUnavailable) << ended->status;
+  EXPECT_THAT(ended->status.message(), HasSubstr("gave up on the peer"));
 
   auto again = client_->ConnectTo(address_);
   ASSERT_TRUE(again.ok()) << again.status();
@@ -272,9 +279,12 @@ TEST_P(RpcTest, CancelGroupFailsThatGroupsCallsAtOnceAndNoOthers) {
     std::atomic<int> callbacks{0};
     absl::StatusOr<CallResult> result;
   };
-  Outcome cancelled;
-  Outcome kept;
-  auto call = [&](const void* group, Outcome* outcome) {
+  // Shared with the callbacks, which the client's teardown runs should a check fail.
+  auto cancelled_outcome = std::make_shared<Outcome>();
+  auto kept_outcome = std::make_shared<Outcome>();
+  Outcome& cancelled = *cancelled_outcome;
+  Outcome& kept = *kept_outcome;
+  auto call = [&](const void* group, std::shared_ptr<Outcome> outcome) {
     CallOptions options;
     options.timeout = absl::Seconds(60);
     options.group = group;
@@ -284,8 +294,8 @@ TEST_P(RpcTest, CancelGroupFailsThatGroupsCallsAtOnceAndNoOthers) {
       outcome->done.Notify();
     });
   };
-  call(&mine, &cancelled);
-  call(&other, &kept);
+  call(&mine, cancelled_outcome);
+  call(&other, kept_outcome);
   WaitUntilTheServerHoldsACall(2);
 
   const absl::Time start = absl::Now();
@@ -318,26 +328,25 @@ TEST_P(RpcTest, AGivenUpCallsReplyPayloadIsNotTransferred) {
   auto connection = client_->ConnectTo(address_);
   ASSERT_TRUE(connection.ok());
   int group = 0;
-  absl::Notification given_up;
+  auto given_up = std::make_shared<Ended>();
   CallOptions options;
   options.group = &group;
-  client_->CallAsync(*connection, kNoReply, "", options,
-                     [&](absl::StatusOr<CallResult>) { given_up.Notify(); });
+  client_->CallAsync(*connection, kNoReply, "", options, EndsInto(given_up));
   WaitUntilTheServerHoldsACall();
   client_->CancelGroup(&group, absl::CancelledError("given up"));
-  ASSERT_TRUE(given_up.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  ASSERT_TRUE(given_up->done.WaitForNotificationWithTimeout(absl::Seconds(10)));
 
   const uint64_t received_before = client_->transport().stats().payload_bytes_received;
   auto blob = std::make_shared<std::vector<uint8_t>>(4 << 20, uint8_t{1});
-  absl::Notification sent;
+  auto sent = std::make_shared<absl::Notification>();
   {
     absl::MutexLock lock(&mu_);
     ASSERT_EQ(parked_.size(), 1u);
     parked_[0]->Reply(absl::OkStatus(), "late", Payload{blob->data(), blob->size()},
-                      [blob, &sent](absl::Status) { sent.Notify(); });
+                      [blob, sent](absl::Status) { sent->Notify(); });
     parked_.clear();
   }
-  ASSERT_TRUE(sent.WaitForNotificationWithTimeout(absl::Seconds(10)))
+  ASSERT_TRUE(sent->WaitForNotificationWithTimeout(absl::Seconds(10)))
       << "the server's send never completed: its buffer would stay taken";
   for (absl::Time deadline = absl::Now() + absl::Seconds(10);
        client_->transport().stats().payloads_discarded == 0 && absl::Now() < deadline;) {

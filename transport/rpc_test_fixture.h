@@ -93,12 +93,13 @@ class RpcTest : public ::testing::TestWithParam<TransportCase> {
     client_ = std::move(*client);
   }
 
-  // Waits (up to 5 s) until `calls` kNoReply calls have reached the server's handler.
+  // Waits (up to 10 s) until `calls` kNoReply calls have reached the server's handler.
   void WaitUntilTheServerHoldsACall(size_t calls = 1) {
     absl::MutexLock lock(&mu_);
     auto held = [this, calls]()
                     ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return parked_.size() >= calls; };
-    mu_.AwaitWithTimeout(absl::Condition(&held), absl::Seconds(5));
+    EXPECT_TRUE(mu_.AwaitWithTimeout(absl::Condition(&held), absl::Seconds(10)))
+        << parked_.size() << " of " << calls << " calls reached the server";
   }
 
   RpcOptions options_;

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -35,24 +36,28 @@ TEST_P(RpcWaitTest, CallerDrivesProgressOnlyWhenAskedTo) {
   // Some replies may still be handled by the progress thread; count over several calls.
   int drove_calls = 0;
   for (int call = 0; call < 20; ++call) {
-    absl::Notification done;
-    std::thread::id replied_on;
+    // Shared with the callback, which may run after a failed check left the test.
+    struct Reply {
+      absl::Notification done;
+      std::thread::id replied_on;
+    };
+    auto reply = std::make_shared<Reply>();
     const bool drove = client_->transport().DriveUntil(
         [&] {
-          client_->CallAsync(*connection, kEcho, "x", {}, [&](absl::StatusOr<CallResult> r) {
+          client_->CallAsync(*connection, kEcho, "x", {}, [reply](absl::StatusOr<CallResult> r) {
             EXPECT_TRUE(r.ok()) << r.status();
-            replied_on = std::this_thread::get_id();
-            done.Notify();
+            reply->replied_on = std::this_thread::get_id();
+            reply->done.Notify();
           });
         },
-        [&] { return done.HasBeenNotified(); });
-    ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+        [&] { return reply->done.HasBeenNotified(); });
+    ASSERT_TRUE(reply->done.WaitForNotificationWithTimeout(absl::Seconds(10)));
     if (drove) {
       ++drove_calls;
       // While this thread holds the worker, no other thread runs its callbacks.
-      EXPECT_EQ(replied_on, std::this_thread::get_id());
+      EXPECT_EQ(reply->replied_on, std::this_thread::get_id());
     } else {
-      EXPECT_NE(replied_on, std::this_thread::get_id());
+      EXPECT_NE(reply->replied_on, std::this_thread::get_id());
     }
   }
   if (GetParam().caller_driven) {

@@ -209,6 +209,13 @@ TEST(UcxPeerKilledTest, SendsToAReceiverKilledBeforeTakingThemComplete) {
   ASSERT_NE(port, 0);
 
   SenderHandler handler;
+  // Before the sender: should a check below fail, its destruction may still complete sends,
+  // which read the payload and count into these.
+  constexpr int kSends = 4;
+  std::vector<std::byte> payload(1 << 20, std::byte{1});  // rendezvous
+  std::atomic<int> completed{0};
+  std::atomic<int> failed{0};
+  std::atomic<bool> refused{false};
   TransportOptions options;
   options.ucx_tls = kSharedMemory;
   auto sender = UcxTransport::Create(options, &handler);
@@ -221,10 +228,6 @@ TEST(UcxPeerKilledTest, SendsToAReceiverKilledBeforeTakingThemComplete) {
   int stopped_status = 0;
   ASSERT_EQ(waitpid(child, &stopped_status, WUNTRACED), child);
   ASSERT_TRUE(WIFSTOPPED(stopped_status));
-  constexpr int kSends = 4;
-  std::vector<std::byte> payload(1 << 20, std::byte{1});  // rendezvous
-  std::atomic<int> completed{0};
-  std::atomic<int> failed{0};
   for (int i = 0; i < kSends; ++i) {
     (*sender)->Send(*connection, "batch", Payload{payload.data(), payload.size()},
                     [&](absl::Status status) {
@@ -241,7 +244,6 @@ TEST(UcxPeerKilledTest, SendsToAReceiverKilledBeforeTakingThemComplete) {
   EXPECT_EQ(failed.load(), kSends);
   EXPECT_TRUE(Eventually([&] { return handler.disconnected_.load(); }, absl::Seconds(2)));
   // The connection is gone for good: a later send fails at once.
-  std::atomic<bool> refused{false};
   (*sender)->Send(*connection, "late", {}, [&](absl::Status status) { refused = !status.ok(); });
   EXPECT_TRUE(Eventually([&] { return refused.load(); }, absl::Seconds(2)));
 }
