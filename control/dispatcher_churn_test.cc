@@ -395,5 +395,70 @@ TEST(DispatcherChurnTest, ALostTasksFilesAreReissuedAsThePassListedThem) {
   }
 }
 
+// A worker shutting down says so in a last heartbeat (WorkerHeartbeatRequest.leaving): its
+// task is lost at once, not a worker timeout (an hour here) later, and its splits go to a
+// recovery task once the job's client confirms, as after missed heartbeats.
+TEST(DispatcherChurnTest, ALeavingWorkersSplitsAreReissuedWithoutAWait) {
+  DispatcherState state({.elements_per_split = 10, .worker_timeout = absl::Hours(1)});
+  const proto::GetOrCreateJobResponse job = DynamicJob(state, "range(100)");
+  proto::WorkerHeartbeatRequest a;
+  a.set_worker_address("ucx://a:1");
+  a.set_worker_uid("a's process");
+  absl::StatusOr<proto::WorkerHeartbeatResponse> joined = state.WorkerHeartbeat(a);
+  ASSERT_TRUE(joined.ok() && joined->new_tasks_size() == 1);
+  const int64_t leaving = joined->new_tasks(0).task_id();
+  Heartbeat(state, "ucx://b:1");
+  const proto::GetSplitResponse leased = Lease(state, job.job_id(), leaving, 2);
+  ASSERT_EQ(leased.splits_size(), 2);
+
+  a.set_leaving(true);
+  absl::StatusOr<proto::WorkerHeartbeatResponse> last = state.WorkerHeartbeat(a);
+  ASSERT_TRUE(last.ok()) << last.status();
+  EXPECT_EQ(last->new_tasks_size(), 0);
+  proto::ClientHeartbeatRequest client;
+  client.set_job_id(job.job_id());
+  client.set_client_id(job.client_id());
+  absl::StatusOr<proto::ClientHeartbeatResponse> told = state.ClientHeartbeat(client);
+  ASSERT_TRUE(told.ok());
+  EXPECT_THAT(told->lost_tasks(), ElementsAre(leaving));
+  client.add_abandoned_tasks(leaving);
+  ASSERT_TRUE(state.ClientHeartbeat(client).ok());
+  const proto::WorkerHeartbeatResponse survivor = Heartbeat(state, "ucx://b:1");
+  ASSERT_GE(survivor.new_tasks_size(), 1);
+  const int64_t recovery = survivor.new_tasks(survivor.new_tasks_size() - 1).task_id();
+  ASSERT_NE(recovery, leaving);
+  const proto::GetSplitResponse reissued = Lease(state, job.job_id(), recovery, 8);
+  ASSERT_EQ(reissued.splits_size(), 2);
+  EXPECT_EQ(reissued.splits(0).key(), leased.splits(0).key());
+  EXPECT_EQ(reissued.splits(1).key(), leased.splits(1).key());
+}
+
+// The old process's last word, late, after a new one joined at its address: the new one
+// and its task stay.
+TEST(DispatcherChurnTest, AnOldProcessLeavingLateDoesNotLoseTheNewOne) {
+  DispatcherState state({.elements_per_split = 10, .worker_timeout = absl::Hours(1)});
+  const proto::GetOrCreateJobResponse job = DynamicJob(state, "range(100)");
+  proto::WorkerHeartbeatRequest old_process;
+  old_process.set_worker_address("ucx://a:1");
+  old_process.set_worker_uid("old");
+  ASSERT_TRUE(state.WorkerHeartbeat(old_process).ok());
+  proto::WorkerHeartbeatRequest new_process = old_process;
+  new_process.set_worker_uid("new");
+  absl::StatusOr<proto::WorkerHeartbeatResponse> restarted = state.WorkerHeartbeat(new_process);
+  ASSERT_TRUE(restarted.ok() && restarted->new_tasks_size() == 1);
+  const int64_t new_task = restarted->new_tasks(0).task_id();
+
+  old_process.set_leaving(true);
+  ASSERT_TRUE(state.WorkerHeartbeat(old_process).ok());
+  proto::ClientHeartbeatRequest client;
+  client.set_job_id(job.job_id());
+  client.set_client_id(job.client_id());
+  absl::StatusOr<proto::ClientHeartbeatResponse> told = state.ClientHeartbeat(client);
+  ASSERT_TRUE(told.ok());
+  EXPECT_THAT(told->lost_tasks(), ::testing::Not(::testing::Contains(new_task)));
+  ASSERT_EQ(state.Status().workers_size(), 1);
+  EXPECT_FALSE(state.Status().workers(0).lost());
+}
+
 }  // namespace
 }  // namespace sluice::control

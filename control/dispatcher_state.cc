@@ -392,6 +392,10 @@ absl::StatusOr<proto::WorkerHeartbeatResponse> DispatcherState::WorkerHeartbeat(
         " is not in the dispatcher's --worker-addresses list (", worker_list_.ToString(),
         "); start it with a listed --port and --advertise-host"));
   }
+  if (request.leaving()) {
+    LetWorkerLeave(request.worker_address(), request.worker_uid());
+    return proto::WorkerHeartbeatResponse();
+  }
   // The jobs whose pass a restarted worker's old process was still reading. OFF tasks and
   // static shards restart with the worker, so the new process reads them again even where
   // losing the old task leaves every other task of the job finished (the job would look

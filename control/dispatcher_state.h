@@ -319,6 +319,9 @@ class DispatcherState {
   void RemoveJob(int64_t job_id, bool journal) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void LoseWorker(const std::string& address, WorkerInfo& worker, const std::string& why)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A worker shutting down (WorkerHeartbeatRequest.leaving): lost now, not a timeout later.
+  void LetWorkerLeave(const std::string& address, const std::string& uid)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   [[nodiscard]] int LiveWorkers() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void LaunchRecoveries(Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The splits of `task`'s leases, keyed and with what clients already received attached.

@@ -124,6 +124,26 @@ void DispatcherState::LoseWorker(const std::string& address, WorkerInfo& worker,
   }
 }
 
+void DispatcherState::LetWorkerLeave(const std::string& address, const std::string& uid) {
+  auto known = workers_.find(address);
+  // Unknown, lost already, or a new process at the address: nothing of this one to give up.
+  if (known == workers_.end() || known->second.lost ||
+      (!known->second.uid.empty() && known->second.uid != uid)) {
+    return;
+  }
+  const bool has_work =
+      std::any_of(known->second.task_ids.begin(), known->second.task_ids.end(), [this](int64_t id) {
+        const Task& task = tasks_.at(id);
+        return !task.lost && !task.finished && !JobFinished(jobs_.at(task.job_id));
+      });
+  if (!has_work) {
+    known->second.lost = true;  // quietly: a finished local cluster's workers all leave
+    return;
+  }
+  LoseWorker(address, known->second, "is shutting down");
+  for (auto& [id, job] : jobs_) LaunchRecoveries(job);
+}
+
 void DispatcherState::EndRounds(Job& job, Task& task, bool read_all) {
   if (task.ending_round > 0) return;  // ended before (a finished recovery task, say)
   task.ending_round = job.round_horizon + 1;

@@ -221,6 +221,7 @@ absl::StatusOr<std::unique_ptr<Worker>> Worker::Start(const WorkerOptions& optio
 Worker::~Worker() {
   heartbeat_pacer_.Stop();
   if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
+  SayLeaving();
   std::map<int64_t, std::shared_ptr<TaskRunner>> runners;
   std::vector<std::shared_ptr<TaskRunner>> removing;
   {
@@ -303,6 +304,23 @@ void Worker::DestroyRemovedRunners() {
     }
   }
   unused.clear();  // joins their producers, outside mu_ (a producer may want it)
+}
+
+void Worker::SayLeaving() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (dispatcher_id_.empty()) return;  // never registered: nothing to give up
+  }
+  proto::WorkerHeartbeatRequest request;
+  request.set_worker_address(address_);
+  request.set_worker_uid(uid_);
+  request.set_leaving(true);
+  proto::WorkerHeartbeatResponse response;
+  // A dispatcher that is gone or slow is not waited for: missed heartbeats tell it as well.
+  const absl::Status told =
+      rpc_->CallProto(options_.dispatcher, proto::WORKER_HEARTBEAT, request, &response,
+                      std::min(options_.dispatcher_timeout, absl::Seconds(2)));
+  (void)told;
 }
 
 absl::Status Worker::Heartbeat() {

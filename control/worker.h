@@ -74,6 +74,9 @@ class Worker {
   explicit Worker(const WorkerOptions& options);
   absl::Status Heartbeat();
   void HeartbeatLoop();
+  // Tells the dispatcher this worker is going (WorkerHeartbeatRequest.leaving), so that its
+  // readers move on now rather than a worker timeout later. Best effort, and brief.
+  void SayLeaving();
   void HandleGetElement(std::shared_ptr<transport::ServerCall> call);
   // Destroys the removed runners no request handler holds any more, on the calling thread
   // (the heartbeat's): a runner's destructor joins its producer, which must happen neither
