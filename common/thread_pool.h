@@ -38,18 +38,19 @@ class ThreadPool {
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   void Schedule(std::function<void()> task) {
-    {
-      absl::MutexLock lock(&mu_);
-      if (!stopping_) {
-        tasks_.push_back(std::move(task));
-        return;
-      }
-    }
-    task();
+    if (!TrySchedule(task)) task();
   }
 
-  // Runs what was queued and joins the threads; later calls return at once. Not from a
-  // closure of this pool.
+  // Queues `task` unless the pool has shut down; then returns false, `task` untouched.
+  [[nodiscard]] bool TrySchedule(std::function<void()>& task) {
+    absl::MutexLock lock(&mu_);
+    if (stopping_) return false;
+    tasks_.push_back(std::move(task));
+    return true;
+  }
+
+  // Runs what was queued and joins the threads; later calls return at once (one that races
+  // the first may return before the queue drained). Not from a closure of this pool.
   void Shutdown() {
     {
       absl::MutexLock lock(&mu_);

@@ -460,5 +460,39 @@ TEST(DispatcherChurnTest, AnOldProcessLeavingLateDoesNotLoseTheNewOne) {
   EXPECT_FALSE(state.Status().workers(0).lost());
 }
 
+// An OFF pass starts over when its worker restarts. The old process's goodbye must not make
+// the job look finished meanwhile (the other worker's pass is done): the restarted worker
+// would then get no task and its pass would never be read.
+TEST(DispatcherChurnTest, AWorkerLeavingMidPassOfAnOffJobReadsItAgainOnRestart) {
+  DispatcherState state({.worker_timeout = absl::Hours(1)});
+  proto::GetOrCreateJobRequest off;
+  off.set_dataset_id(*state.RegisterDataset(*engine::ParsePipeline("range(100)")));
+  off.set_mode(proto::OFF);
+  ASSERT_TRUE(state.GetOrCreateJob(off).ok());
+  proto::WorkerHeartbeatRequest a;
+  a.set_worker_address("ucx://a:1");
+  absl::StatusOr<proto::WorkerHeartbeatResponse> a_joined = state.WorkerHeartbeat(a);
+  ASSERT_TRUE(a_joined.ok() && a_joined->new_tasks_size() == 1);
+  proto::WorkerHeartbeatRequest b;
+  b.set_worker_address("ucx://b:1");
+  b.set_worker_uid("old");
+  absl::StatusOr<proto::WorkerHeartbeatResponse> b_joined = state.WorkerHeartbeat(b);
+  ASSERT_TRUE(b_joined.ok() && b_joined->new_tasks_size() == 1);
+  a.add_current_tasks(a_joined->new_tasks(0).task_id());
+  a.add_finished_tasks(a_joined->new_tasks(0).task_id());
+  ASSERT_TRUE(state.WorkerHeartbeat(a).ok());
+
+  b.add_current_tasks(b_joined->new_tasks(0).task_id());
+  b.set_leaving(true);
+  ASSERT_TRUE(state.WorkerHeartbeat(b).ok());
+  EXPECT_FALSE(state.Status().jobs(0).finished()) << "b's pass was not read";
+  proto::WorkerHeartbeatRequest restarted;
+  restarted.set_worker_address("ucx://b:1");
+  restarted.set_worker_uid("new");
+  absl::StatusOr<proto::WorkerHeartbeatResponse> again = state.WorkerHeartbeat(restarted);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->new_tasks_size(), 1) << "the restarted worker reads its pass again";
+}
+
 }  // namespace
 }  // namespace sluice::control

@@ -379,6 +379,22 @@ absl::StatusOr<proto::ClientHeartbeatResponse> DispatcherState::ClientHeartbeat(
   return response;
 }
 
+void DispatcherState::FinishReportedTasks(const proto::WorkerHeartbeatRequest& request) {
+  for (int64_t id : request.finished_tasks()) {
+    auto it = tasks_.find(id);
+    if (it != tasks_.end() && it->second.worker_address == request.worker_address() &&
+        !it->second.finished) {
+      it->second.finished = true;
+      proto::Update update;
+      update.mutable_finish_task()->set_task_id(id);
+      Journal(update);
+      // A coordinated recovery task read all it was given (other tasks never end).
+      Job& job = jobs_.at(it->second.job_id);
+      if (job.num_consumers > 0) EndRounds(job, it->second, /*read_all=*/true);
+    }
+  }
+}
+
 absl::StatusOr<proto::WorkerHeartbeatResponse> DispatcherState::WorkerHeartbeat(
     const proto::WorkerHeartbeatRequest& request) {
   if (request.worker_address().empty()) {
@@ -393,7 +409,7 @@ absl::StatusOr<proto::WorkerHeartbeatResponse> DispatcherState::WorkerHeartbeat(
         "); start it with a listed --port and --advertise-host"));
   }
   if (request.leaving()) {
-    LetWorkerLeave(request.worker_address(), request.worker_uid());
+    LetWorkerLeave(request);
     return proto::WorkerHeartbeatResponse();
   }
   // The jobs whose pass a restarted worker's old process was still reading. OFF tasks and
@@ -454,19 +470,7 @@ absl::StatusOr<proto::WorkerHeartbeatResponse> DispatcherState::WorkerHeartbeat(
   worker.last_heartbeat = absl::Now();
   worker.uid = request.worker_uid();
   worker.stats = request.stats();
-  for (int64_t id : request.finished_tasks()) {
-    auto it = tasks_.find(id);
-    if (it != tasks_.end() && it->second.worker_address == request.worker_address() &&
-        !it->second.finished) {
-      it->second.finished = true;
-      proto::Update update;
-      update.mutable_finish_task()->set_task_id(id);
-      Journal(update);
-      // A coordinated recovery task read all it was given (other tasks never end).
-      Job& job = jobs_.at(it->second.job_id);
-      if (job.num_consumers > 0) EndRounds(job, it->second, /*read_all=*/true);
-    }
-  }
+  FinishReportedTasks(request);
   absl::flat_hash_set<int64_t> current(request.current_tasks().begin(),
                                        request.current_tasks().end());
   proto::WorkerHeartbeatResponse response;

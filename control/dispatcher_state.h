@@ -319,8 +319,12 @@ class DispatcherState {
   void RemoveJob(int64_t job_id, bool journal) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void LoseWorker(const std::string& address, WorkerInfo& worker, const std::string& why)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // A worker shutting down (WorkerHeartbeatRequest.leaving): lost now, not a timeout later.
-  void LetWorkerLeave(const std::string& address, const std::string& uid)
+  // A worker shutting down (WorkerHeartbeatRequest.leaving): lost now, not a timeout later,
+  // unless it holds an OFF pass or a static shard of a job still running.
+  void LetWorkerLeave(const proto::WorkerHeartbeatRequest& request)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Marks the tasks a heartbeat reports finished (those of the reporting worker).
+  void FinishReportedTasks(const proto::WorkerHeartbeatRequest& request)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   [[nodiscard]] int LiveWorkers() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void LaunchRecoveries(Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -124,23 +124,31 @@ void DispatcherState::LoseWorker(const std::string& address, WorkerInfo& worker,
   }
 }
 
-void DispatcherState::LetWorkerLeave(const std::string& address, const std::string& uid) {
-  auto known = workers_.find(address);
+void DispatcherState::LetWorkerLeave(const proto::WorkerHeartbeatRequest& request) {
+  auto known = workers_.find(request.worker_address());
   // Unknown, lost already, or a new process at the address: nothing of this one to give up.
   if (known == workers_.end() || known->second.lost ||
-      (!known->second.uid.empty() && known->second.uid != uid)) {
+      (!known->second.uid.empty() && known->second.uid != request.worker_uid())) {
     return;
   }
-  const bool has_work =
-      std::any_of(known->second.task_ids.begin(), known->second.task_ids.end(), [this](int64_t id) {
-        const Task& task = tasks_.at(id);
-        return !task.lost && !task.finished && !JobFinished(jobs_.at(task.job_id));
-      });
+  FinishReportedTasks(request);  // ended since its last heartbeat: finished, not lost
+  bool has_work = false;
+  for (int64_t id : known->second.task_ids) {
+    const Task& task = tasks_.at(id);
+    const Job& job = jobs_.at(task.job_id);
+    if (task.lost || task.finished || JobFinished(job)) continue;
+    // An OFF pass or a static shard starts over when the worker restarts, and only the
+    // restart path (WorkerHeartbeat's restarting_jobs) keeps its job from looking finished
+    // meanwhile: given up now, the restarted worker would find the job over and read
+    // nothing. Such a worker is left to its restart or its timeout.
+    if (job.mode != proto::DYNAMIC) return;
+    has_work = true;
+  }
   if (!has_work) {
     known->second.lost = true;  // quietly: a finished local cluster's workers all leave
     return;
   }
-  LoseWorker(address, known->second, "is shutting down");
+  LoseWorker(request.worker_address(), known->second, "is shutting down");
   for (auto& [id, job] : jobs_) LaunchRecoveries(job);
 }
 

@@ -315,6 +315,14 @@ void Worker::SayLeaving() {
   request.set_worker_address(address_);
   request.set_worker_uid(uid_);
   request.set_leaving(true);
+  {
+    // Those that ended since the last heartbeat are finished, not lost.
+    absl::MutexLock lock(&mu_);
+    for (const auto& [id, runner] : runners_) {
+      request.add_current_tasks(id);
+      if (runner->finished()) request.add_finished_tasks(id);
+    }
+  }
   proto::WorkerHeartbeatResponse response;
   // A dispatcher that is gone or slow is not waited for: missed heartbeats tell it as well.
   const absl::Status told =

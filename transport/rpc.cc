@@ -474,11 +474,18 @@ void RpcEndpoint::OnMessage(ConnectionId from, absl::string_view header, Inbound
       case HandlerThread::kInline:
         handler.handle(std::move(call));
         break;
-      case HandlerThread::kPool:
-        handlers_pool_->Schedule([handle = &handler.handle, call = std::move(call)]() mutable {
+      case HandlerThread::kPool: {
+        ServerCall* const raw = call.get();
+        std::function<void()> task = [handle = &handler.handle, call = std::move(call)]() mutable {
           (*handle)(std::move(call));
-        });
+        };
+        // Shut down since the check above: refused as the requests after it are, rather than
+        // run here, on the transport's thread, which a handler may block.
+        if (!handlers_pool_->TrySchedule(task)) {
+          raw->Reply(absl::UnavailableError("the server is shutting down"));
+        }
         break;
+      }
     }
     return;
   }

@@ -191,10 +191,16 @@ void OfiTransport::OnSocketReady(int fd) {
   if (it == connection_by_socket_.end()) return;
   // Nothing is sent on a bootstrap socket after the hello: readable means closed.
   const ConnectionId id = it->second;
-  // A peer closing gracefully hangs up once its last sends completed, which may have arrived
-  // untaken (a reply sent just before a server stopped): taken first, or their calls would
-  // fail although the answer was here.
-  for (int round = 0; round < kTakeBeforeFailing && endpoint_->Progress() > 0; ++round) {
+  // A peer closing gracefully hangs up once its last sends completed, which may not have
+  // been taken yet (a reply sent just before a server stopped; over tcp it travels on
+  // another socket than the hang-up): progressed until quiet for a moment, within a bound.
+  constexpr auto kQuiet = std::chrono::milliseconds(1);
+  constexpr auto kAtMost = std::chrono::milliseconds(10);
+  const auto start = std::chrono::steady_clock::now();
+  auto last_event = start;
+  for (auto now = start; now - last_event < kQuiet && now - start < kAtMost;
+       now = std::chrono::steady_clock::now()) {
+    if (endpoint_->Progress() > 0) last_event = std::chrono::steady_clock::now();
   }
   auto connection = connections_.find(id);
   if (connection == connections_.end()) return;  // closed meanwhile

@@ -52,8 +52,6 @@ class OfiTransport final : public Transport {
   static constexpr size_t kMaxEagerPayload = 64 * 1024;
   // Receive buffers posted at all times; more arrivals wait in the provider.
   static constexpr size_t kReceiveBuffers = 64;
-  // Progress rounds a hung-up peer's connection gets to deliver what it sent before failing.
-  static constexpr int kTakeBeforeFailing = 64;
 
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<OfiTransport>> Create(
       const TransportOptions& options, MessageHandler* handler);

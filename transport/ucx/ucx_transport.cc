@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "absl/cleanup/cleanup.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/notification.h"
@@ -449,6 +450,14 @@ void UcxTransport::ProgressLoop() {
 }
 
 void UcxTransport::HandleReadyFds(const epoll_event* ready, int n) {
+  // Whose socket each fd was when epoll reported it: draining below may fail and close
+  // connections, and a connection made meanwhile may be given a closed one's fd number.
+  absl::InlinedVector<ConnectionId, 16> owners(std::max(n, 0), kNoConnection);
+  for (int i = 0; i < n; ++i) {
+    if (auto it = connection_by_socket_.find(ready[i].data.fd); it != connection_by_socket_.end()) {
+      owners[i] = it->second;
+    }
+  }
   for (int i = 0; i < n; ++i) {
     int fd = ready[i].data.fd;
     if (fd == event_fd_) {
@@ -456,20 +465,31 @@ void UcxTransport::HandleReadyFds(const epoll_event* ready, int n) {
       (void)!read(event_fd_, &count, sizeof(count));
     } else if (fd == listen_socket_.get()) {
       AcceptConnections();
-    } else if (auto it = connection_by_socket_.find(fd); it != connection_by_socket_.end()) {
+    } else if (owners[i] != kNoConnection) {
       // Nothing is sent on a bootstrap socket after the hello: readable means closed.
-      const ConnectionId id = it->second;
-      // A peer closing gracefully hangs up once its last sends were flushed, which may have
-      // arrived untaken (a reply sent just before a server stopped): taken first, or their
-      // calls would fail although the answer was here.
-      for (int round = 0; round < kTakeBeforeFailing && ProgressWorker() > 0; ++round) {
-      }
-      auto endpoint = endpoints_.find(id);
-      if (endpoint == endpoints_.end()) continue;  // closed meanwhile
+      const ConnectionId id = owners[i];
+      TakeWhatArrived();
+      // Failed meanwhile (UCX saw it too), or the fd is another connection's by now.
+      auto still = connection_by_socket_.find(fd);
+      if (still == connection_by_socket_.end() || still->second != id) continue;
       FailConnection(id,
-                     absl::UnavailableError(absl::StrCat("connection to ", endpoint->second.peer,
+                     absl::UnavailableError(absl::StrCat("connection to ", endpoints_[id].peer,
                                                          " closed by the peer (process exited?)")));
     }
+  }
+}
+
+void UcxTransport::TakeWhatArrived() {
+  // A peer closing gracefully hangs up once its last sends were flushed, which may not have
+  // been taken yet (a reply sent just before a server stopped; over tcp it travels on
+  // another socket than the hang-up): progressed until quiet for a moment, within a bound.
+  constexpr auto kQuiet = std::chrono::milliseconds(1);
+  constexpr auto kAtMost = std::chrono::milliseconds(10);
+  const auto start = std::chrono::steady_clock::now();
+  auto last_event = start;
+  for (auto now = start; now - last_event < kQuiet && now - start < kAtMost;
+       now = std::chrono::steady_clock::now()) {
+    if (ProgressWorker() > 0) last_event = std::chrono::steady_clock::now();
   }
 }
 

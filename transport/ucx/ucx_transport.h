@@ -128,8 +128,6 @@ class UcxTransport final : public Transport {
     void* request = nullptr;  // UCX's, while in flight; null once released (RestartWorker)
   };
   static constexpr unsigned kActiveMessageId = 0;
-  // Progress rounds a hung-up peer's connection gets to deliver what it sent before failing.
-  static constexpr int kTakeBeforeFailing = 64;
 
   UcxTransport(const TransportOptions& options, MessageHandler* handler);
   absl::Status Start();
@@ -156,6 +154,9 @@ class UcxTransport final : public Transport {
   void DrainQueue();
   // Handles what epoll_wait reported: the eventfd, the listening socket, bootstrap sockets.
   void HandleReadyFds(const epoll_event* ready, int n);
+  // Before a hung-up peer's connection fails: progresses until quiet, so that what it sent
+  // before hanging up is delivered rather than lost with it.
+  void TakeWhatArrived();
   // One turn of the progress thread: posted work, UCX until idle, and MessageHandler::OnTick
   // when its interval has passed. Returns the UCX events handled.
   unsigned ProgressOnce();
