@@ -85,6 +85,26 @@ TEST(FaultToleranceTest, KilledWorkersSplitsAreReissuedWithoutLossOrDuplicates) 
   if (HasFailure()) ADD_FAILURE() << "the dispatcher said:\n" << cluster.dispatcher().stderr_text();
 }
 
+// A worker stopped with SIGTERM (a preemption, a scale-down) says so on its way out: its
+// splits are re-issued at once rather than after --worker-timeout (two minutes here, which
+// the read would otherwise wait out), with nothing lost and nothing twice.
+TEST(FaultToleranceTest, AStoppedWorkersSplitsAreReissuedWithoutWaitingForItsTimeout) {
+  Cluster cluster({.workers = 2, .dispatcher_args = {"--worker-timeout", "120s"}});
+  auto read = StartRead(cluster.address(), kPipeline, "dynamic", "", {"--max-outstanding", "2"});
+  const std::string first = read->WaitForOutput("values", absl::Seconds(30));
+  ASSERT_FALSE(first.empty()) << read->stderr_text();
+  const int victim_index = WorkerThatServed(cluster, first);
+  ASSERT_GE(victim_index, 0) << first;
+  const absl::Time stopped_at = absl::Now();
+  cluster.worker(victim_index).Kill(SIGTERM);
+  std::map<int64_t, int> counts = Values(*read);
+  EXPECT_LT(absl::Now() - stopped_at, absl::Seconds(90))
+      << "the read waited for the stopped worker's timeout";
+  ExpectEachValueTimes(counts, 100000, 1);
+  EXPECT_THAT(cluster.dispatcher().stderr_text(),
+              HasSubstr("worker " + cluster.worker_address(victim_index) + " is shutting down"));
+}
+
 // Each task's batches, in the order `read` printed them, came in the order its worker made
 // them: their indices rise (BatchReader keeps a task's order). A worker that takes over a
 // lost task's splits (UCX 1.13 can abort a worker under this fault injection) serves them
