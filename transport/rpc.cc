@@ -176,8 +176,8 @@ RpcEndpoint::~RpcEndpoint() {
   // memory nothing else would tell it before its deadline).
   shutting_down_.store(true);
   // Handlers still queued may reply through the transport: drain them first. The pool stays
-  // (one scheduled past the flag runs inline): a reset would leave the progress thread a
-  // null pool to schedule on.
+  // (a request that finds it shut down is refused): a reset would leave the progress thread
+  // a null pool to schedule on.
   handlers_pool_->Shutdown();
   // Not reset: until its destructor has stopped the progress thread, a reply may still be
   // sent there through transport_.
