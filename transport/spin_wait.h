@@ -24,6 +24,21 @@
 
 namespace sluice::transport {
 
+// Calls `progress` (it returns how many events it handled) until `quiet` passes without an
+// event, or `at_most` in all. Before a hung-up peer's connection fails: a peer closing
+// gracefully hangs up once its last sends went out, and those may not have been taken yet
+// (over tcp they travel on another socket than the hang-up).
+template <typename Progress>
+void ProgressUntilQuiet(Progress&& progress, std::chrono::steady_clock::duration quiet,
+                        std::chrono::steady_clock::duration at_most) {
+  const auto start = std::chrono::steady_clock::now();
+  auto last_event = start;
+  for (auto now = start; now - last_event < quiet && now - start < at_most;
+       now = std::chrono::steady_clock::now()) {
+    if (progress() > 0) last_event = std::chrono::steady_clock::now();
+  }
+}
+
 // The default spin where waiters may spin, and the most a waiter may be asked to spin (it
 // sleeps after that; longer only burns a core).
 inline constexpr absl::Duration kDefaultWaitSpin = absl::Microseconds(50);

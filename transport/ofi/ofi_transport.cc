@@ -12,6 +12,7 @@
 #include "common/status_macros.h"
 #include "transport/ofi/ofi_memory.h"
 #include "transport/ofi/shm_endpoint_keeper.h"
+#include "transport/spin_wait.h"
 
 namespace sluice::transport::ofi {
 namespace {
@@ -191,17 +192,9 @@ void OfiTransport::OnSocketReady(int fd) {
   if (it == connection_by_socket_.end()) return;
   // Nothing is sent on a bootstrap socket after the hello: readable means closed.
   const ConnectionId id = it->second;
-  // A peer closing gracefully hangs up once its last sends completed, which may not have
-  // been taken yet (a reply sent just before a server stopped; over tcp it travels on
-  // another socket than the hang-up): progressed until quiet for a moment, within a bound.
-  constexpr auto kQuiet = std::chrono::milliseconds(1);
-  constexpr auto kAtMost = std::chrono::milliseconds(10);
-  const auto start = std::chrono::steady_clock::now();
-  auto last_event = start;
-  for (auto now = start; now - last_event < kQuiet && now - start < kAtMost;
-       now = std::chrono::steady_clock::now()) {
-    if (endpoint_->Progress() > 0) last_event = std::chrono::steady_clock::now();
-  }
+  // What it sent before it hung up is taken first (spin_wait.h).
+  ProgressUntilQuiet([this] { return endpoint_->Progress(); }, std::chrono::milliseconds(1),
+                     std::chrono::milliseconds(10));
   auto connection = connections_.find(id);
   if (connection == connections_.end()) return;  // closed meanwhile
   FailConnection(id, absl::UnavailableError(absl::StrCat("connection to ", connection->second.peer,

@@ -18,6 +18,7 @@
 #include "common/thread_name.h"
 #include "transport/adaptive_spin.h"
 #include "transport/host_locality.h"
+#include "transport/spin_wait.h"
 #include "transport/ucx/ucx_memory.h"
 
 namespace sluice::transport::ucx {
@@ -480,17 +481,8 @@ void UcxTransport::HandleReadyFds(const epoll_event* ready, int n) {
 }
 
 void UcxTransport::TakeWhatArrived() {
-  // A peer closing gracefully hangs up once its last sends were flushed, which may not have
-  // been taken yet (a reply sent just before a server stopped; over tcp it travels on
-  // another socket than the hang-up): progressed until quiet for a moment, within a bound.
-  constexpr auto kQuiet = std::chrono::milliseconds(1);
-  constexpr auto kAtMost = std::chrono::milliseconds(10);
-  const auto start = std::chrono::steady_clock::now();
-  auto last_event = start;
-  for (auto now = start; now - last_event < kQuiet && now - start < kAtMost;
-       now = std::chrono::steady_clock::now()) {
-    if (ProgressWorker() > 0) last_event = std::chrono::steady_clock::now();
-  }
+  ProgressUntilQuiet([this] { return ProgressWorker(); }, std::chrono::milliseconds(1),
+                     std::chrono::milliseconds(10));
 }
 
 std::string UcxTransport::Describe() const {
