@@ -306,6 +306,13 @@ void Worker::DestroyRemovedRunners() {
   unused.clear();  // joins their producers, outside mu_ (a producer may want it)
 }
 
+void Worker::ListTasks(proto::WorkerHeartbeatRequest& request) const {
+  for (const auto& [id, runner] : runners_) {
+    request.add_current_tasks(id);
+    if (runner->finished()) request.add_finished_tasks(id);
+  }
+}
+
 void Worker::SayLeaving() {
   {
     absl::MutexLock lock(&mu_);
@@ -318,10 +325,7 @@ void Worker::SayLeaving() {
   {
     // Those that ended since the last heartbeat are finished, not lost.
     absl::MutexLock lock(&mu_);
-    for (const auto& [id, runner] : runners_) {
-      request.add_current_tasks(id);
-      if (runner->finished()) request.add_finished_tasks(id);
-    }
+    ListTasks(request);
   }
   proto::WorkerHeartbeatResponse response;
   // A dispatcher that is gone or slow is not waited for: missed heartbeats tell it as well.
@@ -365,10 +369,7 @@ absl::Status Worker::Heartbeat() {
                 << " bytes, --spill-bytes), so theirs keep slabs other jobs wait for; raise "
                 << "--spill-bytes or --slabs\n";
     }
-    for (const auto& [id, runner] : runners_) {
-      request.add_current_tasks(id);
-      if (runner->finished()) request.add_finished_tasks(id);
-    }
+    ListTasks(request);
   }
   proto::WorkerHeartbeatResponse response;
   const absl::Time sent_at = absl::Now();

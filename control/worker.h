@@ -77,6 +77,8 @@ class Worker {
   // Tells the dispatcher this worker is going (WorkerHeartbeatRequest.leaving), so that its
   // readers move on now rather than a worker timeout later. Best effort, and brief.
   void SayLeaving();
+  // Adds the tasks this worker runs to `request`, the finished ones also as finished.
+  void ListTasks(proto::WorkerHeartbeatRequest& request) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void HandleGetElement(std::shared_ptr<transport::ServerCall> call);
   // Destroys the removed runners no request handler holds any more, on the calling thread
   // (the heartbeat's): a runner's destructor joins its producer, which must happen neither
