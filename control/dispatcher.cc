@@ -37,11 +37,10 @@ void ReplyWith(transport::ServerCall& call, const absl::StatusOr<Response>& resp
 // once the journal holds the change durably (group commit: many calls share one fdatasync).
 template <typename Request, typename Response>
 void HandleDurable(transport::RpcEndpoint& rpc, uint32_t method, DispatcherState& state,
-                   std::shared_ptr<DurableReplies> durable,
+                   JournalWriter* journal,
                    std::function<absl::StatusOr<Response>(const Request&)> handler) {
-  rpc.Handle(method, [&state, durable,
+  rpc.Handle(method, [&state, journal,
                       handler = std::move(handler)](std::shared_ptr<transport::ServerCall> call) {
-    JournalWriter* const journal = durable != nullptr ? durable->journal : nullptr;
     Request request;
     if (!request.ParseFromArray(call->request().data(), static_cast<int>(call->request().size()))) {
       call->Reply(absl::InvalidArgumentError(
@@ -55,9 +54,7 @@ void HandleDurable(transport::RpcEndpoint& rpc, uint32_t method, DispatcherState
       ReplyWith(*call, response);
       return;
     }
-    journal->Sync([durable, call, response = std::move(response)](absl::Status written) {
-      absl::ReaderMutexLock lock(&durable->mu);
-      if (!durable->open) return;  // the endpoint is going or gone
+    journal->Sync([call, response = std::move(response)](absl::Status written) {
       if (!written.ok()) {
         call->Reply(absl::UnavailableError(
             absl::StrCat("the dispatcher could not journal this change: ", written.message())));
@@ -75,13 +72,13 @@ Dispatcher::Dispatcher(const DispatcherOptions& options) : state_(options.config
 Dispatcher::~Dispatcher() {
   stop_.Notify();
   if (liveness_thread_.joinable()) liveness_thread_.join();
-  // The journal's commit thread answers durable calls until the writer is destroyed, after
-  // the endpoint: those answers are dropped from now on (their callers retry elsewhere or
-  // time out), not sent through an endpoint being torn down.
-  if (durable_replies_ != nullptr) {
-    absl::MutexLock lock(&durable_replies_->mu);
-    durable_replies_->open = false;
-  }
+  // Changes already made are answered before the endpoint closes: a caller hears that its
+  // change is durable instead of waiting out its deadline for a reply that was dropped (over
+  // shared memory nothing else tells it the dispatcher went). New requests are refused from
+  // here, the handlers under way finish, and the journal writes what they queued; its
+  // callbacks reply through the endpoint, which still sends.
+  if (rpc_ != nullptr) rpc_->StopServing();
+  journal_.reset();  // nothing appends any more: the handlers and the liveness thread are done
 }
 
 absl::Status Dispatcher::OpenWorkDir(const DispatcherOptions& options) {
@@ -108,7 +105,7 @@ absl::Status Dispatcher::OpenWorkDir(const DispatcherOptions& options) {
                         absl::StrCat("cannot recover the dispatcher's state from ",
                                      options.work_dir, ": ", recovered.status().message()));
   }
-  SLUICE_ASSIGN_OR_RETURN(journal_, JournalWriter::Open(options.work_dir, JournalOptions{}));
+  SLUICE_ASSIGN_OR_RETURN(journal_, JournalWriter::Open(options.work_dir, options.journal));
   state_.AttachJournal(journal_.get(), options.compact_every_updates);
   return absl::OkStatus();
 }
@@ -141,11 +138,7 @@ absl::StatusOr<std::unique_ptr<Dispatcher>> Dispatcher::Start(const DispatcherOp
 void Dispatcher::RegisterHandlers() {
   DispatcherState& state = state_;
   transport::RpcEndpoint& rpc = *rpc_;
-  if (journal_ != nullptr) {
-    durable_replies_ = std::make_shared<DurableReplies>();
-    durable_replies_->journal = journal_.get();
-  }
-  const std::shared_ptr<DurableReplies>& journal = durable_replies_;
+  JournalWriter* const journal = journal_.get();
   const std::string id = id_;
   HandleDurable<proto::GetDispatcherInfoRequest, proto::GetDispatcherInfoResponse>(
       rpc, proto::GET_DISPATCHER_INFO, state, nullptr, [id](const auto&) {

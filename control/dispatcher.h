@@ -18,7 +18,6 @@
 #include <string>
 #include <thread>
 
-#include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 
 #include "control/dispatcher_state.h"
@@ -26,14 +25,6 @@
 #include "transport/rpc.h"
 
 namespace sluice::control {
-
-// A journaled dispatcher's handlers answer a change once the journal holds it durably, from
-// the journal's commit thread; this lets ~Dispatcher stop those answers first.
-struct DurableReplies {
-  JournalWriter* journal = nullptr;
-  absl::Mutex mu;
-  bool open ABSL_GUARDED_BY(mu) = true;
-};
 
 struct DispatcherOptions {
   transport::Address bind{"ucx", "0.0.0.0", 0};
@@ -44,6 +35,8 @@ struct DispatcherOptions {
   bool fault_tolerant = false;
   // Journal updates between snapshots (compaction keeps recovery short).
   int64_t compact_every_updates = 100000;
+  // How the journal batches its writes (tests stretch max_delay to hold answers back).
+  JournalOptions journal;
 };
 
 class Dispatcher {
@@ -72,9 +65,11 @@ class Dispatcher {
   std::string id_;
   std::string recovery_summary_;
   transport::Address address_;
-  std::unique_ptr<JournalWriter> journal_;  // outlives nothing that appends: rpc_ stops first
-  std::shared_ptr<DurableReplies> durable_replies_;  // null without a journal
-  std::unique_ptr<transport::RpcEndpoint> rpc_;      // last: stops first, while state_ lives
+  // Null without fault tolerance. A journaled change is answered from the journal's commit
+  // thread once durable, so ~Dispatcher stops serving, then lets the journal write what it
+  // holds (answering those calls), and only then closes the endpoint.
+  std::unique_ptr<JournalWriter> journal_;
+  std::unique_ptr<transport::RpcEndpoint> rpc_;  // last: closes first, while state_ lives
 };
 
 }  // namespace sluice::control

@@ -170,15 +170,19 @@ RpcEndpoint::RpcEndpoint(const RpcOptions& options)
                      : ResolveWaitSpin(options.transport.wait_spin)),
       handlers_pool_(std::make_unique<ThreadPool>("rpc", options.handler_threads)) {}
 
-RpcEndpoint::~RpcEndpoint() {
+void RpcEndpoint::StopServing() {
   // From here a request is answered Unavailable, not handled: its handler could reach an
   // owner being torn down, and its caller learns at once to go elsewhere (over shared
   // memory nothing else would tell it before its deadline).
   shutting_down_.store(true);
-  // Handlers still queued may reply through the transport: drain them first. The pool stays
-  // (a request that finds it shut down is refused): a reset would leave the progress thread
-  // a null pool to schedule on.
+  // Handlers still queued may reply through the transport: drain them before it goes. The
+  // pool stays (a request that finds it shut down is refused): a reset would leave the
+  // progress thread a null pool to schedule on.
   handlers_pool_->Shutdown();
+}
+
+RpcEndpoint::~RpcEndpoint() {
+  StopServing();
   // Not reset: until its destructor has stopped the progress thread, a reply may still be
   // sent there through transport_.
   DestroyInPlace(transport_);

@@ -163,6 +163,13 @@ class RpcEndpoint final : public MessageHandler {
                                        google::protobuf::MessageLite* response,
                                        absl::Duration timeout);
 
+  // Stops serving: from now on a request is answered Unavailable, not handled; handlers
+  // already queued run to their end. Replies and calls still go out until destruction, so
+  // an owner can answer what it holds (e.g. calls awaiting its journal) before it goes. The
+  // destructor calls this; a second call does nothing. Not from a pool handler (it waits
+  // for them).
+  void StopServing();
+
   [[nodiscard]] Transport& transport() { return *transport_; }
   // How long a thread that waits for what the progress thread hands it polls before it
   // sleeps (TransportOptions::wait_spin, resolved; zero under caller-driven progress).
