@@ -51,12 +51,14 @@ void TaskOnWorkerA(DispatcherState& state, int64_t* task) {
 }
 
 // Restores the state journaled in `dir`, then worker a stays silent past the worker timeout
-// while b does not: b's recovery task leases every split a had, each given to `reissued`.
+// while b does not, and so do the job's clients past their (shortened) client timeout: b's
+// recovery task leases every split a had, each given to `reissued`.
 template <typename F>
-void ReissueAfterARestart(const std::string& dir, const DispatcherConfig& config, int64_t job_id,
+void ReissueAfterARestart(const std::string& dir, DispatcherConfig config, int64_t job_id,
                           F reissued) {
   absl::StatusOr<Recovered> recovered = Recover(dir);
   ASSERT_TRUE(recovered.ok()) << recovered.status();
+  config.client_timeout = absl::Milliseconds(50);
   DispatcherState state(config);
   ASSERT_TRUE(state.Restore(*recovered).ok());
   // `a` stays silent past the restarted dispatcher's worker timeout, `b` does not.
@@ -196,6 +198,109 @@ TEST(DispatcherCompactionTest, DeliveriesReportedBeforeARestartAreNotReadAgain) 
     EXPECT_EQ(delivered[keys[0]], (Ranges{{0, 4}}));
     EXPECT_EQ(delivered[keys[1]], (Ranges{{0, 10}}));
     EXPECT_EQ(delivered[keys[2]], Ranges{});
+  }
+}
+
+// The journal names a job's clients (CreateJob, AddClient, ReleaseClient). A worker lost
+// in a restarted dispatcher's first client timeout has its splits re-issued once the clients
+// that had not released the job said what they got; before, the restarted dispatcher knew
+// no client, re-issued at once, and what a client got since its last report came twice.
+void AWorkerLostAfterARestartWaitsForTheJobsClients(int64_t compact_every) {
+  TempDir tmp;
+  int64_t job_id = 0, doomed = 0, first = 0, second = 0;
+  std::vector<int64_t> keys;
+  {
+    std::unique_ptr<JournalWriter> journal = *JournalWriter::Open(tmp.dir(), {});
+    DispatcherState state({.elements_per_split = 10});
+    state.AttachJournal(journal.get(), compact_every);
+    const std::string ds = *state.RegisterDataset(*engine::ParsePipeline("range(1000)"));
+    proto::WorkerHeartbeatRequest a;
+    a.set_worker_address(kWorkerA);
+    ASSERT_TRUE(state.WorkerHeartbeat(a).ok());
+    proto::GetOrCreateJobRequest join;
+    join.set_dataset_id(ds);
+    join.set_mode(proto::DYNAMIC);
+    join.set_job_name("train");
+    std::vector<int64_t> clients;
+    for (int i = 0; i < 3; ++i) {
+      absl::StatusOr<proto::GetOrCreateJobResponse> joined = state.GetOrCreateJob(join);
+      ASSERT_TRUE(joined.ok()) << joined.status();
+      job_id = joined->job_id();
+      clients.push_back(joined->client_id());
+    }
+    first = clients[0];
+    second = clients[2];
+    proto::ReleaseClientRequest release;  // the middle one is done reading
+    release.set_job_id(job_id);
+    release.set_client_id(clients[1]);
+    ASSERT_TRUE(state.ReleaseClient(release).ok());
+    ASSERT_NO_FATAL_FAILURE(TaskOnWorkerA(state, &doomed));
+    absl::StatusOr<proto::GetSplitResponse> lease = state.GetSplit(Lease(job_id, doomed, 1));
+    ASSERT_TRUE(lease.ok()) << lease.status();
+    for (const proto::Split& split : lease->splits()) keys.push_back(split.key());
+    ASSERT_EQ(keys.size(), 3u);
+    ASSERT_TRUE(journal->Flush().ok());
+  }
+
+  absl::StatusOr<Recovered> recovered = Recover(tmp.dir());
+  ASSERT_TRUE(recovered.ok()) << recovered.status();
+  DispatcherState state({.elements_per_split = 10, .worker_timeout = absl::Milliseconds(50)});
+  ASSERT_TRUE(state.Restore(*recovered).ok());
+  absl::SleepFor(absl::Milliseconds(100));
+  const absl::Time checked = absl::Now();
+  proto::WorkerHeartbeatRequest b;
+  b.set_worker_address("ucx://b:1");
+  ASSERT_TRUE(state.WorkerHeartbeat(b).ok());
+  state.CheckLiveness(checked);  // a is lost
+  auto b_tasks = [&] {
+    absl::StatusOr<proto::WorkerHeartbeatResponse> tasks = state.WorkerHeartbeat(b);
+    EXPECT_TRUE(tasks.ok()) << tasks.status();
+    return tasks.ok() ? tasks->new_tasks_size() : -1;
+  };
+  ASSERT_EQ(b_tasks(), 1) << "re-issued before the job's clients reported";
+
+  // Each client learns of the loss, stops reading the lost task and says what it got.
+  proto::ClientHeartbeatRequest report;
+  report.set_job_id(job_id);
+  report.set_client_id(first);
+  report.add_abandoned_tasks(doomed);
+  proto::ProvenanceRun* run = report.add_delivered();
+  run->set_split_key(keys[1]);
+  run->set_first_ordinal(0);
+  run->set_count(7);
+  ASSERT_TRUE(state.ClientHeartbeat(report).ok());
+  ASSERT_EQ(b_tasks(), 1) << "re-issued before the second client reported";
+  report.clear_delivered();
+  report.set_client_id(second);
+  ASSERT_TRUE(state.ClientHeartbeat(report).ok());
+  // The released client is not waited for.
+  absl::StatusOr<proto::WorkerHeartbeatResponse> survivor = state.WorkerHeartbeat(b);
+  ASSERT_TRUE(survivor.ok()) << survivor.status();
+  ASSERT_EQ(survivor->new_tasks_size(), 2) << "the lost task's splits were not re-issued";
+  const int64_t recovery_task = survivor->new_tasks(1).task_id();
+  std::map<int64_t, std::vector<std::pair<int64_t, int64_t>>> delivered;
+  for (int64_t seq = 1; seq <= 10 && delivered.size() < 3; ++seq) {
+    absl::StatusOr<proto::GetSplitResponse> lease =
+        state.GetSplit(Lease(job_id, recovery_task, seq));
+    ASSERT_TRUE(lease.ok()) << lease.status();
+    for (const proto::Split& split : lease->splits()) {
+      auto& ranges = delivered[split.key()];
+      for (const proto::OrdinalRange& r : split.delivered())
+        ranges.emplace_back(r.begin(), r.end());
+    }
+    if (lease->end_of_splits()) break;
+  }
+  using Ranges = std::vector<std::pair<int64_t, int64_t>>;
+  ASSERT_EQ(delivered.size(), 3u);
+  EXPECT_EQ(delivered[keys[0]], Ranges{});
+  EXPECT_EQ(delivered[keys[1]], (Ranges{{0, 7}})) << "the report after the restart was missed";
+  EXPECT_EQ(delivered[keys[2]], Ranges{});
+}
+
+TEST(DispatcherCompactionTest, AWorkerLostAfterARestartWaitsForTheJobsClients) {
+  for (int64_t compact_every : {0, 1}) {
+    SCOPED_TRACE(compact_every);
+    AWorkerLostAfterARestartWaitsForTheJobsClients(compact_every);
   }
 }
 

@@ -178,8 +178,9 @@ class DispatcherState {
     int64_t pruned_below_repetition = 0;
     // The pipeline never ends (EndlessJob; worked out on the first lease).
     std::optional<bool> endless;
-    // Rebuilt from the journal, which does not hold clients: who reads it is known only once
-    // client_timeout has passed since started_ (see WorkerHeartbeat's job_clients).
+    // Rebuilt from the journal. Its clients are those that joined and did not release it,
+    // assumed reading for a client timeout (a crash loses who went silent); so the worker
+    // lists (WorkerHeartbeat's job_clients) still wait that long after started_.
     bool restored = false;
   };
   struct Task {
@@ -314,6 +315,9 @@ class DispatcherState {
   // Garbage-collects jobs whose clients are all gone for job_gc_timeout.
   // Drops clients silent for client_timeout, and their rounds.
   void ForgetSilentClients(Job& job, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A client released the job (ReleaseClient, or its journal record replayed): it neither
+  // reads it nor holds up a re-issue any more; an anonymous job is then read by nobody.
+  void ForgetClient(Job& job, int64_t client_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void CollectJobs(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Forgets a job and its tasks (workers are told to delete them); journals it if `journal`.
   void RemoveJob(int64_t job_id, bool journal) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -103,6 +103,11 @@ proto::Snapshot DispatcherState::SnapshotLocked() const {
     j->set_round_horizon(job.journaled_horizon);
     j->set_shuffle_seed(job.shuffle_seed);
     for (int c = 1; c < job.num_clients; ++c) snapshot.add_clients()->set_job_id(id);
+    for (const auto& [client, last] : job.clients) {
+      proto::Update::AddClient* live = snapshot.add_live_clients();
+      live->set_job_id(id);
+      live->set_client_id(client);
+    }
     for (const auto& [repetition, listed] : job.pass_files) {
       proto::Update::PassFiles* files = snapshot.add_pass_files();
       files->set_job_id(id);
@@ -208,6 +213,11 @@ absl::Status DispatcherState::Restore(const Recovered& recovered) {
       *update.mutable_add_client() = c;
       SLUICE_RETURN_IF_ERROR(Apply(update));
     }
+    for (const auto& c : s.live_clients()) {
+      auto job = jobs_.find(c.job_id());
+      if (job == jobs_.end()) return absl::DataLossError("snapshot client of an unknown job");
+      job->second.clients[c.client_id()] = absl::Now();
+    }
     for (const auto& w : s.workers()) {
       *update.mutable_register_worker() = w;
       SLUICE_RETURN_IF_ERROR(Apply(update));
@@ -285,6 +295,9 @@ absl::Status DispatcherState::Apply(const proto::Update& update) {
       job.round_horizon = std::max(kRoundWindow, j.round_horizon());
       job.restored = true;
       if (!job.name.empty()) job_by_name_[job.name] = job.id;
+      // Assumed reading until it reports or a client timeout passes (a snapshot's come from
+      // live_clients).
+      if (j.client_id() != 0) job.clients[j.client_id()] = absl::Now();
       SeeId(j.job_id());
       SeeId(j.client_id());
       jobs_.emplace(job.id, std::move(job));
@@ -294,7 +307,16 @@ absl::Status DispatcherState::Apply(const proto::Update& update) {
       auto it = jobs_.find(update.add_client().job_id());
       if (it == jobs_.end()) return corrupt("unknown job");
       it->second.num_clients += 1;
+      if (update.add_client().client_id() != 0) {
+        it->second.clients[update.add_client().client_id()] = absl::Now();
+      }
       SeeId(update.add_client().client_id());
+      return absl::OkStatus();
+    }
+    case proto::Update::kReleaseClient: {
+      auto it = jobs_.find(update.release_client().job_id());
+      if (it == jobs_.end()) return corrupt("unknown job");
+      ForgetClient(it->second, update.release_client().client_id());
       return absl::OkStatus();
     }
     case proto::Update::kRegisterWorker:
