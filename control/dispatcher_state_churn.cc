@@ -56,6 +56,23 @@ void DispatcherState::ForgetSilentClients(Job& job, absl::Time now) {
                 [&](const auto& round) { return !job.clients.contains(round.first); });
 }
 
+void DispatcherState::ForgetClient(Job& job, int64_t client_id) {
+  job.clients.erase(client_id);
+  job.client_rounds.erase(client_id);
+  if (job.name.empty()) {
+    // An anonymous job has one client, and no other can join it: what its tasks made or
+    // would make is read by nobody. Left to the garbage collection, each kept up to
+    // --buffer-batches slabs on its workers for --job-gc-timeout, and a worker that had
+    // served a few short reads had none left for the next (measured: the sixth
+    // `read --take 2` of 800 KB batches waited for good on 16 slabs).
+    job.released = true;
+    job.recoveries.clear();
+    return;
+  }
+  // A released client no longer holds up a re-issue either.
+  for (Job::Recovery& recovery : job.recoveries) recovery.waiting_for.erase(client_id);
+}
+
 void DispatcherState::CollectJobs(absl::Time now) {
   std::vector<int64_t> collect;
   for (auto& [id, job] : jobs_) {
