@@ -78,7 +78,10 @@ Dispatcher::~Dispatcher() {
   // here, the handlers under way finish, and the journal writes what they queued; its
   // callbacks reply through the endpoint, which still sends.
   if (rpc_ != nullptr) rpc_->StopServing();
-  journal_.reset();  // nothing appends any more: the handlers and the liveness thread are done
+  if (journal_ != nullptr) {
+    state_.DetachJournal();  // the handlers and the liveness thread are done changing it
+    journal_.reset();
+  }
 }
 
 absl::Status Dispatcher::OpenWorkDir(const DispatcherOptions& options) {

@@ -304,6 +304,51 @@ TEST(DispatcherCompactionTest, AWorkerLostAfterARestartWaitsForTheJobsClients) {
   }
 }
 
+// An anonymous job its reader released stays released across a restart, from its record or
+// from a snapshot: its workers are told to drop its tasks. (Not journaled, a restarted
+// dispatcher showed it unreleased, and a static shard's workers read for nobody.)
+TEST(DispatcherCompactionTest, AReleasedAnonymousJobStaysReleasedAfterARestart) {
+  for (int64_t compact_every : {0, 1}) {
+    SCOPED_TRACE(compact_every);
+    TempDir tmp;
+    int64_t task = 0;
+    {
+      std::unique_ptr<JournalWriter> journal = *JournalWriter::Open(tmp.dir(), {});
+      DispatcherState state({});
+      state.AttachJournal(journal.get(), compact_every);
+      const std::string ds = *state.RegisterDataset(*engine::ParsePipeline("range(1000)"));
+      proto::WorkerHeartbeatRequest a;
+      a.set_worker_address(kWorkerA);
+      ASSERT_TRUE(state.WorkerHeartbeat(a).ok());
+      proto::GetOrCreateJobRequest job;
+      job.set_dataset_id(ds);
+      job.set_mode(proto::DYNAMIC);
+      absl::StatusOr<proto::GetOrCreateJobResponse> made = state.GetOrCreateJob(job);
+      ASSERT_TRUE(made.ok()) << made.status();
+      ASSERT_NO_FATAL_FAILURE(TaskOnWorkerA(state, &task));
+      proto::ReleaseClientRequest release;
+      release.set_job_id(made->job_id());
+      release.set_client_id(made->client_id());
+      ASSERT_TRUE(state.ReleaseClient(release).ok());
+      ASSERT_TRUE(journal->Flush().ok());
+    }
+    absl::StatusOr<Recovered> recovered = Recover(tmp.dir());
+    ASSERT_TRUE(recovered.ok()) << recovered.status();
+    DispatcherState state({});
+    ASSERT_TRUE(state.Restore(*recovered).ok());
+    const proto::GetStatusResponse status = state.Status();
+    ASSERT_EQ(status.jobs_size(), 1);
+    EXPECT_TRUE(status.jobs(0).released());
+    proto::WorkerHeartbeatRequest a;
+    a.set_worker_address(kWorkerA);
+    a.add_current_tasks(task);
+    absl::StatusOr<proto::WorkerHeartbeatResponse> told = state.WorkerHeartbeat(a);
+    ASSERT_TRUE(told.ok()) << told.status();
+    EXPECT_THAT(told->tasks_to_delete(), ::testing::ElementsAre(task));
+    EXPECT_EQ(told->new_tasks_size(), 0);
+  }
+}
+
 // A list_files pass keeps the files its first provider listed: files added and removed
 // before a restart do not change which files a lost task's splits name. (Globbed again, the
 // recovery task read a.txt, b.txt and c.txt instead of the b.txt, d.txt and f.txt it lost.)

@@ -108,7 +108,8 @@ TEST(DispatcherRecoveryTest, RestoredStateRepeatsLostLeasesAndContinuesTheCursor
   ExpectRestoredStateContinues(tmp.dir(), before, 0);
 }
 
-// The journal holds no clients: a restored job's readers are told to its workers only once
+// The journal holds the clients that joined, not whether they are still reading (a crash
+// loses who went silent): a restored job's readers are told to its workers only once
 // a client timeout has passed (lest the workers forget live readers that have not beaten
 // yet), while a job created after the restart is listed at once.
 TEST(DispatcherRecoveryTest, RestoredJobsListTheirClientsOnlyAfterAClientTimeout) {

@@ -90,6 +90,8 @@ class DispatcherState {
   // journal order is state order), and a snapshot compacts the journal every
   // `compact_every` updates. Call before serving; `journal` must outlive the state.
   void AttachJournal(JournalWriter* journal, int64_t compact_every);
+  // Stops journaling (the journal is about to go); the state must not change after this.
+  void DetachJournal();
   // Rebuilds the state a journal recorded; call on a fresh state, before AttachJournal.
   // DYNAMIC providers resume at their journaled cursors (Seek, no replay of splits).
   [[nodiscard]] absl::Status Restore(const Recovered& recovered);
@@ -289,11 +291,11 @@ class DispatcherState {
   };
   void CompactIfDueLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool compaction_due_ ABSL_GUARDED_BY(mu_) = false;
-  // A state restored from the journal knows its jobs but not their clients (they are not
-  // journaled) until each client's next heartbeat: until client_timeout has passed since
-  // it started serving, workers are not told who reads the restored jobs
-  // (WorkerHeartbeatResponse.job_clients), lest they forget live clients. Jobs created
-  // since are listed at once.
+  // A state restored from the journal knows which clients joined its jobs and did not
+  // release them, but not which went silent before the restart, nor any client's round:
+  // until client_timeout has passed since it started serving, workers are not told who
+  // reads the restored jobs (WorkerHeartbeatResponse.job_clients), lest they forget live
+  // clients the journal does not hold. Jobs created since are listed at once.
   absl::Time started_ ABSL_GUARDED_BY(mu_) = absl::Now();
   int64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
   absl::flat_hash_map<std::string, proto::PipelineDef> datasets_ ABSL_GUARDED_BY(mu_);

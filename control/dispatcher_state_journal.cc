@@ -37,8 +37,18 @@ void DispatcherState::AttachJournal(JournalWriter* journal, int64_t compact_ever
   journal_ = journal;
   compact_every_ = compact_every;
   // The last step before serving, after any Restore (which may take a while): clients can
-  // only report from now on.
+  // only report from now on, so a restored client's client timeout starts here too.
   started_ = absl::Now();
+  for (auto& [id, job] : jobs_) {
+    if (!job.restored) continue;
+    for (auto& [client, last] : job.clients) last = started_;
+  }
+}
+
+void DispatcherState::DetachJournal() {
+  absl::MutexLock lock(&mu_);
+  journal_ = nullptr;
+  compaction_due_ = false;
 }
 
 int64_t DispatcherState::journaled_updates() const {
@@ -108,6 +118,7 @@ proto::Snapshot DispatcherState::SnapshotLocked() const {
       live->set_job_id(id);
       live->set_client_id(client);
     }
+    if (job.released) snapshot.add_released_job_ids(id);
     for (const auto& [repetition, listed] : job.pass_files) {
       proto::Update::PassFiles* files = snapshot.add_pass_files();
       files->set_job_id(id);
@@ -217,6 +228,11 @@ absl::Status DispatcherState::Restore(const Recovered& recovered) {
       auto job = jobs_.find(c.job_id());
       if (job == jobs_.end()) return absl::DataLossError("snapshot client of an unknown job");
       job->second.clients[c.client_id()] = absl::Now();
+    }
+    for (int64_t id : s.released_job_ids()) {
+      auto job = jobs_.find(id);
+      if (job == jobs_.end()) return absl::DataLossError("snapshot release of an unknown job");
+      job->second.released = true;
     }
     for (const auto& w : s.workers()) {
       *update.mutable_register_worker() = w;

@@ -163,8 +163,9 @@ class RpcEndpoint final : public MessageHandler {
                                        google::protobuf::MessageLite* response,
                                        absl::Duration timeout);
 
-  // Stops serving: from now on a request is answered Unavailable, not handled; handlers
-  // already queued run to their end. Replies and calls still go out until destruction, so
+  // Stops serving: from now on a request is answered Unavailable, not handled; pool
+  // handlers already queued run to their end (an inline one already under way on the
+  // progress thread is not waited for). Replies and calls still go out until destruction, so
   // an owner can answer what it holds (e.g. calls awaiting its journal) before it goes. The
   // destructor calls this; a second call does nothing. Not from a pool handler (it waits
   // for them).
