@@ -262,6 +262,8 @@ class DispatcherState {
   static int64_t SplitKey(int64_t repetition, int64_t index) {
     return (repetition << 40) + index + 1;
   }
+  // Whether the split `split_key` names was handed out: its pass's provider got past it.
+  static bool HandedOut(const Job& job, int64_t split_key);
   void SeeId(int64_t id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     next_id_ = std::max(next_id_, id + 1);
   }

@@ -245,15 +245,33 @@ absl::StatusOr<std::map<int64_t, std::vector<proto::Split>>> DispatcherState::Re
   return out;
 }
 
+bool DispatcherState::HandedOut(const Job& job, int64_t split_key) {
+  if (split_key <= 0) return false;
+  const int64_t repetition = (split_key - 1) >> 40;
+  const int64_t index = (split_key - 1) & ((int64_t{1} << 40) - 1);
+  int64_t cursor = 0;
+  if (auto restored = job.restored_cursors.find(repetition);
+      restored != job.restored_cursors.end()) {
+    cursor = restored->second;
+  }
+  if (auto provider = job.providers.find(repetition);
+      provider != job.providers.end() && provider->second != nullptr) {
+    cursor = std::max(cursor, provider->second->next_split_index());
+  }
+  return index < cursor;
+}
+
 void DispatcherState::RecordDelivered(
     Job& job, const google::protobuf::RepeatedPtrField<proto::ProvenanceRun>& runs) {
   if (runs.empty() || job.mode != proto::DYNAMIC) return;
   proto::Update update;
   proto::Update::RecordDeliveries* record = update.mutable_record_deliveries();
   for (const proto::ProvenanceRun& run : runs) {
-    // Also a late report of a pass already pruned: its entry would stay for good.
-    if (run.split_key() < SplitKey(job.pruned_below_repetition, 0) || run.first_ordinal() < 0 ||
-        run.count() <= 0 ||
+    // Also a late report of a pass already pruned (its entry would stay for good), and one
+    // of a split not handed out yet (a client's mistake, which would grow the log and the
+    // journal with every report).
+    if (run.split_key() < SplitKey(job.pruned_below_repetition, 0) ||
+        !HandedOut(job, run.split_key()) || run.first_ordinal() < 0 || run.count() <= 0 ||
         run.first_ordinal() > std::numeric_limits<int64_t>::max() - run.count()) {
       continue;
     }

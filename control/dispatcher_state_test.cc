@@ -210,6 +210,46 @@ TEST(DispatcherStateTest, SplitsAreLeasedInBatches) {
   EXPECT_TRUE(last->end_of_splits());
 }
 
+// Deliveries are recorded only for splits handed out: a client's report of any other key
+// (a bug, or another job's keys) grew the delivery log, and the journal, with every report.
+TEST(DispatcherStateTest, ReportsOfSplitsNotHandedOutAreDropped) {
+  DispatcherState state({.elements_per_split = 10});
+  std::string ds = *state.RegisterDataset(Pipeline("range(95) | repeat(3)"));
+  auto job = state.GetOrCreateJob(JobRequest(ds, proto::DYNAMIC, ""));
+  ASSERT_TRUE(job.ok()) << job.status();
+  proto::GetSplitRequest request;
+  request.set_job_id(job->job_id());
+  request.set_task_id(TaskOf(state, "ucx://w:1"));
+  request.set_max_splits(2);
+  auto leased = state.GetSplit(request);
+  ASSERT_TRUE(leased.ok()) << leased.status();
+  ASSERT_EQ(leased->splits_size(), 2);
+  const int64_t first_key = leased->splits(0).key();
+  const int64_t second_key = leased->splits(1).key();
+  ASSERT_EQ(second_key, first_key + 1);
+  proto::ClientHeartbeatRequest report;
+  report.set_job_id(job->job_id());
+  report.set_client_id(job->client_id());
+  // The next split of the pass, one far beyond it, and the first of a pass not begun.
+  for (int64_t key : {second_key + 1, second_key + 1000, first_key + (int64_t{1} << 40)}) {
+    proto::ProvenanceRun* run = report.add_delivered();
+    run->set_split_key(key);
+    run->set_first_ordinal(0);
+    run->set_count(3);
+  }
+  ASSERT_TRUE(state.ClientHeartbeat(report).ok());
+  ASSERT_EQ(state.Status().jobs_size(), 1);
+  EXPECT_EQ(state.Status().jobs(0).delivery_log_entries(), 0);
+  // The splits it was given are recorded.
+  report.clear_delivered();
+  proto::ProvenanceRun* run = report.add_delivered();
+  run->set_split_key(second_key);
+  run->set_first_ordinal(0);
+  run->set_count(3);
+  ASSERT_TRUE(state.ClientHeartbeat(report).ok());
+  EXPECT_EQ(state.Status().jobs(0).delivery_log_entries(), 1);
+}
+
 TEST(DispatcherStateTest, DynamicSplitsCoverTheSourceOncePerRepetition) {
   DispatcherState state({.elements_per_split = 7});
   std::string ds = *state.RegisterDataset(Pipeline("range(100) | batch(3)"));
