@@ -23,21 +23,37 @@ namespace {
 
 using journal_test::Begins;
 using journal_test::Lease;
+using journal_test::RestartAndLoseWorkerA;
 using journal_test::TempDir;
 
 constexpr char kWorkerA[] = "ucx://a:1";
 
-// Registers `pipeline`, a worker at kWorkerA, then a DYNAMIC job of it: its CreateJob and
-// its task's CreateTask are journaled in one change. Returns the job's id.
-int64_t JobOnWorkerA(DispatcherState& state, const std::string& pipeline) {
+// Registers `pipeline` and a worker at kWorkerA, then `readers` clients join a DYNAMIC job
+// of it named `job_name` (or one anonymous client makes it): the job's CreateJob and its
+// task's CreateTask are journaled in one change. Their replies go to *joined.
+void JoinJobOnWorkerA(DispatcherState& state, const std::string& pipeline,
+                      const std::string& job_name, int readers,
+                      std::vector<proto::GetOrCreateJobResponse>* joined) {
   const std::string ds = *state.RegisterDataset(*engine::ParsePipeline(pipeline));
   proto::WorkerHeartbeatRequest a;
   a.set_worker_address(kWorkerA);
-  EXPECT_TRUE(state.WorkerHeartbeat(a).ok());
+  ASSERT_TRUE(state.WorkerHeartbeat(a).ok());
   proto::GetOrCreateJobRequest job;
   job.set_dataset_id(ds);
   job.set_mode(proto::DYNAMIC);
-  return state.GetOrCreateJob(job)->job_id();
+  job.set_job_name(job_name);
+  for (int i = 0; i < readers; ++i) {
+    absl::StatusOr<proto::GetOrCreateJobResponse> reply = state.GetOrCreateJob(job);
+    ASSERT_TRUE(reply.ok()) << reply.status();
+    joined->push_back(*reply);
+  }
+}
+
+// An anonymous DYNAMIC job of `pipeline` on worker a (JoinJobOnWorkerA); returns its id.
+int64_t JobOnWorkerA(DispatcherState& state, const std::string& pipeline) {
+  std::vector<proto::GetOrCreateJobResponse> joined;
+  JoinJobOnWorkerA(state, pipeline, "", 1, &joined);
+  return joined.empty() ? 0 : joined[0].job_id();
 }
 
 // The task worker a was given (JobOnWorkerA's), into *task.
@@ -56,18 +72,12 @@ void TaskOnWorkerA(DispatcherState& state, int64_t* task) {
 template <typename F>
 void ReissueAfterARestart(const std::string& dir, DispatcherConfig config, int64_t job_id,
                           F reissued) {
-  absl::StatusOr<Recovered> recovered = Recover(dir);
-  ASSERT_TRUE(recovered.ok()) << recovered.status();
   config.client_timeout = absl::Milliseconds(50);
-  DispatcherState state(config);
-  ASSERT_TRUE(state.Restore(*recovered).ok());
-  // `a` stays silent past the restarted dispatcher's worker timeout, `b` does not.
-  absl::SleepFor(absl::Milliseconds(100));
-  const absl::Time checked = absl::Now();
+  std::unique_ptr<DispatcherState> restarted;
+  ASSERT_NO_FATAL_FAILURE(RestartAndLoseWorkerA(dir, config, &restarted));
+  DispatcherState& state = *restarted;
   proto::WorkerHeartbeatRequest b;
   b.set_worker_address("ucx://b:1");
-  ASSERT_TRUE(state.WorkerHeartbeat(b).ok());
-  state.CheckLiveness(checked);
   absl::StatusOr<proto::WorkerHeartbeatResponse> survivor = state.WorkerHeartbeat(b);
   ASSERT_TRUE(survivor.ok()) << survivor.status();
   ASSERT_GT(survivor->new_tasks_size(), 0);
@@ -213,26 +223,14 @@ void AWorkerLostAfterARestartWaitsForTheJobsClients(int64_t compact_every) {
     std::unique_ptr<JournalWriter> journal = *JournalWriter::Open(tmp.dir(), {});
     DispatcherState state({.elements_per_split = 10});
     state.AttachJournal(journal.get(), compact_every);
-    const std::string ds = *state.RegisterDataset(*engine::ParsePipeline("range(1000)"));
-    proto::WorkerHeartbeatRequest a;
-    a.set_worker_address(kWorkerA);
-    ASSERT_TRUE(state.WorkerHeartbeat(a).ok());
-    proto::GetOrCreateJobRequest join;
-    join.set_dataset_id(ds);
-    join.set_mode(proto::DYNAMIC);
-    join.set_job_name("train");
-    std::vector<int64_t> clients;
-    for (int i = 0; i < 3; ++i) {
-      absl::StatusOr<proto::GetOrCreateJobResponse> joined = state.GetOrCreateJob(join);
-      ASSERT_TRUE(joined.ok()) << joined.status();
-      job_id = joined->job_id();
-      clients.push_back(joined->client_id());
-    }
-    first = clients[0];
-    second = clients[2];
+    std::vector<proto::GetOrCreateJobResponse> clients;
+    ASSERT_NO_FATAL_FAILURE(JoinJobOnWorkerA(state, "range(1000)", "train", 3, &clients));
+    job_id = clients[0].job_id();
+    first = clients[0].client_id();
+    second = clients[2].client_id();
     proto::ReleaseClientRequest release;  // the middle one is done reading
     release.set_job_id(job_id);
-    release.set_client_id(clients[1]);
+    release.set_client_id(clients[1].client_id());
     ASSERT_TRUE(state.ReleaseClient(release).ok());
     ASSERT_NO_FATAL_FAILURE(TaskOnWorkerA(state, &doomed));
     absl::StatusOr<proto::GetSplitResponse> lease = state.GetSplit(Lease(job_id, doomed, 1));
@@ -242,16 +240,12 @@ void AWorkerLostAfterARestartWaitsForTheJobsClients(int64_t compact_every) {
     ASSERT_TRUE(journal->Flush().ok());
   }
 
-  absl::StatusOr<Recovered> recovered = Recover(tmp.dir());
-  ASSERT_TRUE(recovered.ok()) << recovered.status();
-  DispatcherState state({.elements_per_split = 10, .worker_timeout = absl::Milliseconds(50)});
-  ASSERT_TRUE(state.Restore(*recovered).ok());
-  absl::SleepFor(absl::Milliseconds(100));
-  const absl::Time checked = absl::Now();
+  std::unique_ptr<DispatcherState> restarted;
+  ASSERT_NO_FATAL_FAILURE(RestartAndLoseWorkerA(
+      tmp.dir(), {.elements_per_split = 10, .worker_timeout = absl::Milliseconds(50)}, &restarted));
+  DispatcherState& state = *restarted;
   proto::WorkerHeartbeatRequest b;
   b.set_worker_address("ucx://b:1");
-  ASSERT_TRUE(state.WorkerHeartbeat(b).ok());
-  state.CheckLiveness(checked);  // a is lost
   auto b_tasks = [&] {
     absl::StatusOr<proto::WorkerHeartbeatResponse> tasks = state.WorkerHeartbeat(b);
     EXPECT_TRUE(tasks.ok()) << tasks.status();
@@ -316,19 +310,12 @@ TEST(DispatcherCompactionTest, AReleasedAnonymousJobStaysReleasedAfterARestart) 
       std::unique_ptr<JournalWriter> journal = *JournalWriter::Open(tmp.dir(), {});
       DispatcherState state({});
       state.AttachJournal(journal.get(), compact_every);
-      const std::string ds = *state.RegisterDataset(*engine::ParsePipeline("range(1000)"));
-      proto::WorkerHeartbeatRequest a;
-      a.set_worker_address(kWorkerA);
-      ASSERT_TRUE(state.WorkerHeartbeat(a).ok());
-      proto::GetOrCreateJobRequest job;
-      job.set_dataset_id(ds);
-      job.set_mode(proto::DYNAMIC);
-      absl::StatusOr<proto::GetOrCreateJobResponse> made = state.GetOrCreateJob(job);
-      ASSERT_TRUE(made.ok()) << made.status();
+      std::vector<proto::GetOrCreateJobResponse> made;
+      ASSERT_NO_FATAL_FAILURE(JoinJobOnWorkerA(state, "range(1000)", "", 1, &made));
       ASSERT_NO_FATAL_FAILURE(TaskOnWorkerA(state, &task));
       proto::ReleaseClientRequest release;
-      release.set_job_id(made->job_id());
-      release.set_client_id(made->client_id());
+      release.set_job_id(made[0].job_id());
+      release.set_client_id(made[0].client_id());
       ASSERT_TRUE(state.ReleaseClient(release).ok());
       ASSERT_TRUE(journal->Flush().ok());
     }

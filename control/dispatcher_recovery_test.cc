@@ -18,6 +18,8 @@ namespace {
 
 using journal_test::Begins;
 using journal_test::Lease;
+using journal_test::LoseWorkerA;
+using journal_test::RestartAndLoseWorkerA;
 using journal_test::TempDir;
 
 struct Journaled {
@@ -201,15 +203,11 @@ void RecoveryTaskSurvivesARestart(int64_t compact_every) {
     run->set_count(4);
     ASSERT_TRUE(state.ClientHeartbeat(client).ok());
     client.clear_delivered();
-    absl::SleepFor(absl::Milliseconds(100));
-    // Liveness as of just before b's heartbeat: b stays live however late the check runs.
-    const absl::Time checked = absl::Now();
-    proto::WorkerHeartbeatRequest b;
-    b.set_worker_address("ucx://b:1");
-    ASSERT_TRUE(state.WorkerHeartbeat(b).ok());
-    state.CheckLiveness(checked);
+    ASSERT_NO_FATAL_FAILURE(LoseWorkerA(state));
     client.add_abandoned_tasks(doomed);
     ASSERT_TRUE(state.ClientHeartbeat(client).ok());
+    proto::WorkerHeartbeatRequest b;
+    b.set_worker_address("ucx://b:1");
     proto::WorkerHeartbeatResponse survivor = *state.WorkerHeartbeat(b);
     recovery_task = survivor.new_tasks(survivor.new_tasks_size() - 1).task_id();
     proto::GetSplitRequest one = Lease(job_id, recovery_task, 1);
@@ -219,20 +217,14 @@ void RecoveryTaskSurvivesARestart(int64_t compact_every) {
     tasks_before_restart = state.Status().jobs(0).num_tasks();
     ASSERT_TRUE(journal->Flush().ok());
   }
-  absl::StatusOr<Recovered> recovered = Recover(tmp.dir());
-  ASSERT_TRUE(recovered.ok()) << recovered.status();
-  DispatcherState state({.elements_per_split = 10, .worker_timeout = absl::Milliseconds(50)});
-  ASSERT_TRUE(state.Restore(*recovered).ok());
   // The lost worker stays silent past the restarted dispatcher's timeout, the survivor does
   // not. Its task was lost and recovered before the restart: recovering it again would hand
   // out its splits a second time beside the first recovery task. (The loss of an
   // uncoordinated task was not journaled, so it was.)
-  absl::SleepFor(absl::Milliseconds(100));
-  const absl::Time checked = absl::Now();
-  proto::WorkerHeartbeatRequest b;
-  b.set_worker_address("ucx://b:1");
-  ASSERT_TRUE(state.WorkerHeartbeat(b).ok());
-  state.CheckLiveness(checked);
+  std::unique_ptr<DispatcherState> restarted;
+  ASSERT_NO_FATAL_FAILURE(RestartAndLoseWorkerA(
+      tmp.dir(), {.elements_per_split = 10, .worker_timeout = absl::Milliseconds(50)}, &restarted));
+  DispatcherState& state = *restarted;
   ASSERT_EQ(state.Status().jobs_size(), 1);
   EXPECT_EQ(state.Status().jobs(0).num_tasks(), tasks_before_restart)
       << "the lost task was recovered twice";

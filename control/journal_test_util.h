@@ -1,6 +1,6 @@
 // Helpers shared by the journal tests (journal_test.cc, journal_crash_test.cc, the dispatcher
 // recovery and compaction tests): a temporary directory, leases, sample updates,
-// whole-session writes and byte-level file access.
+// whole-session writes, byte-level file access, and a restart that loses a worker.
 //
 //   TempDir tmp;
 //   std::string file = WriteSession(tmp.dir(), SomeUpdates(1, 10));
@@ -14,10 +14,13 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "control/dispatcher_state.h"
 #include "control/journal.h"
 #include "engine/pipeline_text.h"
 
@@ -141,6 +144,29 @@ inline std::vector<proto::Update> Concat(std::vector<proto::Update> a,
                                          const std::vector<proto::Update>& b) {
   a.insert(a.end(), b.begin(), b.end());
   return a;
+}
+
+// Worker "ucx://a:1" stays silent past `state`'s worker timeout (which must be under
+// 100 ms) while "ucx://b:1" heartbeats. The liveness check runs as of just before b's
+// heartbeat, so b stays live however late it runs: a is lost, b is not.
+inline void LoseWorkerA(DispatcherState& state) {
+  absl::SleepFor(absl::Milliseconds(100));
+  const absl::Time checked = absl::Now();
+  proto::WorkerHeartbeatRequest b;
+  b.set_worker_address("ucx://b:1");
+  ASSERT_TRUE(state.WorkerHeartbeat(b).ok());
+  state.CheckLiveness(checked);
+}
+
+// A dispatcher restarted with `config` from the journal in `dir`, into *state; then worker
+// a is lost in it (LoseWorkerA).
+inline void RestartAndLoseWorkerA(const std::string& dir, const DispatcherConfig& config,
+                                  std::unique_ptr<DispatcherState>* state) {
+  absl::StatusOr<Recovered> recovered = Recover(dir);
+  ASSERT_TRUE(recovered.ok()) << recovered.status();
+  *state = std::make_unique<DispatcherState>(config);
+  ASSERT_TRUE((*state)->Restore(*recovered).ok());
+  LoseWorkerA(**state);
 }
 
 }  // namespace sluice::control::journal_test
