@@ -35,7 +35,7 @@ class Loopback final : public Transport {
   absl::string_view scheme() const override { return "loopback"; }
   std::string Describe() const override { return "in-process loopback (header-only messages)"; }
   absl::StatusOr<Address> Listen(const Address& bind) override { return bind; }
-  absl::StatusOr<ConnectionId> Connect(const Address&) override { return kPeer; }
+  absl::StatusOr<ConnectionId> ConnectBefore(const Address&, absl::Time) override { return kPeer; }
   void Send(ConnectionId, absl::string_view header, Payload payload, SendCallback done) override {
     if (payload.size != 0 || peer_ == nullptr) {
       if (done) done(absl::UnimplementedError("the loopback moves linked header-only messages"));

@@ -209,7 +209,8 @@ absl::StatusOr<Address> RpcEndpoint::Listen(const Address& bind) {
   return transport_->Listen(bind);
 }
 
-absl::StatusOr<ConnectionId> RpcEndpoint::ConnectTo(const Address& peer, ConnectionId known) {
+absl::StatusOr<ConnectionId> RpcEndpoint::ConnectTo(const Address& peer, ConnectionId known,
+                                                    absl::Time deadline) {
   std::shared_ptr<ConnectAttempt> attempt;
   {
     absl::MutexLock lock(&mu_);
@@ -234,14 +235,19 @@ absl::StatusOr<ConnectionId> RpcEndpoint::ConnectTo(const Address& peer, Connect
       }
       attempt = slot;
       connects_waited_for_.fetch_add(1, std::memory_order_relaxed);
-      mu_.Await(absl::Condition(
-          +[](ConnectAttempt* a) { return a->done; }, attempt.get()));
+      if (!mu_.AwaitWithDeadline(absl::Condition(
+                                     +[](ConnectAttempt* a) { return a->done; }, attempt.get()),
+                                 deadline)) {
+        return absl::DeadlineExceededError(
+            absl::StrCat("connecting to ", peer.ToString(),
+                         ": the call's deadline passed while another thread connected"));
+      }
       return attempt->result;
     }
     slot = attempt = std::make_shared<ConnectAttempt>();
     ++connects_in_flight_;
   }
-  absl::StatusOr<ConnectionId> connected = ConnectOnce(peer);
+  absl::StatusOr<ConnectionId> connected = ConnectOnce(peer, deadline);
   absl::MutexLock lock(&mu_);
   attempt->result = connected;
   attempt->done = true;
@@ -249,8 +255,8 @@ absl::StatusOr<ConnectionId> RpcEndpoint::ConnectTo(const Address& peer, Connect
   return connected;
 }
 
-absl::StatusOr<ConnectionId> RpcEndpoint::ConnectOnce(const Address& peer) {
-  absl::StatusOr<ConnectionId> connected = transport_->Connect(peer);
+absl::StatusOr<ConnectionId> RpcEndpoint::ConnectOnce(const Address& peer, absl::Time deadline) {
+  absl::StatusOr<ConnectionId> connected = transport_->ConnectBefore(peer, deadline);
   std::optional<absl::Status> closed;  // why, when it was reported gone meanwhile
   {
     absl::MutexLock lock(&mu_);
@@ -399,9 +405,16 @@ absl::Status RpcEndpoint::CallProto(const Address& peer, uint32_t method,
                                     const google::protobuf::MessageLite& request,
                                     google::protobuf::MessageLite* response,
                                     absl::Duration timeout) {
-  SLUICE_ASSIGN_OR_RETURN(ConnectionId connection, ConnectTo(peer));
+  // The timeout bounds the connect too: a goodbye to a dispatcher behind a partition must
+  // not wait out the whole connect timeout first.
+  const absl::Time deadline = absl::Now() + timeout;
+  SLUICE_ASSIGN_OR_RETURN(ConnectionId connection, ConnectTo(peer, kNoConnection, deadline));
   CallOptions options;
-  options.timeout = timeout;
+  options.timeout = deadline - absl::Now();
+  if (options.timeout <= absl::ZeroDuration()) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("the call to ", peer.ToString(), " timed out while connecting"));
+  }
   SLUICE_ASSIGN_OR_RETURN(CallResult result,
                           Call(connection, method, request.SerializeAsString(), options));
   if (!response->ParseFromArray(result.response.data(), static_cast<int>(result.response.size()))) {

@@ -137,9 +137,11 @@ class RpcEndpoint final : public MessageHandler {
   // live one to `peer`: a reader asks before every fetch, and hashing the address was ~250
   // instructions of its ~7,000 per batch. While another thread connects to `peer`, waits
   // for that connect and shares its outcome; on the thread driving the transport, where
-  // waiting could deadlock, fails Unavailable at once instead (retry later).
-  [[nodiscard]] absl::StatusOr<ConnectionId> ConnectTo(const Address& peer,
-                                                       ConnectionId known = kNoConnection);
+  // waiting could deadlock, fails Unavailable at once instead (retry later). Gives up at
+  // `deadline` (DeadlineExceeded) when that comes before the transport's connect timeout.
+  [[nodiscard]] absl::StatusOr<ConnectionId> ConnectTo(
+      const Address& peer, ConnectionId known = kNoConnection,
+      absl::Time deadline = absl::InfiniteFuture());
   // Gives up on `connection` (its peer is known lost, e.g. behind a partition): the calls
   // pending on it fail with `why`, each once the transport has let go of its landing buffer,
   // and the next ConnectTo of that peer connects afresh. A no-op for a connection already
@@ -157,7 +159,8 @@ class RpcEndpoint final : public MessageHandler {
   [[nodiscard]] absl::StatusOr<CallResult> Call(ConnectionId to, uint32_t method,
                                                 absl::string_view request,
                                                 const CallOptions& options);
-  // Connects to `peer` if needed, calls, and parses the response into `response`.
+  // Connects to `peer` if needed, calls, and parses the response into `response`; `timeout`
+  // bounds the connect and the call together.
   [[nodiscard]] absl::Status CallProto(const Address& peer, uint32_t method,
                                        const google::protobuf::MessageLite& request,
                                        google::protobuf::MessageLite* response,
@@ -220,7 +223,7 @@ class RpcEndpoint final : public MessageHandler {
                  const absl::Status& status, absl::string_view body, Payload payload,
                  SendCallback&& on_sent);
   // ConnectTo's transport connect, for the one caller that makes it; records the connection.
-  absl::StatusOr<ConnectionId> ConnectOnce(const Address& peer);
+  absl::StatusOr<ConnectionId> ConnectOnce(const Address& peer, absl::Time deadline);
   void FailCall(uint64_t request_id, const absl::Status& status);
   // Enters a call in the pending table and sends its request. The call completes through
   // `waiter` when set, else through `done`; one that cannot start completes at once.

@@ -21,6 +21,8 @@
 
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "google/protobuf/wrappers.pb.h"
+#include "transport/bootstrap.h"
 #include "transport/rpc.h"
 
 namespace sluice::transport {
@@ -64,7 +66,7 @@ class LosesConnectionsAsTheyOpen final : public Transport, public MessageHandler
   absl::string_view scheme() const override { return inner_->scheme(); }
   std::string Describe() const override { return inner_->Describe(); }
   absl::StatusOr<Address> Listen(const Address& bind) override { return inner_->Listen(bind); }
-  absl::StatusOr<ConnectionId> Connect(const Address& peer) override {
+  absl::StatusOr<ConnectionId> ConnectBefore(const Address& peer, absl::Time before) override {
     {
       absl::MutexLock lock(&mu_);
       ++connects_;
@@ -73,7 +75,7 @@ class LosesConnectionsAsTheyOpen final : public Transport, public MessageHandler
         return absl::DeadlineExceededError("the test never let the connect go on");
       }
     }
-    absl::StatusOr<ConnectionId> id = inner_->Connect(peer);
+    absl::StatusOr<ConnectionId> id = inner_->ConnectBefore(peer, before);
     if (!id.ok()) return id;
     {
       absl::MutexLock lock(&mu_);
@@ -297,6 +299,55 @@ TEST_P(RpcConnectTest, TheDrivingThreadDoesNotWaitForAnotherThreadsConnect) {
   auto after = client_->ConnectTo(address_);
   ASSERT_TRUE(after.ok()) << after.status();
   EXPECT_EQ(*after, *held);
+}
+
+// A peer that takes the TCP connection but never answers its hello (a stopped process, or
+// a partition that drops what follows the handshake). A call's timeout bounds its connect:
+// before, a worker's goodbye (2 s) to such a dispatcher waited out the transport's whole
+// connect timeout first.
+TEST_P(RpcConnectTest, ACallsTimeoutBoundsItsConnect) {
+  uint16_t port = 0;
+  absl::StatusOr<ScopedFd> silent = ListenSocket(Address{GetParam().scheme, "127.0.0.1", 0}, &port);
+  ASSERT_TRUE(silent.ok()) << silent.status();
+  const Address silent_peer{GetParam().scheme, "127.0.0.1", port};
+  ASSERT_GE(options_.transport.connect_timeout, absl::Seconds(10));
+  google::protobuf::StringValue request, response;
+  const absl::Time start = absl::Now();
+  const absl::Status status =
+      client_->CallProto(silent_peer, kEcho, request, &response, absl::Milliseconds(300));
+  const absl::Duration took = absl::Now() - start;
+  EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded) << status;
+  EXPECT_LT(took, absl::Seconds(5)) << "the connect waited out the transport's connect timeout";
+
+  // So does the deadline of a ConnectTo.
+  const absl::Time second = absl::Now();
+  absl::StatusOr<ConnectionId> connected =
+      client_->ConnectTo(silent_peer, kNoConnection, second + absl::Milliseconds(300));
+  EXPECT_EQ(connected.status().code(), absl::StatusCode::kDeadlineExceeded) << connected.status();
+  EXPECT_LT(absl::Now() - second, absl::Seconds(5));
+}
+
+// A caller whose deadline passes while it waits for another thread's connect to the same
+// peer gives up then, and the connect it waited for still completes for its own caller.
+TEST_P(RpcConnectTest, AWaitForAnotherThreadsConnectEndsAtTheDeadline) {
+  transport_->HoldConnects(true);
+  absl::StatusOr<ConnectionId> held;
+  std::thread connecting([&] { held = client_->ConnectTo(address_); });
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  while (transport_->connects() < 1 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  const absl::Time start = absl::Now();
+  absl::StatusOr<ConnectionId> impatient =
+      client_->ConnectTo(address_, kNoConnection, start + absl::Milliseconds(200));
+  const absl::Duration took = absl::Now() - start;
+  transport_->HoldConnects(false);
+  connecting.join();
+  EXPECT_EQ(impatient.status().code(), absl::StatusCode::kDeadlineExceeded) << impatient.status();
+  EXPECT_THAT(impatient.status().message(), HasSubstr("another thread connected"));
+  EXPECT_LT(took, absl::Seconds(5)) << "it waited for the held connect";
+  ASSERT_TRUE(held.ok()) << held.status();
+  EXPECT_EQ(transport_->connects(), 1);
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, RpcConnectTest,

@@ -212,9 +212,16 @@ class Transport {
   [[nodiscard]] virtual std::string Describe() const = 0;
   // Starts accepting connections; port 0 picks a free port. Returns the bound address.
   [[nodiscard]] virtual absl::StatusOr<Address> Listen(const Address& bind) = 0;
-  // Starts connecting. Failures to reach the peer arrive later through OnDisconnect (and
-  // fail the messages sent meanwhile); bad addresses fail here.
-  [[nodiscard]] virtual absl::StatusOr<ConnectionId> Connect(const Address& peer) = 0;
+  // Connects to `peer` within TransportOptions::connect_timeout (the socket and the address
+  // exchange). Failures to reach the peer after that arrive through OnDisconnect (and fail
+  // the messages sent meanwhile); bad addresses fail here.
+  [[nodiscard]] absl::StatusOr<ConnectionId> Connect(const Address& peer) {
+    return ConnectBefore(peer, absl::InfiniteFuture());
+  }
+  // As Connect, but gives up at `deadline` when that comes first: a call with a short
+  // deadline must not wait out a whole connect timeout for a peer behind a partition.
+  [[nodiscard]] virtual absl::StatusOr<ConnectionId> ConnectBefore(const Address& peer,
+                                                                   absl::Time deadline) = 0;
   // Sends header + payload; `done` runs on the thread driving progress once the payload may
   // be reused. The header is copied before Send returns (a small message then costs no
   // allocation on the thread that drives progress).

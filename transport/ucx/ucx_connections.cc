@@ -63,9 +63,11 @@ void UcxTransport::AcceptConnections() {
   }
 }
 
-absl::StatusOr<ConnectionId> UcxTransport::Connect(const Address& peer) {
-  absl::Time deadline = absl::Now() + options_.connect_timeout;
-  SLUICE_ASSIGN_OR_RETURN(ScopedFd socket, ConnectSocket(peer, options_.connect_timeout));
+absl::StatusOr<ConnectionId> UcxTransport::ConnectBefore(const Address& peer, absl::Time before) {
+  const absl::Time now = absl::Now();
+  const absl::Time deadline = std::min(now + options_.connect_timeout, before);
+  SLUICE_ASSIGN_OR_RETURN(ScopedFd socket,
+                          ConnectSocket(peer, std::max(deadline - now, absl::ZeroDuration())));
   ConnectionId id = next_connection_id_.fetch_add(1);
   SLUICE_RETURN_IF_ERROR(SendHello(socket.get(), OwnHello(id), deadline));
   absl::StatusOr<Hello> remote = ReceiveHello(socket.get(), HelloTransport::kUcx, deadline);

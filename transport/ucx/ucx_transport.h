@@ -55,7 +55,7 @@ class UcxTransport final : public Transport {
   absl::string_view scheme() const override { return "ucx"; }
   std::string Describe() const override;
   absl::StatusOr<Address> Listen(const Address& bind) override;
-  absl::StatusOr<ConnectionId> Connect(const Address& peer) override;
+  absl::StatusOr<ConnectionId> ConnectBefore(const Address& peer, absl::Time before) override;
   void Send(ConnectionId to, absl::string_view header, Payload payload, SendCallback done) override;
   void Close(ConnectionId connection) override;
   void Abort(ConnectionId connection, absl::Status why) override;
