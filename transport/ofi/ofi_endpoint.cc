@@ -3,8 +3,11 @@
 #include <rdma/fi_cm.h>
 #include <rdma/fi_rma.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "transport/ofi/shm_names.h"
@@ -22,6 +25,7 @@ absl::StatusOr<std::unique_ptr<OfiEndpoint>> OfiEndpoint::Open(std::shared_ptr<O
   const fi_info* info = domain->info();
   const std::string& provider = domain->provider();
 
+  self->tx_share_ = std::max<size_t>(16, info->tx_attr->size / 4);
   fi_cq_attr cq_attr{};
   cq_attr.format = FI_CQ_FORMAT_MSG;
   cq_attr.size = info->tx_attr->size + info->rx_attr->size;
@@ -90,7 +94,7 @@ OfiEndpoint::~OfiEndpoint() {
   // Closing the endpoint ends libfabric's use of the ops' buffers; only then may they go.
   ep_.reset();
   inflight_.clear();
-  backlog_.clear();
+  backlogs_.clear();
   refused_.clear();
 }
 
@@ -132,7 +136,7 @@ void OfiEndpoint::Send(std::unique_ptr<OfiOp> op, fi_addr_t to, const void* data
       [this, to, data, size, desc](void* context) {
         return fi_send(ep_.get(), data, size, desc, to, context);
       },
-      "fi_send");
+      "fi_send", /*transmits=*/true);
 }
 
 void OfiEndpoint::Receive(std::unique_ptr<OfiOp> op, void* data, size_t size, void* desc) {
@@ -141,7 +145,7 @@ void OfiEndpoint::Receive(std::unique_ptr<OfiOp> op, void* data, size_t size, vo
       [this, data, size, desc](void* context) {
         return fi_recv(ep_.get(), data, size, desc, FI_ADDR_UNSPEC, context);
       },
-      "fi_recv");
+      "fi_recv", /*transmits=*/false);
 }
 
 void OfiEndpoint::Read(std::unique_ptr<OfiOp> op, fi_addr_t from, void* data, size_t size,
@@ -151,29 +155,60 @@ void OfiEndpoint::Read(std::unique_ptr<OfiOp> op, fi_addr_t from, void* data, si
       [=, this](void* context) {
         return fi_read(ep_.get(), data, size, desc, from, remote_addr, remote_key, context);
       },
-      "fi_read");
+      "fi_read", /*transmits=*/true);
 }
 
-void OfiEndpoint::Submit(std::unique_ptr<OfiOp> op, Poster post, const char* what) {
-  Count(op->connection(), +1);
-  if (!backlog_.empty()) {  // keep submission order: nothing overtakes a deferred op
-    backlog_.push_back(Deferred{std::move(op), std::move(post), what});
+void OfiEndpoint::Submit(std::unique_ptr<OfiOp> op, Poster post, const char* what, bool transmits) {
+  const ConnectionId connection = op->connection();
+  Count(connection, +1);
+  Deferred deferred{std::move(op), std::move(post), what, transmits};
+  if (auto backlog = backlogs_.find(connection); backlog != backlogs_.end()) {
+    backlog->second.push_back(std::move(deferred));  // nothing overtakes a deferred op
     return;
   }
-  ssize_t rc = post(op->context());
-  if (rc == 0) {
-    OfiOp* raw = op.get();
-    inflight_.emplace(raw, std::move(op));
-  } else if (rc == -FI_EAGAIN) {
-    backlog_.push_back(Deferred{std::move(op), std::move(post), what});
-  } else {
+  const ssize_t rc = Post(deferred);
+  if (rc == -FI_EAGAIN) {
+    backlogs_[connection].push_back(std::move(deferred));
+  } else if (rc != 0) {
     // Reported from the next Progress, so Complete never runs inside the caller's Send.
-    refused_.push_back(Refused{std::move(op), OfiError(rc, what)});
+    refused_.push_back(Refused{std::move(deferred.op), OfiError(rc, what)});
   }
+}
+
+ssize_t OfiEndpoint::Post(Deferred& deferred) {
+  const ConnectionId connection = deferred.op->connection();
+  if (deferred.transmits) {
+    auto transmitting = transmitting_.find(connection);
+    if (transmitting != transmitting_.end() && transmitting->second >= tx_share_) {
+      return -FI_EAGAIN;
+    }
+  }
+  const ssize_t rc = deferred.post(deferred.op->context());
+  if (rc != 0) return rc;
+  if (deferred.transmits) ++transmitting_[connection];
+  OfiOp* raw = deferred.op.get();
+  inflight_.emplace(raw, InFlight{std::move(deferred.op), deferred.transmits});
+  return 0;
 }
 
 int OfiEndpoint::Progress() {
   int handled = 0;
+  // Ops refused here join refused_, finished below: an op's Complete may submit more ops.
+  for (auto backlog = backlogs_.begin(); backlog != backlogs_.end();) {
+    std::deque<Deferred>& deferred = backlog->second;
+    while (!deferred.empty()) {
+      Deferred& next = deferred.front();
+      const ssize_t rc = Post(next);
+      if (rc == -FI_EAGAIN) break;
+      if (rc != 0) refused_.push_back(Refused{std::move(next.op), OfiError(rc, next.what)});
+      deferred.pop_front();
+    }
+    if (deferred.empty()) {
+      backlogs_.erase(backlog++);
+    } else {
+      ++backlog;
+    }
+  }
   while (!refused_.empty()) {
     Refused refused = std::move(refused_.front());
     refused_.pop_front();
@@ -181,16 +216,6 @@ int OfiEndpoint::Progress() {
     OfiOp* raw = refused.op.get();
     raw->Complete(std::move(refused.op), std::move(refused.status), 0);
     ++handled;
-  }
-  while (!backlog_.empty()) {
-    Deferred& next = backlog_.front();
-    ssize_t rc = next.post(next.op->context());
-    if (rc == -FI_EAGAIN) break;
-    OfiOp* raw = next.op.get();
-    inflight_.emplace(raw, std::move(next.op));
-    const char* what = next.what;
-    backlog_.pop_front();
-    if (rc != 0) Finish(raw, OfiError(rc, what), 0);
   }
 
   fi_cq_msg_entry entries[kCompletionBatch];
@@ -222,30 +247,26 @@ int OfiEndpoint::Progress() {
 void OfiEndpoint::Finish(OfiOp* op, absl::Status status, size_t length) {
   auto it = inflight_.find(op);
   if (it == inflight_.end()) return;  // not ours (should not happen)
-  std::unique_ptr<OfiOp> owned = std::move(it->second);
+  InFlight owned = std::move(it->second);
   inflight_.erase(it);
+  if (owned.transmits) {
+    auto transmitting = transmitting_.find(op->connection());
+    if (--transmitting->second == 0) transmitting_.erase(transmitting);
+  }
   Count(op->connection(), -1);
-  op->Complete(std::move(owned), std::move(status), length);
+  op->Complete(std::move(owned.op), std::move(status), length);
 }
 
 void OfiEndpoint::FailBacklog(ConnectionId connection, const absl::Status& why) {
   for (Refused& refused : refused_) {
     if (refused.op->connection() == connection) refused.status = why;
   }
-  std::deque<Deferred> kept;
-  std::vector<std::unique_ptr<OfiOp>> failed;
-  for (Deferred& d : backlog_) {
-    if (d.op->connection() == connection) {
-      failed.push_back(std::move(d.op));
-    } else {
-      kept.push_back(std::move(d));
-    }
-  }
-  backlog_.swap(kept);
-  for (auto& op : failed) {
+  auto backlog = backlogs_.extract(connection);
+  if (backlog.empty()) return;
+  for (Deferred& d : backlog.mapped()) {
     Count(connection, -1);
-    OfiOp* raw = op.get();
-    raw->Complete(std::move(op), why, 0);
+    OfiOp* raw = d.op.get();
+    raw->Complete(std::move(d.op), why, 0);
   }
 }
 

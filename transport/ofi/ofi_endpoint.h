@@ -4,8 +4,13 @@
 // Every operation is an OfiOp subclass whose fi_context2 is the libfabric context. The
 // endpoint owns an op from submission until its completion (or error) arrives, then hands
 // the op back to it through Complete. A submission that libfabric refuses with -FI_EAGAIN
-// (queue full) waits in a FIFO backlog and is retried on every Progress, before completions
-// are read: libfabric asks callers to progress the CQ to free room. Progress-thread only.
+// (queue full) waits in its connection's FIFO backlog and is retried on every Progress,
+// before completions are read: libfabric asks callers to progress the CQ to free room. The
+// backlog is per connection, and a connection may hold at most a quarter of the provider's
+// transmit queue (`tx_share`): a peer that stops reading fills its socket, its sends stop
+// completing, and without the share they took every slot of the endpoint-wide queue (rxm's
+// 2048), so that the sends to every other peer were refused behind them.
+// Progress-thread only.
 //
 //   auto ep = OfiEndpoint::Open(domain);
 //   (*ep)->Send(std::make_unique<MySendOp>(...), peer, bytes, n, /*desc=*/nullptr);
@@ -17,6 +22,8 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
@@ -83,6 +90,8 @@ class OfiEndpoint {
 
   // Retries the backlog and handles completions; returns how many ops completed.
   int Progress();
+  // How many sends and reads one connection may have given to libfabric at once.
+  [[nodiscard]] size_t tx_share() const { return tx_share_; }
   // Completes the backlogged (not yet accepted) ops of `connection` with `why`, now.
   void FailBacklog(ConnectionId connection, const absl::Status& why);
   // Whether libfabric holds no op of `connection` (its address may then be removed).
@@ -96,13 +105,22 @@ class OfiEndpoint {
     std::unique_ptr<OfiOp> op;
     Poster post;
     const char* what;
+    bool transmits;  // a send or a read: it takes a slot of the transmit queue
+  };
+  struct InFlight {
+    std::unique_ptr<OfiOp> op;
+    bool transmits;
   };
   struct Refused {
     std::unique_ptr<OfiOp> op;
     absl::Status status;
   };
   explicit OfiEndpoint(std::shared_ptr<OfiDomain> domain) : domain_(std::move(domain)) {}
-  void Submit(std::unique_ptr<OfiOp> op, Poster post, const char* what);
+  void Submit(std::unique_ptr<OfiOp> op, Poster post, const char* what, bool transmits);
+  // Hands `deferred` to libfabric. 0: it took the op (now in flight). -FI_EAGAIN: libfabric
+  // or the connection's share refused it for now. Another error: libfabric refused it. The
+  // op stays in `deferred` unless taken.
+  ssize_t Post(Deferred& deferred);
   void Finish(OfiOp* op, absl::Status status, size_t length);
   void Count(ConnectionId connection, int delta);
 
@@ -112,8 +130,12 @@ class OfiEndpoint {
   EpPtr ep_;
   std::string name_;
   int wait_fd_ = -1;
-  absl::flat_hash_map<OfiOp*, std::unique_ptr<OfiOp>> inflight_;
-  std::deque<Deferred> backlog_;
+  absl::flat_hash_map<OfiOp*, InFlight> inflight_;
+  size_t tx_share_ = 0;
+  // Sends and reads given to libfabric and not completed, per connection.
+  absl::flat_hash_map<ConnectionId, size_t> transmitting_;
+  // Per connection, in submission order; a connection is listed only while it has some.
+  absl::flat_hash_map<ConnectionId, std::deque<Deferred>> backlogs_;
   std::deque<Refused> refused_;
   absl::flat_hash_map<ConnectionId, int> op_counts_;
   struct Peer {
