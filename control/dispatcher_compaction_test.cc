@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -53,7 +55,12 @@ void JoinJobOnWorkerA(DispatcherState& state, const std::string& pipeline,
 int64_t JobOnWorkerA(DispatcherState& state, const std::string& pipeline) {
   std::vector<proto::GetOrCreateJobResponse> joined;
   JoinJobOnWorkerA(state, pipeline, "", 1, &joined);
-  return joined.empty() ? 0 : joined[0].job_id();
+  // A failure above ends the run: its callers would go on with job 0.
+  if (joined.empty()) {
+    std::fprintf(stderr, "JobOnWorkerA: no job was made (see the failure above)\n");
+    std::abort();
+  }
+  return joined[0].job_id();
 }
 
 // The task worker a was given (JobOnWorkerA's), into *task.

@@ -214,18 +214,25 @@ absl::StatusOr<ConnectionId> RpcEndpoint::ConnectTo(const Address& peer, Connect
   std::shared_ptr<ConnectAttempt> attempt;
   {
     absl::MutexLock lock(&mu_);
-    if (known != kNoConnection) {
-      // Compared, not assumed: a caller's stale or mixed-up id must not send elsewhere.
-      auto it = peer_of_.find(known);
-      if (it != peer_of_.end() && it->second.live && it->second.address == peer) return known;
-    }
-    if (auto it = connections_.find(peer); it != connections_.end()) return it->second;
-    // One connect per peer at a time: the others wait for its outcome. Two connections made
-    // at once, one then closed as a duplicate, broke UCX: it pairs the endpoints two workers
-    // make to each other in the order each side made them, and the sides' orders can differ.
-    // A reply that needs the pairing (a rendezvous payload) was then lost on the closed one.
-    std::shared_ptr<ConnectAttempt>& slot = connecting_[peer];
-    if (slot != nullptr) {
+    while (true) {
+      if (known != kNoConnection) {
+        // Compared, not assumed: a caller's stale or mixed-up id must not send elsewhere.
+        auto it = peer_of_.find(known);
+        if (it != peer_of_.end() && it->second.live && it->second.address == peer) return known;
+      }
+      if (auto it = connections_.find(peer); it != connections_.end()) return it->second;
+      // One connect per peer at a time: the others wait for its outcome. Two connections
+      // made at once, one then closed as a duplicate, broke UCX: it pairs the endpoints two
+      // workers make to each other in the order each side made them, and the sides' orders
+      // can differ. A reply that needs the pairing (a rendezvous payload) was then lost on
+      // the closed one.
+      std::shared_ptr<ConnectAttempt>& slot = connecting_[peer];
+      if (slot == nullptr) {
+        slot = attempt = std::make_shared<ConnectAttempt>();
+        attempt->deadline = deadline;
+        ++connects_in_flight_;
+        break;
+      }
       // The connect in progress may need this very thread (UCX makes the endpoint on the
       // thread that drives it): waiting would deadlock. The caller retries, as it does for
       // a peer it could not reach (a reader's fetch from a reply callback: BatchReader::Pump).
@@ -233,19 +240,22 @@ absl::StatusOr<ConnectionId> RpcEndpoint::ConnectTo(const Address& peer, Connect
         return absl::UnavailableError(absl::StrCat("connecting to ", peer.ToString(),
                                                    ": another thread's connect is in progress"));
       }
-      attempt = slot;
+      std::shared_ptr<ConnectAttempt> awaited = slot;
       connects_waited_for_.fetch_add(1, std::memory_order_relaxed);
       if (!mu_.AwaitWithDeadline(absl::Condition(
-                                     +[](ConnectAttempt* a) { return a->done; }, attempt.get()),
+                                     +[](ConnectAttempt* a) { return a->done; }, awaited.get()),
                                  deadline)) {
         return absl::DeadlineExceededError(
             absl::StrCat("connecting to ", peer.ToString(),
                          ": the call's deadline passed while another thread connected"));
       }
-      return attempt->result;
+      // That connect gave up at its caller's deadline (a 1 s goodbye): a caller with time
+      // left connects again rather than inherit the shorter deadline's failure.
+      if (absl::IsDeadlineExceeded(awaited->result.status()) && awaited->deadline < deadline) {
+        continue;
+      }
+      return awaited->result;
     }
-    slot = attempt = std::make_shared<ConnectAttempt>();
-    ++connects_in_flight_;
   }
   absl::StatusOr<ConnectionId> connected = ConnectOnce(peer, deadline);
   absl::MutexLock lock(&mu_);

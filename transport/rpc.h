@@ -259,6 +259,7 @@ class RpcEndpoint final : public MessageHandler {
   int connects_in_flight_ ABSL_GUARDED_BY(mu_) = 0;
   // The connect in progress to a peer, whose outcome other ConnectTo calls wait for.
   struct ConnectAttempt {
+    absl::Time deadline;  // its caller's
     bool done = false;
     absl::StatusOr<ConnectionId> result;
   };

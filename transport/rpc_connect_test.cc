@@ -350,6 +350,35 @@ TEST_P(RpcConnectTest, AWaitForAnotherThreadsConnectEndsAtTheDeadline) {
   EXPECT_EQ(transport_->connects(), 1);
 }
 
+// A connect started under a short deadline (a 1 s goodbye) fails at it; a caller that
+// waited for it with more time left (a 10 s heartbeat) connects again rather than fail
+// with it.
+TEST_P(RpcConnectTest, AWaiterWithTimeLeftDoesNotInheritAShorterDeadline) {
+  uint16_t port = 0;
+  absl::StatusOr<ScopedFd> silent = ListenSocket(Address{GetParam().scheme, "127.0.0.1", 0}, &port);
+  ASSERT_TRUE(silent.ok()) << silent.status();
+  const Address silent_peer{GetParam().scheme, "127.0.0.1", port};
+  absl::StatusOr<ConnectionId> hasty;
+  std::thread first([&] {
+    hasty = client_->ConnectTo(silent_peer, kNoConnection, absl::Now() + absl::Milliseconds(300));
+  });
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  while (transport_->connects() < 1 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  const int64_t waited_before = client_->connects_waited_for();
+  const absl::Time start = absl::Now();
+  absl::StatusOr<ConnectionId> patient =
+      client_->ConnectTo(silent_peer, kNoConnection, start + absl::Seconds(2));
+  const absl::Duration took = absl::Now() - start;
+  first.join();
+  EXPECT_EQ(hasty.status().code(), absl::StatusCode::kDeadlineExceeded) << hasty.status();
+  EXPECT_EQ(patient.status().code(), absl::StatusCode::kDeadlineExceeded) << patient.status();
+  EXPECT_GE(took, absl::Milliseconds(1500)) << "it failed with the shorter deadline's connect";
+  EXPECT_EQ(client_->connects_waited_for() - waited_before, 1) << "it did not wait for the first";
+  EXPECT_EQ(transport_->connects(), 2);
+}
+
 INSTANTIATE_TEST_SUITE_P(Transports, RpcConnectTest,
                          ::testing::Values(Case{"shm", "ucx", "posix,sysv,cma,self"},
                                            Case{"tcp", "ucx", "tcp,self"},

@@ -7,9 +7,10 @@
 // (queue full) waits in its connection's FIFO backlog and is retried on every Progress,
 // before completions are read: libfabric asks callers to progress the CQ to free room. The
 // backlog is per connection, and a connection may hold at most a quarter of the provider's
-// transmit queue (`tx_share`): a peer that stops reading fills its socket, its sends stop
-// completing, and without the share they took every slot of the endpoint-wide queue (rxm's
-// 2048), so that the sends to every other peer were refused behind them.
+// transmit queue, 16 slots at least (`tx_share`): a peer that stops reading fills its
+// socket, its sends stop completing, and without the share they took every slot of the
+// endpoint-wide queue (rxm's 2048), so that the sends to every other peer were refused
+// behind them. (Four such peers still fill it.)
 // Progress-thread only.
 //
 //   auto ep = OfiEndpoint::Open(domain);
@@ -23,7 +24,6 @@
 #include <memory>
 #include <string>
 #include <utility>
-#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
