@@ -183,6 +183,17 @@ void RpcEndpoint::StopServing() {
 
 RpcEndpoint::~RpcEndpoint() {
   StopServing();
+  // Background connects use the transport; each ends within its connect timeout. Until
+  // none is left: a callback may ask for another.
+  while (true) {
+    std::vector<std::shared_ptr<Connector>> connectors;
+    {
+      absl::MutexLock lock(&background_mu_);
+      connectors.swap(connectors_);
+    }
+    if (connectors.empty()) break;
+    for (const std::shared_ptr<Connector>& connector : connectors) connector->thread.join();
+  }
   // Not reset: until its destructor has stopped the progress thread, a reply may still be
   // sent there through transport_.
   DestroyInPlace(transport_);

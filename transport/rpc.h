@@ -15,7 +15,9 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -56,6 +58,7 @@ struct CallResult {
 };
 
 using CallCallback = std::function<void(absl::StatusOr<CallResult>)>;
+using ConnectCallback = std::function<void(absl::StatusOr<ConnectionId>)>;
 
 // True for the failure of a call that gave up while its payload was still landing (its
 // connection was aborted and the transport never ended the receive): the landing buffer may
@@ -142,6 +145,16 @@ class RpcEndpoint final : public MessageHandler {
   [[nodiscard]] absl::StatusOr<ConnectionId> ConnectTo(
       const Address& peer, ConnectionId known = kNoConnection,
       absl::Time deadline = absl::InfiniteFuture());
+  // The live connection to `peer` (`known` while it still is that one), if there is one:
+  // never connects, never waits. A thread that must not block on a connect (a reader's
+  // fetch) asks this, and has ConnectInBackground make a missing connection.
+  [[nodiscard]] std::optional<ConnectionId> LiveConnection(const Address& peer,
+                                                           ConnectionId known = kNoConnection);
+  // Connects to `peer` as ConnectTo does, on a thread of the endpoint's, then calls `done`
+  // with the outcome on that thread (never inside this call). Calls for a peer that thread
+  // is still connecting share its outcome. ~RpcEndpoint waits for these threads: a connect
+  // under way bounds it by the transport's connect timeout.
+  void ConnectInBackground(const Address& peer, ConnectCallback done);
   // Gives up on `connection` (its peer is known lost, e.g. behind a partition): the calls
   // pending on it fail with `why`, each once the transport has let go of its landing buffer,
   // and the next ConnectTo of that peer connects afresh. A no-op for a connection already
@@ -230,6 +243,12 @@ class RpcEndpoint final : public MessageHandler {
   void StartCall(ConnectionId to, uint32_t method, absl::string_view request,
                  const CallOptions& options, CallCallback&& done, CallWaiter* waiter);
 
+  std::optional<ConnectionId> LiveConnectionLocked(const Address& peer, ConnectionId known)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // ConnectInBackground's thread for `peer`: connects, hands the outcome to the callers
+  // waiting for it, and ends when none came meanwhile.
+  void ConnectForCallers(Address peer);
+
   const absl::Duration wait_spin_;
   std::atomic<int64_t> replies_taken_spinning_{0};
   std::atomic<int64_t> connects_waited_for_{0};
@@ -264,6 +283,21 @@ class RpcEndpoint final : public MessageHandler {
     absl::StatusOr<ConnectionId> result;
   };
   absl::flat_hash_map<Address, std::shared_ptr<ConnectAttempt>> connecting_ ABSL_GUARDED_BY(mu_);
+  // ConnectInBackground: the callers waiting for each peer's connector thread, and the
+  // threads, joined as they are replaced and by the destructor. Its own mutex: a callback
+  // runs without it, and may call ConnectInBackground again.
+  absl::Mutex background_mu_;
+  struct BackgroundCallers {
+    bool thread_running = false;  // the peer's connector thread has not ended
+    std::vector<ConnectCallback> waiting;
+  };
+  absl::flat_hash_map<Address, BackgroundCallers> background_callers_
+      ABSL_GUARDED_BY(background_mu_);
+  struct Connector {
+    std::thread thread;
+    bool finished = false;
+  };
+  std::vector<std::shared_ptr<Connector>> connectors_ ABSL_GUARDED_BY(background_mu_);
   static constexpr size_t kMaxClosedWhileConnecting = 4096;
   absl::flat_hash_map<ConnectionId, absl::Status> closed_while_connecting_ ABSL_GUARDED_BY(mu_);
 };

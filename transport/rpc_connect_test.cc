@@ -379,6 +379,78 @@ TEST_P(RpcConnectTest, AWaiterWithTimeLeftDoesNotInheritAShorterDeadline) {
   EXPECT_EQ(transport_->connects(), 2);
 }
 
+// LiveConnection only looks: it makes no connection, and finds the one ConnectTo made.
+TEST_P(RpcConnectTest, LiveConnectionNeverConnects) {
+  EXPECT_EQ(client_->LiveConnection(address_), std::nullopt);
+  EXPECT_EQ(transport_->connects(), 0);
+  absl::StatusOr<ConnectionId> made = client_->ConnectTo(address_);
+  ASSERT_TRUE(made.ok()) << made.status();
+  EXPECT_EQ(client_->LiveConnection(address_), *made);
+  EXPECT_EQ(client_->LiveConnection(address_, *made), *made);
+  client_->Disconnect(*made, absl::UnavailableError("given up by the test"));
+  EXPECT_EQ(client_->LiveConnection(address_, *made), std::nullopt);
+  EXPECT_EQ(transport_->connects(), 1);
+}
+
+// A background connect to a peer that never answers returns to its caller at once, and
+// reports the failure later, from another thread, when the connect timeout ends.
+TEST_P(RpcConnectTest, ABackgroundConnectDoesNotBlockItsCaller) {
+  uint16_t port = 0;
+  absl::StatusOr<ScopedFd> silent = ListenSocket(Address{GetParam().scheme, "127.0.0.1", 0}, &port);
+  ASSERT_TRUE(silent.ok()) << silent.status();
+  RpcOptions options = options_;
+  options.transport.connect_timeout = absl::Milliseconds(300);
+  absl::StatusOr<std::unique_ptr<RpcEndpoint>> impatient = RpcEndpoint::Create(options);
+  ASSERT_TRUE(impatient.ok()) << impatient.status();
+  absl::Notification reported;
+  absl::StatusOr<ConnectionId> outcome;
+  std::thread::id reported_on;
+  const absl::Time start = absl::Now();
+  (*impatient)
+      ->ConnectInBackground(Address{GetParam().scheme, "127.0.0.1", port},
+                            [&](absl::StatusOr<ConnectionId> connected) {
+                              outcome = std::move(connected);
+                              reported_on = std::this_thread::get_id();
+                              reported.Notify();
+                            });
+  EXPECT_LT(absl::Now() - start, absl::Milliseconds(250)) << "the caller waited for the connect";
+  ASSERT_TRUE(reported.WaitForNotificationWithTimeout(absl::Seconds(20)));
+  EXPECT_EQ(outcome.status().code(), absl::StatusCode::kDeadlineExceeded) << outcome.status();
+  EXPECT_NE(reported_on, std::this_thread::get_id());
+}
+
+// Background connects to one peer, asked for while one is under way, share it: one
+// connection, each caller told of it once.
+TEST_P(RpcConnectTest, BackgroundConnectsToOnePeerShareOneConnect) {
+  constexpr int kCallers = 3;
+  transport_->HoldConnects(true);
+  absl::Mutex mu;
+  std::vector<absl::StatusOr<ConnectionId>> outcomes;
+  for (int i = 0; i < kCallers; ++i) {
+    client_->ConnectInBackground(address_, [&](absl::StatusOr<ConnectionId> connected) {
+      absl::MutexLock lock(&mu);
+      outcomes.push_back(std::move(connected));
+    });
+  }
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  while (transport_->connects() < 1 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  transport_->HoldConnects(false);
+  {
+    absl::MutexLock lock(&mu);
+    auto all_told = [&] { return outcomes.size() >= static_cast<size_t>(kCallers); };
+    mu.AwaitWithTimeout(absl::Condition(&all_told), absl::Seconds(20));
+    ASSERT_EQ(outcomes.size(), static_cast<size_t>(kCallers));
+    for (const absl::StatusOr<ConnectionId>& outcome : outcomes) {
+      ASSERT_TRUE(outcome.ok()) << outcome.status();
+      EXPECT_EQ(*outcome, *outcomes[0]);
+    }
+  }
+  EXPECT_EQ(transport_->connects(), 1);
+  EXPECT_EQ(client_->LiveConnection(address_), *outcomes[0]);
+}
+
 INSTANTIATE_TEST_SUITE_P(Transports, RpcConnectTest,
                          ::testing::Values(Case{"shm", "ucx", "posix,sysv,cma,self"},
                                            Case{"tcp", "ucx", "tcp,self"},

@@ -1,5 +1,7 @@
 // RpcEndpoint's connections: one connect per peer at a time, shared by the threads that
 // want it, each bounded by its caller's deadline; and giving a connection up.
+#include <algorithm>
+#include <iterator>
 #include <optional>
 #include <utility>
 
@@ -15,12 +17,7 @@ absl::StatusOr<ConnectionId> RpcEndpoint::ConnectTo(const Address& peer, Connect
   {
     absl::MutexLock lock(&mu_);
     while (true) {
-      if (known != kNoConnection) {
-        // Compared, not assumed: a caller's stale or mixed-up id must not send elsewhere.
-        auto it = peer_of_.find(known);
-        if (it != peer_of_.end() && it->second.live && it->second.address == peer) return known;
-      }
-      if (auto it = connections_.find(peer); it != connections_.end()) return it->second;
+      if (std::optional<ConnectionId> live = LiveConnectionLocked(peer, known)) return *live;
       // One connect per peer at a time: the others wait for its outcome. Two connections
       // made at once, one then closed as a duplicate, broke UCX: it pairs the endpoints two
       // workers make to each other in the order each side made them, and the sides' orders
@@ -92,6 +89,67 @@ absl::StatusOr<ConnectionId> RpcEndpoint::ConnectOnce(const Address& peer, absl:
                                                " closed as it opened: ", closed->message()));
   }
   return *connected;
+}
+
+std::optional<ConnectionId> RpcEndpoint::LiveConnection(const Address& peer, ConnectionId known) {
+  absl::MutexLock lock(&mu_);
+  return LiveConnectionLocked(peer, known);
+}
+
+std::optional<ConnectionId> RpcEndpoint::LiveConnectionLocked(const Address& peer,
+                                                              ConnectionId known) {
+  if (known != kNoConnection) {
+    // Compared, not assumed: a caller's stale or mixed-up id must not send elsewhere.
+    auto it = peer_of_.find(known);
+    if (it != peer_of_.end() && it->second.live && it->second.address == peer) return known;
+  }
+  if (auto it = connections_.find(peer); it != connections_.end()) return it->second;
+  return std::nullopt;
+}
+
+void RpcEndpoint::ConnectInBackground(const Address& peer, ConnectCallback done) {
+  std::vector<std::shared_ptr<Connector>> finished;
+  {
+    absl::MutexLock lock(&background_mu_);
+    BackgroundCallers& callers = background_callers_[peer];
+    callers.waiting.push_back(std::move(done));
+    if (callers.thread_running) return;  // that thread will call it
+    callers.thread_running = true;
+    // Threads that ended are joined here, off the lock, so they do not pile up.
+    auto ended = std::stable_partition(connectors_.begin(), connectors_.end(),
+                                       [](const auto& c) { return !c->finished; });
+    finished.assign(std::make_move_iterator(ended), std::make_move_iterator(connectors_.end()));
+    connectors_.erase(ended, connectors_.end());
+    auto connector = std::make_shared<Connector>();
+    connector->thread = std::thread([this, peer, connector] {
+      ConnectForCallers(peer);
+      absl::MutexLock lock(&background_mu_);
+      connector->finished = true;
+    });
+    connectors_.push_back(std::move(connector));
+  }
+  for (const std::shared_ptr<Connector>& connector : finished) connector->thread.join();
+}
+
+void RpcEndpoint::ConnectForCallers(Address peer) {
+  while (true) {
+    const absl::StatusOr<ConnectionId> connected = ConnectTo(peer);
+    std::vector<ConnectCallback> callers;
+    {
+      absl::MutexLock lock(&background_mu_);
+      callers.swap(background_callers_[peer].waiting);
+    }
+    for (ConnectCallback& done : callers) done(connected);
+    // Callers that came meanwhile are answered by this thread too (at once, when the
+    // connection is live); with none left the entry goes, and the next caller starts a
+    // thread of its own.
+    absl::MutexLock lock(&background_mu_);
+    auto entry = background_callers_.find(peer);
+    if (entry->second.waiting.empty()) {
+      background_callers_.erase(entry);
+      return;
+    }
+  }
 }
 
 void RpcEndpoint::Disconnect(ConnectionId connection, const absl::Status& why) {
