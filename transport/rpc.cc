@@ -183,16 +183,23 @@ void RpcEndpoint::StopServing() {
 
 RpcEndpoint::~RpcEndpoint() {
   StopServing();
-  // Background connects use the transport; each ends within its connect timeout. Until
-  // none is left: a callback may ask for another.
-  while (true) {
-    std::vector<std::shared_ptr<Connector>> connectors;
-    {
-      absl::MutexLock lock(&background_mu_);
-      connectors.swap(connectors_);
+  // Background connects use the transport; each ends within its connect timeout, and no
+  // new one starts.
+  std::vector<std::shared_ptr<Connector>> connectors;
+  {
+    absl::MutexLock lock(&background_mu_);
+    background_stopping_ = true;
+    connectors.swap(connectors_);
+  }
+  for (const std::shared_ptr<Connector>& connector : connectors) {
+    if (connector->thread.get_id() == std::this_thread::get_id()) {
+      // The thread would go on inside this endpoint once it is gone: said, not hidden.
+      std::fprintf(stderr,
+                   "sluice: an RpcEndpoint was destroyed from one of its own "
+                   "ConnectInBackground callbacks\n");
+      std::abort();
     }
-    if (connectors.empty()) break;
-    for (const std::shared_ptr<Connector>& connector : connectors) connector->thread.join();
+    connector->thread.join();
   }
   // Not reset: until its destructor has stopped the progress thread, a reply may still be
   // sent there through transport_.

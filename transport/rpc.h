@@ -152,8 +152,11 @@ class RpcEndpoint final : public MessageHandler {
                                                            ConnectionId known = kNoConnection);
   // Connects to `peer` as ConnectTo does, on a thread of the endpoint's, then calls `done`
   // with the outcome on that thread (never inside this call). Calls for a peer that thread
-  // is still connecting share its outcome. ~RpcEndpoint waits for these threads: a connect
-  // under way bounds it by the transport's connect timeout.
+  // is still connecting share its outcome; those that come after a failed connect, within
+  // 200 ms of it, are connected for after that pause. ~RpcEndpoint waits for these threads
+  // (a connect under way bounds it by the transport's connect timeout), and callers it
+  // finds waiting, or that ask once it started (then inside this call), are told Cancelled.
+  // A callback must not destroy the endpoint.
   void ConnectInBackground(const Address& peer, ConnectCallback done);
   // Gives up on `connection` (its peer is known lost, e.g. behind a partition): the calls
   // pending on it fail with `why`, each once the transport has let go of its landing buffer,
@@ -287,6 +290,8 @@ class RpcEndpoint final : public MessageHandler {
   // threads, joined as they are replaced and by the destructor. Its own mutex: a callback
   // runs without it, and may call ConnectInBackground again.
   absl::Mutex background_mu_;
+  bool background_stopping_ ABSL_GUARDED_BY(background_mu_) = false;  // set by ~RpcEndpoint
+  static constexpr absl::Duration kBackgroundRetryPause = absl::Milliseconds(200);
   struct BackgroundCallers {
     bool thread_running = false;  // the peer's connector thread has not ended
     std::vector<ConnectCallback> waiting;

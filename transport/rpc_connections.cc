@@ -111,23 +111,26 @@ void RpcEndpoint::ConnectInBackground(const Address& peer, ConnectCallback done)
   std::vector<std::shared_ptr<Connector>> finished;
   {
     absl::MutexLock lock(&background_mu_);
-    BackgroundCallers& callers = background_callers_[peer];
-    callers.waiting.push_back(std::move(done));
-    if (callers.thread_running) return;  // that thread will call it
-    callers.thread_running = true;
-    // Threads that ended are joined here, off the lock, so they do not pile up.
-    auto ended = std::stable_partition(connectors_.begin(), connectors_.end(),
-                                       [](const auto& c) { return !c->finished; });
-    finished.assign(std::make_move_iterator(ended), std::make_move_iterator(connectors_.end()));
-    connectors_.erase(ended, connectors_.end());
-    auto connector = std::make_shared<Connector>();
-    connector->thread = std::thread([this, peer, connector] {
-      ConnectForCallers(peer);
-      absl::MutexLock lock(&background_mu_);
-      connector->finished = true;
-    });
-    connectors_.push_back(std::move(connector));
+    if (!background_stopping_) {
+      BackgroundCallers& callers = background_callers_[peer];
+      callers.waiting.push_back(std::move(done));
+      if (callers.thread_running) return;  // that thread will call it
+      callers.thread_running = true;
+      // Threads that ended are joined here, off the lock, so they do not pile up.
+      auto ended = std::stable_partition(connectors_.begin(), connectors_.end(),
+                                         [](const auto& c) { return !c->finished; });
+      finished.assign(std::make_move_iterator(ended), std::make_move_iterator(connectors_.end()));
+      connectors_.erase(ended, connectors_.end());
+      auto connector = std::make_shared<Connector>();
+      connector->thread = std::thread([this, peer, connector] {
+        ConnectForCallers(peer);
+        absl::MutexLock lock(&background_mu_);
+        connector->finished = true;
+      });
+      connectors_.push_back(std::move(connector));
+    }
   }
+  if (done) done(absl::CancelledError("the RPC endpoint is shutting down"));  // not taken
   for (const std::shared_ptr<Connector>& connector : finished) connector->thread.join();
 }
 
@@ -140,15 +143,29 @@ void RpcEndpoint::ConnectForCallers(Address peer) {
       callers.swap(background_callers_[peer].waiting);
     }
     for (ConnectCallback& done : callers) done(connected);
-    // Callers that came meanwhile are answered by this thread too (at once, when the
-    // connection is live); with none left the entry goes, and the next caller starts a
-    // thread of its own.
-    absl::MutexLock lock(&background_mu_);
-    auto entry = background_callers_.find(peer);
-    if (entry->second.waiting.empty()) {
-      background_callers_.erase(entry);
-      return;
+    // Callers that came meanwhile are answered by this thread too: at once when the
+    // connection is live, after a pause when it failed (a peer that refuses at once must
+    // not be retried in a tight loop by callers that ask again from their callback).
+    std::vector<ConnectCallback> cancelled;
+    {
+      absl::MutexLock lock(&background_mu_);
+      if (!connected.ok() && !background_callers_[peer].waiting.empty()) {
+        background_mu_.AwaitWithTimeout(absl::Condition(&background_stopping_),
+                                        kBackgroundRetryPause);
+      }
+      auto entry = background_callers_.find(peer);
+      if (background_stopping_) cancelled.swap(entry->second.waiting);
+      if (entry->second.waiting.empty()) {
+        // With none left the entry goes, and the next caller starts a thread of its own.
+        background_callers_.erase(entry);
+      } else {
+        continue;
+      }
     }
+    for (ConnectCallback& done : cancelled) {
+      done(absl::CancelledError("the RPC endpoint is shutting down"));
+    }
+    return;
   }
 }
 
