@@ -47,6 +47,7 @@ void BatchReader::Pump() {
       // The clock is read only for a task with a retry scheduled: none, as a rule.
       std::optional<absl::Time> now;
       auto due = [&now](const Task& task) {
+        if (task.connecting) return false;
         if (task.retry_at == absl::InfinitePast()) return true;
         if (!now) now = absl::Now();
         return task.retry_at <= *now;
@@ -114,6 +115,19 @@ uint64_t BatchReader::AddFetch(size_t task_index, int64_t round, transport::Slab
   return id;
 }
 
+void BatchReader::Unfetch(uint64_t fetch_id) {
+  InFlight* fetch = in_flight_.Find(fetch_id);
+  --outstanding_;
+  --tasks_[fetch->task_index].outstanding;
+  // A round not asked for keeps its place, as one the worker said to ask again for does:
+  // PumpRounds asks for it once its worker is connected.
+  if (fetch->round >= 0) rounds_to_retry_.emplace(fetch->round, absl::InfinitePast());
+  static_cast<void>(in_flight_.Erase(fetch_id));  // its slab goes back to the pool
+  // A Next() driving the transport for a completion would otherwise wait for one this fetch
+  // will never bring.
+  fetches_completed_.fetch_add(1, std::memory_order_release);
+}
+
 std::optional<size_t> BatchReader::FirstToRecover() const {
   if (options_.max_batches == 0) return std::nullopt;
   bool any = false;
@@ -160,66 +174,81 @@ void BatchReader::Fetch(uint64_t fetch_id) {
   size_t task_index;
   int64_t round;
   int64_t task_id;
-  int64_t epoch;
+  int64_t epoch = 0;
   // Set when the task is added and never changed, and tasks_ only grows (a deque): read
   // outside the lock, and not copied per fetch.
   const transport::Address* worker;
   transport::ConnectionId known_connection;
   transport::PayloadDestination landing;
-  // A heartbeat may declare the task lost after Pump chose it. Asked before connecting and
-  // again before sending: a connection stored before the loss is closed by that heartbeat,
-  // and a request sent afterwards to a worker behind a partition would hold its slab until
-  // the request's deadline.
+  // A heartbeat may declare the task lost after Pump chose it. Asked before looking up the
+  // connection and again before sending: a connection stored before the loss is closed by
+  // that heartbeat, and a request sent afterwards to a worker behind a partition would hold
+  // its slab until the request's deadline.
   auto lost_meanwhile = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::Status {
     return absl::UnavailableError(absl::StrCat("worker ", *tasks_[task_index].worker_text,
                                                " was declared lost before this request"));
   };
-  absl::Status lost;
+  bool lost;
   {
     absl::MutexLock lock(&mu_);
-    InFlight& fetch = *in_flight_.Find(fetch_id);  // only OnFetched takes it out
+    const InFlight& fetch = *in_flight_.Find(fetch_id);  // only this call's thread takes it out
     task_index = fetch.task_index;
     round = fetch.round;
-    Task& task = tasks_[task_index];
+    const Task& task = tasks_[task_index];
     task_id = task.id;
     worker = &task.worker;
     known_connection = task.connection;
-    Sent& sent = fetch.sent_request;
-    if (task.delivery_epoch > task.confirmed_epoch) {
-      sent.acked.assign(task.unconfirmed.begin(), task.unconfirmed.end());
-    } else {
-      sent.acked = task.to_carry;
-    }
-    task.to_carry.clear();
-    sent.epoch = epoch = task.delivery_epoch;
     landing = transport::PayloadDestination{fetch.slab.data(), fetch.slab.capacity()};
-    if (task.lost) lost = lost_meanwhile();
+    lost = task.lost;
   }
-  absl::StatusOr<transport::ConnectionId> connection =
-      lost.ok() ? rpc_->ConnectTo(*worker, known_connection)
-                : absl::StatusOr<transport::ConnectionId>(lost);
+  // Never a connect here: this runs on the caller's thread in Next(), on the progress
+  // thread after a reply, and on the heartbeat and connect threads, and a worker the
+  // dispatcher reaches but this trainer cannot would hold each for the connect timeout
+  // (the caller's batches, the dispatcher's word that the worker is lost). A missing
+  // connection is made in the background.
+  std::optional<transport::ConnectionId> connection;
+  if (!lost) connection = rpc_->LiveConnection(*worker, known_connection);
   // One message per thread, cleared (its repeated field keeps its room), serialized onto
   // the stack: a request costs no allocation (CallAsync copies it into the frame). Filled
   // from here on only, after anything that could run another fetch on this thread.
   thread_local proto::GetElementRequest request;
   request.Clear();
+  absl::Status failed;
   {
     absl::MutexLock lock(&mu_);
-    InFlight& fetch = *in_flight_.Find(fetch_id);
-    auto* acked =
-        round >= 0 ? request.mutable_acked_rounds() : request.mutable_acked_batch_indices();
-    acked->Add(fetch.sent_request.acked.begin(), fetch.sent_request.acked.end());
-    fetch.sent_at = absl::Now();
-    if (connection.ok()) {
-      if (tasks_[task_index].lost) {
-        connection = lost_meanwhile();
+    Task& task = tasks_[task_index];
+    if (task.lost) {
+      failed = lost_meanwhile();
+    } else if (!connection.has_value()) {
+      // Not sent: the fetch is taken back as if never made, so nothing about delivery
+      // changes (no epoch raised, no acknowledgement taken), and the task waits for its
+      // connection.
+      Unfetch(fetch_id);
+      if (task.connecting) return;
+      task.connecting = true;
+    } else {
+      InFlight& fetch = *in_flight_.Find(fetch_id);
+      Sent& sent = fetch.sent_request;
+      if (task.delivery_epoch > task.confirmed_epoch) {
+        sent.acked.assign(task.unconfirmed.begin(), task.unconfirmed.end());
       } else {
-        tasks_[task_index].connection = *connection;
+        sent.acked = task.to_carry;
       }
+      task.to_carry.clear();
+      sent.epoch = epoch = task.delivery_epoch;
+      auto* acked =
+          round >= 0 ? request.mutable_acked_rounds() : request.mutable_acked_batch_indices();
+      acked->Add(sent.acked.begin(), sent.acked.end());
+      fetch.sent_at = absl::Now();
+      task.connection = *connection;
     }
   }
-  if (!connection.ok()) {
-    OnFetched(fetch_id, connection.status());
+  if (!failed.ok()) {
+    OnFetched(fetch_id, failed);
+    return;
+  }
+  if (!connection.has_value()) {
+    ConnectInBackground(task_index, *worker);
     return;
   }
   request.set_task_id(task_id);
@@ -244,6 +273,16 @@ void BatchReader::Fetch(uint64_t fetch_id) {
                   });
 }
 
+bool BatchReader::BearUnreachable(Task& task, const absl::Status& status, absl::Time now) {
+  if (!IsUnreachable(status) ||
+      now - std::min(task.unreachable_since, now) >= options_.request_timeout) {
+    return false;
+  }
+  // Perhaps the worker died: wait for the dispatcher to say so, or for it to answer.
+  task.unreachable_since = std::min(task.unreachable_since, now);
+  return true;
+}
+
 BatchReader::FetchOutcome BatchReader::Examine(Task& task, const transport::Slab& slab,
                                                const absl::StatusOr<transport::CallResult>& result,
                                                int64_t round, absl::Time now,
@@ -252,10 +291,7 @@ BatchReader::FetchOutcome BatchReader::Examine(Task& task, const transport::Slab
   auto what = [&task, round] {
     return round >= 0 ? absl::StrCat("round ", round) : absl::StrCat("task ", task.id);
   };
-  if (!result.ok() && IsUnreachable(result.status()) &&
-      now - std::min(task.unreachable_since, now) < options_.request_timeout) {
-    // Perhaps the worker died: wait for the dispatcher to say so, or for it to answer.
-    task.unreachable_since = std::min(task.unreachable_since, now);
+  if (!result.ok() && BearUnreachable(task, result.status(), now)) {
     return FetchOutcome::kUnreachable;
   }
   if (!result.ok()) {
@@ -320,7 +356,9 @@ void BatchReader::OnFetched(uint64_t fetch_id, absl::StatusOr<transport::CallRes
     // Read in place and erased below (nothing else changes the table meanwhile): moving it
     // out was a copy of its acknowledgements per batch.
     InFlight* fetch = in_flight_.Find(fetch_id);
-    if (fetch == nullptr) {  // the RPC layer completes each call once, and only here is it erased
+    // The RPC layer completes each call once, and only here (or by Unfetch, for a fetch
+    // never sent) is it erased.
+    if (fetch == nullptr) {
       std::fprintf(stderr, "sluice: a fetch's reply came twice\n");
       std::abort();
     }
@@ -346,7 +384,8 @@ void BatchReader::OnFetched(uint64_t fetch_id, absl::StatusOr<transport::CallRes
     static_cast<void>(in_flight_.Erase(fetch_id));  // found above
     to_drop = std::exchange(connection_to_drop_, transport::kNoConnection);
     // Under mu_: a reader reads `seen` under it too, so a change always means a completion
-    // after that read, and the wait counters count only waits that ended in one.
+    // after that read, and the wait counters count only waits that ended in one (or in a
+    // fetch taken back unsent, Unfetch: rare, a worker not connected yet).
     fetches_completed_.fetch_add(1, std::memory_order_release);
   }
   if (to_drop != transport::kNoConnection) {

@@ -90,7 +90,8 @@ struct ReadOptions {
   // (once per worker and heartbeat: a worker's own task and a recovery task it took over
   // are said once when both are lost together). It runs on whichever thread heard it:
   // the reader's heartbeat thread, or the caller's in Client::Read and Next(), two of them
-  // at a time possibly, so it must be thread-safe. What that costs depends on the
+  // at a time possibly, so it must be thread-safe; a loss that ends the job is said before
+  // Next() returns that end. What that costs depends on the
   // mode: DYNAMIC re-issues the task's splits to other workers; OFF ends that worker's pass
   // short (another worker's pass can end the job); a static shard waits for the worker to
   // come back.
@@ -202,6 +203,9 @@ class BatchReader {
     // an error.
     absl::Time unreachable_since = absl::InfiniteFuture();
     absl::Time retry_at = absl::InfinitePast();
+    // There is no live connection to its worker: one is being made in the background
+    // (ConnectInBackground), and the task is not asked until OnConnected.
+    bool connecting = false;
     // Coordinated reads: the rounds [starting_round, ending_round) it serves (0: open).
     int64_t starting_round = 0;
     int64_t ending_round = 0;
@@ -288,8 +292,23 @@ class BatchReader {
   // its id, for Fetch. Counts it outstanding.
   uint64_t AddFetch(size_t task_index, int64_t round, transport::Slab slab)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Sends the GetElement of fetch `fetch_id`.
+  // Sends the GetElement of fetch `fetch_id`; with no live connection to its worker, takes
+  // the fetch back (Unfetch) and has the connection made in the background.
   void Fetch(uint64_t fetch_id) ABSL_LOCKS_EXCLUDED(mu_);
+  // Undoes AddFetch of a fetch never sent (its round, if any, is asked for again).
+  void Unfetch(uint64_t fetch_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Connects to `worker`, that of task `task_index` (marked connecting), on the endpoint's
+  // thread; OnConnected follows there, unless the reader is gone by then. An endpoint
+  // being destroyed calls it inside this call, with Cancelled (so the caller holds no lock;
+  // the task is then retried after kUnreachableBackoff, or the read fails).
+  void ConnectInBackground(size_t task_index, const transport::Address& worker)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  void OnConnected(size_t task_index, const absl::StatusOr<transport::ConnectionId>& connected)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Whether `status`, a failure to reach the task's worker at `now`, is waited out (it has
+  // not been unreachable for request_timeout: the dispatcher may yet declare it lost).
+  bool BearUnreachable(Task& task, const absl::Status& status, absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void OnFetched(uint64_t fetch_id, absl::StatusOr<transport::CallResult>&& result)
       ABSL_LOCKS_EXCLUDED(mu_);
   // Moves rounds that are next in order (or skipped) from rounds_ready_ to ready_.
@@ -407,6 +426,13 @@ class BatchReader {
   std::atomic<int64_t> driven_waits_{0};
   std::atomic<int64_t> spun_waits_{0};
   absl::Notification stop_;
+  // What a background connect's callback reaches the reader through: ~BatchReader clears
+  // it, and a connect may end after that (the endpoint's thread outlives the reader).
+  struct ConnectWaker {
+    absl::Mutex mu;
+    BatchReader* reader ABSL_GUARDED_BY(mu) = nullptr;
+  };
+  const std::shared_ptr<ConnectWaker> connect_waker_ = std::make_shared<ConnectWaker>();
   HeartbeatPacer heartbeat_pacer_{options_.heartbeat_interval, kMinHeartbeatGap};
   std::thread heartbeat_thread_;
 };

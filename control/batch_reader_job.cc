@@ -69,10 +69,19 @@ absl::StatusOr<std::unique_ptr<BatchReader>> BatchReader::Start(transport::RpcEn
 
 BatchReader::BatchReader(transport::RpcEndpoint* rpc, transport::Address dispatcher,
                          const ReadOptions& options)
-    : rpc_(rpc), dispatcher_(std::move(dispatcher)), options_(options), started_(absl::Now()) {}
+    : rpc_(rpc), dispatcher_(std::move(dispatcher)), options_(options), started_(absl::Now()) {
+  absl::MutexLock lock(&connect_waker_->mu);
+  connect_waker_->reader = this;
+}
 
 BatchReader::~BatchReader() {
   stop_.Notify();
+  {
+    // A background connect that ends from now on finds no reader; one whose OnConnected
+    // runs already counts in callbacks_running_, waited for below.
+    absl::MutexLock lock(&connect_waker_->mu);
+    connect_waker_->reader = nullptr;
+  }
   heartbeat_pacer_.Stop();
   if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
   // Best effort: tell the dispatcher this client is gone, so the job does not wait for it
@@ -203,11 +212,15 @@ absl::Status BatchReader::HeartbeatOnce(absl::Duration timeout) {
     rpc_->Disconnect(connection, absl::UnavailableError(absl::StrCat(
                                      "the dispatcher declared worker ", text, " lost")));
   }
-  // Connect here, off the transport's progress thread, so fetches find the connection ready
-  // (a worker that cannot be reached is retried by Pump, and reported lost by the dispatcher).
-  for (const Task& task : added) {
-    if (!task.lost) (void)rpc_->ConnectTo(task.worker);
+  // Connected to now, so that a new task's first fetch finds the connection ready; in the
+  // background, not here, where a worker this reader cannot reach would hold every heartbeat
+  // (the dispatcher's word that it is lost included) for the connect timeout.
+  for (Task& task : added) {
+    task.connecting = !task.lost && !rpc_->LiveConnection(task.worker).has_value();
   }
+  // Each with its worker's address: set once, and tasks_ only grows (a deque), so it stays
+  // valid and is read without the lock, where tasks_[i] would race a push_back.
+  std::vector<std::pair<size_t, const transport::Address*>> to_connect;
   std::vector<std::string> awaited_workers;  // for on_worker_awaited, called without the lock
   {
     absl::MutexLock lock(&mu_);
@@ -231,13 +244,13 @@ absl::Status BatchReader::HeartbeatOnce(absl::Duration timeout) {
         ++tasks_lost_;
         lost_workers.push_back(*task.worker_text);
       }
+      const bool connect = task.connecting;
       tasks_.push_back(std::move(task));
+      if (connect) to_connect.emplace_back(tasks_.size() - 1, &tasks_.back().worker);
     }
     // A task that cannot be read fails the read, but the dispatcher did answer: this is no
     // lost dispatcher (HeartbeatLoop) and the rest of the reply applies.
     if (!bad_address.ok()) Fail(bad_address);
-    // A finished job stays finished, whatever an older reply to a concurrent heartbeat says.
-    job_finished_ = job_finished_ || response.job_finished();
     // Only now that the task list is current may rounds up to the horizon be read.
     round_horizon_ = std::max(round_horizon_, response.round_horizon());
     horizon_lead_ = round_horizon_ - request.current_round();
@@ -249,6 +262,7 @@ absl::Status BatchReader::HeartbeatOnce(absl::Duration timeout) {
                                                absl::FormatDuration(options_.no_worker_timeout))));
     }
   }
+  for (const auto& [task_index, worker] : to_connect) ConnectInBackground(task_index, *worker);
   if (options_.on_worker_lost) {
     std::sort(lost_workers.begin(), lost_workers.end());
     lost_workers.erase(std::unique(lost_workers.begin(), lost_workers.end()), lost_workers.end());
@@ -257,7 +271,54 @@ absl::Status BatchReader::HeartbeatOnce(absl::Duration timeout) {
   if (options_.on_worker_awaited) {
     for (const std::string& worker : awaited_workers) options_.on_worker_awaited(worker);
   }
+  if (response.job_finished()) {
+    // Only now: a caller hears of the losses that let the job finish (on_worker_lost)
+    // before Next() says it finished. A finished job stays finished, whatever an older
+    // reply to a concurrent heartbeat says.
+    absl::MutexLock lock(&mu_);
+    job_finished_ = true;
+  }
   return absl::OkStatus();
+}
+
+void BatchReader::ConnectInBackground(size_t task_index, const transport::Address& worker) {
+  rpc_->ConnectInBackground(worker, [waker = connect_waker_, task_index](
+                                        absl::StatusOr<transport::ConnectionId> connected) {
+    BatchReader* reader;
+    {
+      absl::MutexLock lock(&waker->mu);
+      reader = waker->reader;
+      if (reader == nullptr) return;
+      // Counted before the waker lets go: ~BatchReader, once past clearing the waker,
+      // waits for it.
+      absl::MutexLock reader_lock(&reader->mu_);
+      ++reader->callbacks_running_;
+    }
+    reader->OnConnected(task_index, connected);
+  });
+}
+
+void BatchReader::OnConnected(size_t task_index,
+                              const absl::StatusOr<transport::ConnectionId>& connected) {
+  {
+    absl::MutexLock lock(&mu_);
+    Task& task = tasks_[task_index];
+    task.connecting = false;
+    const absl::Time now = absl::Now();
+    if (connected.ok()) {
+      task.retry_at = absl::InfinitePast();
+    } else if (BearUnreachable(task, connected.status(), now)) {
+      task.retry_at = now + kUnreachableBackoff;
+    } else if (!task.lost) {
+      Fail(absl::Status(connected.status().code(),
+                        absl::StrCat("connecting to worker ", *task.worker_text, " for task ",
+                                     task.id, ": ", connected.status().message())));
+    }
+    retry_scheduled_ = true;  // a Next() asleep sleeps only until the task is due
+  }
+  Pump();
+  absl::MutexLock lock(&mu_);
+  --callbacks_running_;
 }
 
 int64_t BatchReader::tasks_lost() const {

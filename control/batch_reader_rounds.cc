@@ -36,8 +36,18 @@ void BatchReader::PumpRounds() {
       const int limit = FetchLimit();
       if (outstanding_ >= limit) return;
       const absl::Time now = absl::Now();
+      // A round whose worker is being connected to, or could not be reached a moment ago,
+      // waits (and keeps its place) while later rounds of other workers go on.
+      auto waits = [this, now](std::optional<size_t> owner) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        if (!owner) return false;
+        const Task& task = tasks_[*owner];
+        return !task.lost && (task.connecting || task.retry_at > now);
+      };
       auto retry = rounds_to_retry_.begin();
-      while (retry != rounds_to_retry_.end() && retry->second > now) ++retry;
+      while (retry != rounds_to_retry_.end() &&
+             (retry->second > now || waits(OwnerOf(retry->first)))) {
+        ++retry;
+      }
       const bool retrying = retry != rounds_to_retry_.end();
       if (retrying) {
         round = retry->first;
@@ -70,6 +80,11 @@ void BatchReader::PumpRounds() {
       }
       std::optional<size_t> owner = OwnerOf(round);
       if (!owner) return;  // no task yet: wait for one
+      if (!retrying && waits(owner)) {
+        rounds_to_retry_.emplace(round, absl::InfinitePast());
+        ++next_round_to_request_;
+        continue;
+      }
       if (tasks_[*owner].lost || (tasks_[*owner].recovery && tasks_[*owner].end_seen)) {
         // Its worker is gone, or it read all it was given: no consumer can get this round
         // from it.

@@ -32,7 +32,8 @@ absl::StatusOr<ConnectionId> RpcEndpoint::ConnectTo(const Address& peer, Connect
       }
       // The connect in progress may need this very thread (UCX makes the endpoint on the
       // thread that drives it): waiting would deadlock. The caller retries, as it does for
-      // a peer it could not reach (a reader's fetch from a reply callback: BatchReader::Pump).
+      // a peer it could not reach (or asks LiveConnection, and ConnectInBackground, as a
+      // reader's fetch does: it may run in a reply callback).
       if (transport_->DrivenByThisThread()) {
         return absl::UnavailableError(absl::StrCat("connecting to ", peer.ToString(),
                                                    ": another thread's connect is in progress"));
