@@ -1,6 +1,7 @@
 // BatchReader's life in its job: joining it (the landing pool, the first heartbeat), the
-// heartbeats that bring tasks, lost workers, the round horizon and the job's end, and
-// leaving it. The data path is in batch_reader.cc, coordinated rounds in
+// heartbeats that bring tasks, lost workers, the round horizon and the job's end, the
+// connects to its workers (in the background), and leaving it. The data path is in
+// batch_reader.cc, Next() in batch_reader_next.cc, coordinated rounds in
 // batch_reader_rounds.cc.
 #include <algorithm>
 #include <utility>

@@ -1,0 +1,120 @@
+// BatchReader::Next(): what it hands out, when the read is done, and how it waits for a
+// fetch (driving the transport itself, polling, or asleep until a reply or a retry is
+// due). The fetches themselves are in batch_reader.cc.
+#include <algorithm>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "control/batch_reader.h"
+#include "transport/spin_wait.h"
+
+namespace sluice::control {
+
+bool BatchReader::WaitsOnlyForTheDispatcher() const {
+  if (job_finished_ || outstanding_ > 0 || !ready_.empty() || tasks_.empty()) return false;
+  for (const Task& task : tasks_) {
+    if (!task.ended) return false;
+  }
+  return true;
+}
+
+bool BatchReader::Done() const {
+  if (options_.max_batches > 0 && batches_handed_out_ >= options_.max_batches) return true;
+  if (!job_finished_ || outstanding_ > 0 || !ready_.empty()) return false;
+  for (const Task& task : tasks_) {
+    if (!task.ended) return false;
+  }
+  return true;
+}
+
+absl::Duration BatchReader::UntilTheNextRetry() const {
+  absl::Duration wait = kRetryLater;
+  const absl::Time now = absl::Now();
+  for (const Task& task : tasks_) {
+    if (task.retry_at > now) wait = std::min(wait, task.retry_at - now);
+  }
+  return wait;
+}
+
+bool BatchReader::DriveUntilAFetchCompletes() {
+  uint64_t seen;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!ready_.empty() || !error_.ok() || outstanding_ == 0) return false;
+    seen = fetches_completed_.load(std::memory_order_acquire);
+  }
+  auto completed = [this, seen] {
+    return fetches_completed_.load(std::memory_order_acquire) != seen;
+  };
+  const bool drove = rpc_->transport().DriveUntil([] {}, completed);
+  if (drove) {
+    driven_waits_.fetch_add(1, std::memory_order_relaxed);
+  } else if (rpc_->wait_spin() > absl::ZeroDuration() &&
+             transport::SpinUntil(completed, rpc_->wait_spin())) {
+    // The progress thread receives: a batch that lands within the spin is taken without the
+    // sleep below in Next() and the wake-up it costs the progress thread.
+    spun_waits_.fetch_add(1, std::memory_order_relaxed);
+  }
+  return drove;
+}
+
+absl::StatusOr<std::optional<Batch>> BatchReader::Next() {
+  while (true) {
+    Pump();
+    // A completed fetch that handed nothing out (an end, a retry, a batch held for order)
+    // comes back here to Pump and look again.
+    const bool drove = DriveUntilAFetchCompletes();
+    std::optional<Ready> ready;
+    bool report_and_end = false;
+    {
+      absl::MutexLock lock(&mu_);
+      auto can_return = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return !ready_.empty() || !error_.ok() || Done();
+      };
+      // This thread drives the transport: a wait below would leave the fetches in flight
+      // unreceived until it timed out. Coordinated rounds from several workers arrive out of
+      // order often, and round r+1 alone hands nothing out.
+      if (drove && !can_return() && outstanding_ > 0) continue;
+      // The job's end is known from the dispatcher's heartbeat reply: ask for it now.
+      if (!can_return() && WaitsOnlyForTheDispatcher()) heartbeat_pacer_.Soon();
+      // Wake periodically: new tasks or a retry may need a Pump from this thread.
+      // A retry scheduled meanwhile (retry_scheduled_) ends the wait too: its Pump is due
+      // sooner than the wake-up.
+      retry_scheduled_ = false;
+      auto wake = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return can_return() || retry_scheduled_;
+      };
+      if (!wake()) mu_.AwaitWithTimeout(absl::Condition(&wake), UntilTheNextRetry());
+      if (!ready_.empty()) {
+        ready.emplace(std::move(ready_.front()));
+        ready_.pop_front();
+        ++batches_handed_out_;
+      } else if (!error_.ok()) {
+        return error_;
+      } else if (Done()) {
+        if (unreported_.empty() || final_report_sent_) return std::optional<Batch>();
+        final_report_sent_ = true;
+        report_and_end = true;
+      }
+    }
+    if (report_and_end) {
+      // The job is over, so nothing will be re-issued: a failed report loses nothing, and
+      // is not tried again.
+      (void)HeartbeatOnce(std::min(kFinalReportTimeout, options_.request_timeout));
+      return std::optional<Batch>();
+    }
+    if (!ready) continue;
+    absl::StatusOr<engine::BatchView> view =
+        engine::BatchView::Parse(std::span<const std::byte>(ready->slab.data(), ready->size));
+    if (!view.ok()) {
+      return absl::DataLossError(absl::StrCat("batch from worker ", *ready->worker,
+                                              " is malformed: ", view.status().message()));
+    }
+    return std::optional<Batch>(Batch(std::move(ready->slab), *std::move(view),
+                                      std::move(ready->worker), ready->index, ready->fetch_latency,
+                                      ready->round, ready->task));
+  }
+}
+
+}  // namespace sluice::control
