@@ -36,6 +36,7 @@ class Loopback final : public Transport {
   std::string Describe() const override { return "in-process loopback (header-only messages)"; }
   absl::StatusOr<Address> Listen(const Address& bind) override { return bind; }
   absl::StatusOr<ConnectionId> ConnectBefore(const Address&, absl::Time) override { return kPeer; }
+  void StopConnecting() override {}
   void Send(ConnectionId, absl::string_view header, Payload payload, SendCallback done) override {
     if (payload.size != 0 || peer_ == nullptr) {
       if (done) done(absl::UnimplementedError("the loopback moves linked header-only messages"));

@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -48,21 +49,26 @@ int MillisUntil(absl::Time deadline) {
   return ms < 0 ? 0 : static_cast<int>(std::min<int64_t>(ms, 1 << 30));
 }
 
-absl::Status WaitFor(int fd, short events, absl::Time deadline, absl::string_view what) {
-  pollfd p{fd, events, 0};
+// `stop_fd` (ConnectStop::fd(), or -1) ends the wait with Cancelled once it is readable.
+absl::Status WaitFor(int fd, short events, absl::Time deadline, absl::string_view what,
+                     int stop_fd) {
+  pollfd p[2] = {{fd, events, 0}, {stop_fd, POLLIN, 0}};
   int rc;
   do {
-    rc = poll(&p, 1, MillisUntil(deadline));
+    rc = poll(p, stop_fd >= 0 ? 2 : 1, MillisUntil(deadline));
   } while (rc < 0 && errno == EINTR);
   if (rc == 0) return absl::DeadlineExceededError(absl::StrCat("timed out ", what));
   if (rc < 0) return absl::UnavailableError(absl::StrCat(what, ": ", std::strerror(errno)));
+  if (stop_fd >= 0 && p[1].revents != 0) {
+    return absl::CancelledError(absl::StrCat(what, ": the endpoint is shutting down"));
+  }
   return absl::OkStatus();
 }
 
-absl::Status WriteAll(int fd, const void* data, size_t size, absl::Time deadline) {
+absl::Status WriteAll(int fd, const void* data, size_t size, absl::Time deadline, int stop_fd) {
   auto* p = static_cast<const char*>(data);
   while (size > 0) {
-    SLUICE_RETURN_IF_ERROR(WaitFor(fd, POLLOUT, deadline, "sending the connection hello"));
+    SLUICE_RETURN_IF_ERROR(WaitFor(fd, POLLOUT, deadline, "sending the connection hello", stop_fd));
     ssize_t n = send(fd, p, size, MSG_NOSIGNAL);
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
     if (n <= 0) return absl::UnavailableError(absl::StrCat("send: ", std::strerror(errno)));
@@ -72,10 +78,11 @@ absl::Status WriteAll(int fd, const void* data, size_t size, absl::Time deadline
   return absl::OkStatus();
 }
 
-absl::Status ReadAll(int fd, void* data, size_t size, absl::Time deadline) {
+absl::Status ReadAll(int fd, void* data, size_t size, absl::Time deadline, int stop_fd) {
   auto* p = static_cast<char*>(data);
   while (size > 0) {
-    SLUICE_RETURN_IF_ERROR(WaitFor(fd, POLLIN, deadline, "waiting for the connection hello"));
+    SLUICE_RETURN_IF_ERROR(
+        WaitFor(fd, POLLIN, deadline, "waiting for the connection hello", stop_fd));
     ssize_t n = recv(fd, p, size, 0);
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
     // A peer that refused our hello (another transport's endpoint, say) closes, or resets
@@ -122,6 +129,15 @@ void ScopedFd::reset() {
   fd_ = -1;
 }
 
+ConnectStop::ConnectStop() : fd_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
+
+void ConnectStop::Raise() {
+  if (fd_.get() < 0) return;
+  const uint64_t one = 1;
+  // Never read: the count stays above zero, so the fd stays readable for every wait.
+  [[maybe_unused]] ssize_t written = write(fd_.get(), &one, sizeof(one));
+}
+
 absl::StatusOr<ScopedFd> ListenSocket(const Address& bind, uint16_t* port) {
   SLUICE_ASSIGN_OR_RETURN(addrinfo * info, Lookup(bind, /*passive=*/true));
   ScopedFd fd(socket(info->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
@@ -140,7 +156,7 @@ absl::StatusOr<ScopedFd> ListenSocket(const Address& bind, uint16_t* port) {
   return fd;
 }
 
-absl::StatusOr<ScopedFd> ConnectSocket(const Address& peer, absl::Duration timeout) {
+absl::StatusOr<ScopedFd> ConnectSocket(const Address& peer, absl::Duration timeout, int stop_fd) {
   absl::Time deadline = absl::Now() + timeout;
   SLUICE_ASSIGN_OR_RETURN(addrinfo * info, Lookup(peer, /*passive=*/false));
   ScopedFd fd(socket(info->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
@@ -151,7 +167,7 @@ absl::StatusOr<ScopedFd> ConnectSocket(const Address& peer, absl::Duration timeo
         absl::StrCat("cannot connect to ", peer.ToString(), ": ", std::strerror(errno)));
   }
   if (rc != 0) {
-    absl::Status waited = WaitFor(fd.get(), POLLOUT, deadline, "connecting");
+    absl::Status waited = WaitFor(fd.get(), POLLOUT, deadline, "connecting", stop_fd);
     if (!waited.ok()) {
       return absl::Status(waited.code(),
                           absl::StrCat("cannot connect to ", peer.ToString(), " within ",
@@ -170,7 +186,7 @@ absl::StatusOr<ScopedFd> ConnectSocket(const Address& peer, absl::Duration timeo
   return fd;
 }
 
-absl::Status SendHello(int fd, const Hello& hello, absl::Time deadline) {
+absl::Status SendHello(int fd, const Hello& hello, absl::Time deadline, int stop_fd) {
   std::string message(MagicOf(hello.transport), sizeof(kUcxMagic));
   uint32_t length = static_cast<uint32_t>(hello.worker_address.size());
   message.append(reinterpret_cast<const char*>(&hello.token), sizeof(hello.token));
@@ -180,15 +196,16 @@ absl::Status SendHello(int fd, const Hello& hello, absl::Time deadline) {
   message.append(reinterpret_cast<const char*>(&locality_length), sizeof(locality_length));
   message.append(hello.locality);
   message.push_back(static_cast<char>(hello.peer_watch));
-  return WriteAll(fd, message.data(), message.size(), deadline);
+  return WriteAll(fd, message.data(), message.size(), deadline, stop_fd);
 }
 
-absl::StatusOr<Hello> ReceiveHello(int fd, HelloTransport expected, absl::Time deadline) {
+absl::StatusOr<Hello> ReceiveHello(int fd, HelloTransport expected, absl::Time deadline,
+                                   int stop_fd) {
   char magic[sizeof(kUcxMagic)];
   Hello hello;
   hello.transport = expected;
   uint32_t length = 0;
-  SLUICE_RETURN_IF_ERROR(ReadAll(fd, magic, sizeof(magic), deadline));
+  SLUICE_RETURN_IF_ERROR(ReadAll(fd, magic, sizeof(magic), deadline, stop_fd));
   if (std::memcmp(magic, MagicOf(expected), sizeof(magic)) != 0) {
     for (HelloTransport other : {HelloTransport::kUcx, HelloTransport::kOfi}) {
       if (other != expected && std::memcmp(magic, MagicOf(other), sizeof(magic)) == 0) {
@@ -199,23 +216,23 @@ absl::StatusOr<Hello> ReceiveHello(int fd, HelloTransport expected, absl::Time d
     }
     return absl::InvalidArgumentError("peer is not a Sluice endpoint (bad hello magic)");
   }
-  SLUICE_RETURN_IF_ERROR(ReadAll(fd, &hello.token, sizeof(hello.token), deadline));
-  SLUICE_RETURN_IF_ERROR(ReadAll(fd, &length, sizeof(length), deadline));
+  SLUICE_RETURN_IF_ERROR(ReadAll(fd, &hello.token, sizeof(hello.token), deadline, stop_fd));
+  SLUICE_RETURN_IF_ERROR(ReadAll(fd, &length, sizeof(length), deadline, stop_fd));
   if (length == 0 || length > kMaxWorkerAddress) {
     return absl::InvalidArgumentError(
         absl::StrCat("hello announces a worker address of ", length, " bytes"));
   }
   hello.worker_address.resize(length);
-  SLUICE_RETURN_IF_ERROR(ReadAll(fd, hello.worker_address.data(), length, deadline));
-  SLUICE_RETURN_IF_ERROR(ReadAll(fd, &length, sizeof(length), deadline));
+  SLUICE_RETURN_IF_ERROR(ReadAll(fd, hello.worker_address.data(), length, deadline, stop_fd));
+  SLUICE_RETURN_IF_ERROR(ReadAll(fd, &length, sizeof(length), deadline, stop_fd));
   if (length > kMaxLocality) {
     return absl::InvalidArgumentError(
         absl::StrCat("hello announces a locality of ", length, " bytes"));
   }
   hello.locality.resize(length);
-  SLUICE_RETURN_IF_ERROR(ReadAll(fd, hello.locality.data(), length, deadline));
+  SLUICE_RETURN_IF_ERROR(ReadAll(fd, hello.locality.data(), length, deadline, stop_fd));
   uint8_t watch = 0;
-  SLUICE_RETURN_IF_ERROR(ReadAll(fd, &watch, sizeof(watch), deadline));
+  SLUICE_RETURN_IF_ERROR(ReadAll(fd, &watch, sizeof(watch), deadline, stop_fd));
   switch (static_cast<PeerWatch>(watch)) {
     case PeerWatch::kUcx:
     case PeerWatch::kSocket:

@@ -73,14 +73,30 @@ struct Hello {
 // alone: both wish it. Both ends reach the same answer.
 [[nodiscard]] bool SocketAloneWatches(const Hello& mine, const Hello& theirs);
 
+// Once raised, ends at once (Cancelled) the waits of the connects given its fd, in progress
+// or to come: an owner about to destroy a transport raises it rather than wait out a
+// connect to a peer that never answers. Raised for good.
+class ConnectStop {
+ public:
+  ConnectStop();  // an eventfd; without one (fd() -1), nothing stops early
+  void Raise();
+  [[nodiscard]] int fd() const { return fd_.get(); }
+
+ private:
+  ScopedFd fd_;
+};
+
 // A listening socket bound to `bind` (port 0 picks one); `*port` receives the bound port.
 [[nodiscard]] absl::StatusOr<ScopedFd> ListenSocket(const Address& bind, uint16_t* port);
 // Connects within `timeout`; a refused or unreachable peer is Unavailable, naming it.
-[[nodiscard]] absl::StatusOr<ScopedFd> ConnectSocket(const Address& peer, absl::Duration timeout);
-[[nodiscard]] absl::Status SendHello(int fd, const Hello& hello, absl::Time deadline);
+// `stop_fd` (ConnectStop::fd(), or -1) here and below: its raising ends the wait, Cancelled.
+[[nodiscard]] absl::StatusOr<ScopedFd> ConnectSocket(const Address& peer, absl::Duration timeout,
+                                                     int stop_fd = -1);
+[[nodiscard]] absl::Status SendHello(int fd, const Hello& hello, absl::Time deadline,
+                                     int stop_fd = -1);
 // A hello of the `expected` transport; one of the other is InvalidArgument naming both.
 [[nodiscard]] absl::StatusOr<Hello> ReceiveHello(int fd, HelloTransport expected,
-                                                 absl::Time deadline);
+                                                 absl::Time deadline, int stop_fd = -1);
 
 // A connection taken from a listening socket, with the hello its peer sent.
 struct AcceptedPeer {

@@ -183,14 +183,15 @@ void RpcEndpoint::StopServing() {
 
 RpcEndpoint::~RpcEndpoint() {
   StopServing();
-  // Background connects use the transport; each ends within its connect timeout, and no
-  // new one starts.
+  // Background connects use the transport: no new one starts, and those in progress end
+  // now (a peer that never answers would hold this for the connect timeout).
   std::vector<std::shared_ptr<Connector>> connectors;
   {
     absl::MutexLock lock(&background_mu_);
     background_stopping_ = true;
     connectors.swap(connectors_);
   }
+  transport_->StopConnecting();
   for (const std::shared_ptr<Connector>& connector : connectors) {
     if (connector->thread.get_id() == std::this_thread::get_id()) {
       // The thread would go on inside this endpoint once it is gone: said, not hidden.

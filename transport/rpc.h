@@ -153,9 +153,9 @@ class RpcEndpoint final : public MessageHandler {
   // Connects to `peer` as ConnectTo does, on a thread of the endpoint's, then calls `done`
   // with the outcome on that thread (never inside this call). Calls for a peer that thread
   // is still connecting share its outcome; those that come after a failed connect, within
-  // 200 ms of it, are connected for after that pause. ~RpcEndpoint waits for these threads
-  // (a connect under way bounds it by the transport's connect timeout), and callers it
-  // finds waiting, or that ask once it started (then inside this call), are told Cancelled.
+  // 200 ms of it, are connected for after that pause. ~RpcEndpoint ends a connect under way
+  // at once (Transport::StopConnecting) and waits for these threads; callers it finds
+  // waiting, or that ask once it started (then inside this call), are told Cancelled.
   // A callback must not destroy the endpoint.
   void ConnectInBackground(const Address& peer, ConnectCallback done);
   // Gives up on `connection` (its peer is known lost, e.g. behind a partition): the calls

@@ -66,6 +66,7 @@ class LosesConnectionsAsTheyOpen final : public Transport, public MessageHandler
   absl::string_view scheme() const override { return inner_->scheme(); }
   std::string Describe() const override { return inner_->Describe(); }
   absl::StatusOr<Address> Listen(const Address& bind) override { return inner_->Listen(bind); }
+  void StopConnecting() override { inner_->StopConnecting(); }
   absl::StatusOr<ConnectionId> ConnectBefore(const Address& peer, absl::Time before) override {
     {
       absl::MutexLock lock(&mu_);
@@ -418,6 +419,33 @@ TEST_P(RpcConnectTest, ABackgroundConnectDoesNotBlockItsCaller) {
   ASSERT_TRUE(reported.WaitForNotificationWithTimeout(absl::Seconds(20)));
   EXPECT_EQ(outcome.status().code(), absl::StatusCode::kDeadlineExceeded) << outcome.status();
   EXPECT_NE(reported_on, std::this_thread::get_id());
+}
+
+// Destroying the endpoint ends a background connect to a peer that never answers at once
+// (Transport::StopConnecting), telling its caller Cancelled, rather than wait for the
+// connect timeout: a trainer's client with a worker behind a partition exits promptly.
+TEST_P(RpcConnectTest, DestroyingTheEndpointEndsABackgroundConnectAtOnce) {
+  uint16_t port = 0;
+  absl::StatusOr<ScopedFd> silent = ListenSocket(Address{GetParam().scheme, "127.0.0.1", 0}, &port);
+  ASSERT_TRUE(silent.ok()) << silent.status();
+  // Before the endpoint, whose destructor waits for the callback that writes them.
+  absl::Notification reported;
+  absl::StatusOr<ConnectionId> outcome;
+  ASSERT_GE(options_.transport.connect_timeout, absl::Seconds(10));
+  absl::StatusOr<std::unique_ptr<RpcEndpoint>> leaving = RpcEndpoint::Create(options_);
+  ASSERT_TRUE(leaving.ok()) << leaving.status();
+  (*leaving)->ConnectInBackground(Address{GetParam().scheme, "127.0.0.1", port},
+                                  [&](absl::StatusOr<ConnectionId> connected) {
+                                    outcome = std::move(connected);
+                                    reported.Notify();
+                                  });
+  absl::SleepFor(absl::Milliseconds(200));  // the connect is under way: the socket is open
+  EXPECT_FALSE(reported.HasBeenNotified()) << outcome.status();
+  const absl::Time start = absl::Now();
+  leaving->reset();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(2)) << "it waited for the connect timeout";
+  ASSERT_TRUE(reported.HasBeenNotified());
+  EXPECT_EQ(outcome.status().code(), absl::StatusCode::kCancelled) << outcome.status();
 }
 
 // Background connects to one peer, asked for while one is under way, share it: one

@@ -111,11 +111,13 @@ absl::StatusOr<Address> OfiTransport::Listen(const Address& bind) {
 absl::StatusOr<ConnectionId> OfiTransport::ConnectBefore(const Address& peer, absl::Time before) {
   const absl::Time now = absl::Now();
   const absl::Time deadline = std::min(now + options_.connect_timeout, before);
-  SLUICE_ASSIGN_OR_RETURN(ScopedFd socket,
-                          ConnectSocket(peer, std::max(deadline - now, absl::ZeroDuration())));
+  SLUICE_ASSIGN_OR_RETURN(
+      ScopedFd socket,
+      ConnectSocket(peer, std::max(deadline - now, absl::ZeroDuration()), connect_stop_.fd()));
   ConnectionId id = next_connection_id_.fetch_add(1);
-  SLUICE_RETURN_IF_ERROR(SendHello(socket.get(), OwnHello(id), deadline));
-  absl::StatusOr<Hello> remote = ReceiveHello(socket.get(), HelloTransport::kOfi, deadline);
+  SLUICE_RETURN_IF_ERROR(SendHello(socket.get(), OwnHello(id), deadline, connect_stop_.fd()));
+  absl::StatusOr<Hello> remote =
+      ReceiveHello(socket.get(), HelloTransport::kOfi, deadline, connect_stop_.fd());
   if (!remote.ok()) {
     return absl::Status(remote.status().code(), absl::StrCat("connecting to ", peer.ToString(),
                                                              ": ", remote.status().message()));

@@ -61,6 +61,7 @@ class OfiTransport final : public Transport {
   std::string Describe() const override;
   absl::StatusOr<Address> Listen(const Address& bind) override;
   absl::StatusOr<ConnectionId> ConnectBefore(const Address& peer, absl::Time before) override;
+  void StopConnecting() override { connect_stop_.Raise(); }
   void Send(ConnectionId to, absl::string_view header, Payload payload, SendCallback done) override;
   void Close(ConnectionId connection) override;
   void Abort(ConnectionId connection, absl::Status why) override;
@@ -152,6 +153,7 @@ class OfiTransport final : public Transport {
   }
 
   std::atomic<ConnectionId> next_connection_id_{1};
+  ConnectStop connect_stop_;  // StopConnecting
   // Progress-thread-only state.
   absl::flat_hash_map<ConnectionId, Connection> connections_;
   absl::flat_hash_map<int, ConnectionId> connection_by_socket_;

@@ -56,6 +56,7 @@ class UcxTransport final : public Transport {
   std::string Describe() const override;
   absl::StatusOr<Address> Listen(const Address& bind) override;
   absl::StatusOr<ConnectionId> ConnectBefore(const Address& peer, absl::Time before) override;
+  void StopConnecting() override { connect_stop_.Raise(); }
   void Send(ConnectionId to, absl::string_view header, Payload payload, SendCallback done) override;
   void Close(ConnectionId connection) override;
   void Abort(ConnectionId connection, absl::Status why) override;
@@ -305,6 +306,7 @@ class UcxTransport final : public Transport {
   ProgressBaton baton_;
 
   std::atomic<ConnectionId> next_connection_id_{1};
+  ConnectStop connect_stop_;  // StopConnecting
   // State of whoever drives the worker.
   std::chrono::steady_clock::time_point next_tick_;
   unsigned turns_ = 0;
