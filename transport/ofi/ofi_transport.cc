@@ -137,10 +137,20 @@ void OfiTransport::Send(ConnectionId to, absl::string_view header, Payload paylo
     DoSend(to, header, payload, std::move(done));
     return;
   }
-  progress_->Post(
-      [this, to, header = std::string(header), payload, done = std::move(done)]() mutable {
-        DoSend(to, header, payload, std::move(done));
-      });
+  // A named type, not a lambda: when the thread has ended (the transport is being
+  // destroyed) Post leaves it untouched, and its callback is still told.
+  struct QueuedSend {
+    void operator()() { transport->DoSend(to, header, payload, std::move(done)); }
+    OfiTransport* transport;
+    ConnectionId to;
+    std::string header;
+    Payload payload;
+    SendCallback done;
+  };
+  QueuedSend send{this, to, std::string(header), payload, std::move(done)};
+  if (!progress_->Post(std::move(send))) {
+    send.done(absl::CancelledError("the libfabric transport is shutting down"));
+  }
 }
 
 void OfiTransport::Close(ConnectionId connection) {

@@ -75,16 +75,6 @@ void ProgressThread::Wake() {
   }
 }
 
-bool ProgressThread::Post(absl::AnyInvocable<void()> task) {
-  {
-    absl::MutexLock lock(&mu_);
-    if (exited_) return false;
-    queue_.push_back(std::move(task));
-  }
-  Wake();
-  return true;
-}
-
 bool ProgressThread::RunSync(const std::function<void()>& task) {
   if (OnThread()) {
     task();

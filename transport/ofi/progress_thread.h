@@ -24,6 +24,7 @@
 #include <deque>
 #include <functional>
 #include <thread>
+#include <utility>
 
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
@@ -61,8 +62,19 @@ class ProgressThread {
   // Lets the queue drain, then ends the thread. Tasks posted later are refused.
   void Stop();
 
-  // Queues `task`; false (and `task` dropped) once the thread has ended.
-  bool Post(absl::AnyInvocable<void()> task);
+  // Queues `task` (moved from only when queued); false once the thread has ended, `task`
+  // then left as it was, so that the caller can still do what it owes (a send's callback,
+  // which a dropped task would never run).
+  template <typename Task>
+  bool Post(Task&& task) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (exited_) return false;
+      queue_.emplace_back(std::forward<Task>(task));
+    }
+    Wake();
+    return true;
+  }
   // Runs `task` on the thread and waits; inline when called on it. False when it has ended.
   bool RunSync(const std::function<void()>& task);
   [[nodiscard]] bool OnThread() const { return std::this_thread::get_id() == thread_id_; }
