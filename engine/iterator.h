@@ -54,6 +54,12 @@ class ElementIterator {
   // where only building a new one can. repeat() asks before rebuilding its input: a worker
   // serving take(1) | cache() | repeat() rebuilt the iterator per batch, 5 allocations.
   [[nodiscard]] virtual bool Rewind() { return false; }
+  // Where element `index` of this iterator's output (0: the first GetNext gave) came from,
+  // for the errors of a stage after it: "record 7 of 'train-3.tfrecord'" from a file
+  // reader, whose records parse_example or a map then fail on. Empty when unknown (most
+  // iterators) or long past. Safe to call while another thread is in GetNext: a parallel
+  // map asks from the thread that failed while another one reads on.
+  [[nodiscard]] virtual std::string DescribeElement(int64_t /*index*/) const { return ""; }
 };
 
 // Where a DYNAMIC-mode source gets its splits from (implemented by the control layer over

@@ -98,7 +98,10 @@ TEST_F(InterleaveOpTest, ANestedErrorNamesTheFileItRead) {
                                parallel, ")"),
                   context_)
             .status();
-    EXPECT_THAT(failed.message(), HasSubstr("reading 'bad.txt': "));
+    // The nested reader names its file and the line (DescribeElement); interleave then
+    // adds nothing.
+    EXPECT_THAT(failed.message(), HasSubstr("reading record 1 of 'bad.txt': "));
+    EXPECT_EQ(failed.message().find("bad.txt"), failed.message().rfind("bad.txt")) << failed;
     EXPECT_THAT(failed.message(), HasSubstr("seven"));
     EXPECT_EQ(failed.code(), absl::StatusCode::kInvalidArgument) << failed;
   }

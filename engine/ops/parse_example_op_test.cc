@@ -110,6 +110,30 @@ TEST_F(ParseExampleErrorsTest, ErrorsNameTheRecordAndFeature) {
                         "scalar), got int64[]{0}"));
 }
 
+// Of many files, the error names the file and the record in it, not only parse_example's
+// count across them all; so with parallel parsing, which fails on a thread while another
+// reads on.
+TEST_F(ParseExampleErrorsTest, ErrorsNameTheFileAndItsRecord) {
+  std::string first;
+  for (int i = 0; i < 3; ++i) AppendTfRecord(Record(i, {0.5f, 1.5f}, {}), &first);
+  WriteFile(dir_.path() + "/first.tfrecord", first);
+  for (const char* parallel : {"", ", parallel=4"}) {
+    SCOPED_TRACE(parallel);
+    absl::StatusOr<std::vector<Element>> rows =
+        DrainText(absl::StrCat("tfrecord(files=['first.tfrecord', 'r.tfrecord']) | "
+                               "parse_example(spec='score:float:2'",
+                               parallel, ")"),
+                  context_);
+    EXPECT_THAT(rows.status().message(),
+                HasSubstr("reading record 1 of 'r.tfrecord': parse_example: record 4: feature "
+                          "'score' is missing"));
+  }
+  // A source that cannot tell says nothing more.
+  EXPECT_THAT(
+      std::string(DrainText("range(3) | parse_example(spec='a:int64:var')").status().message()),
+      ::testing::StartsWith("parse_example: record 0"));
+}
+
 TEST_F(ParseExampleErrorsTest, ParallelParsingKeepsOrderAndTextRoundTrips) {
   std::string bytes;
   for (int i = 0; i < 200; ++i) AppendTfRecord(Record(i, {0.5f}, {"t"}), &bytes);
