@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -129,7 +130,14 @@ void ScopedFd::reset() {
   fd_ = -1;
 }
 
-ConnectStop::ConnectStop() : fd_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
+ConnectStop::ConnectStop() : fd_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
+  if (fd_.get() < 0) {
+    std::fprintf(stderr,
+                 "sluice: eventfd failed (%s): a transport being destroyed waits out the "
+                 "connects in progress\n",
+                 std::strerror(errno));
+  }
+}
 
 void ConnectStop::Raise() {
   if (fd_.get() < 0) return;
@@ -168,6 +176,10 @@ absl::StatusOr<ScopedFd> ConnectSocket(const Address& peer, absl::Duration timeo
   }
   if (rc != 0) {
     absl::Status waited = WaitFor(fd.get(), POLLOUT, deadline, "connecting", stop_fd);
+    if (absl::IsCancelled(waited)) {
+      return absl::CancelledError(
+          absl::StrCat("connecting to ", peer.ToString(), ": ", waited.message()));
+    }
     if (!waited.ok()) {
       return absl::Status(waited.code(),
                           absl::StrCat("cannot connect to ", peer.ToString(), " within ",

@@ -182,16 +182,18 @@ void RpcEndpoint::StopServing() {
 }
 
 RpcEndpoint::~RpcEndpoint() {
+  // First: a handler that StopServing waits for may be connecting to a peer that never
+  // answers (its outgoing CallProto), and background connects may be too. Both end now.
+  transport_->StopConnecting();
   StopServing();
-  // Background connects use the transport: no new one starts, and those in progress end
-  // now (a peer that never answers would hold this for the connect timeout).
+  // Background connects use the transport: no new one starts, and those in progress ended
+  // above (a peer that never answers would hold this for the connect timeout).
   std::vector<std::shared_ptr<Connector>> connectors;
   {
     absl::MutexLock lock(&background_mu_);
     background_stopping_ = true;
     connectors.swap(connectors_);
   }
-  transport_->StopConnecting();
   for (const std::shared_ptr<Connector>& connector : connectors) {
     if (connector->thread.get_id() == std::this_thread::get_id()) {
       // The thread would go on inside this endpoint once it is gone: said, not hidden.

@@ -194,13 +194,14 @@ class RpcConnectTest : public ::testing::TestWithParam<Case> {
 
   // A listening socket that takes connections into its backlog and never answers: a peer
   // behind a partition that drops what follows the TCP handshake. Open while *socket is.
-  Address SilentPeer(ScopedFd* socket) {
+  // Call under ASSERT_NO_FATAL_FAILURE.
+  void SilentPeer(ScopedFd* socket, Address* address) {
     uint16_t port = 0;
     absl::StatusOr<ScopedFd> silent =
         ListenSocket(Address{GetParam().scheme, "127.0.0.1", 0}, &port);
-    EXPECT_TRUE(silent.ok()) << silent.status();
-    if (silent.ok()) *socket = *std::move(silent);
-    return Address{GetParam().scheme, "127.0.0.1", port};
+    ASSERT_TRUE(silent.ok()) << silent.status();
+    *socket = *std::move(silent);
+    *address = Address{GetParam().scheme, "127.0.0.1", port};
   }
 
   static constexpr uint32_t kBig = 2;
@@ -335,7 +336,8 @@ TEST_P(RpcConnectTest, TheDrivingThreadDoesNotWaitForAnotherThreadsConnect) {
 // connect timeout first.
 TEST_P(RpcConnectTest, ACallsTimeoutBoundsItsConnect) {
   ScopedFd silent;
-  const Address silent_peer = SilentPeer(&silent);
+  Address silent_peer;
+  ASSERT_NO_FATAL_FAILURE(SilentPeer(&silent, &silent_peer));
   ASSERT_GE(options_.transport.connect_timeout, absl::Seconds(10));
   google::protobuf::StringValue request, response;
   const absl::Time start = absl::Now();
@@ -378,7 +380,8 @@ TEST_P(RpcConnectTest, AWaitForAnotherThreadsConnectEndsAtTheDeadline) {
 // with it.
 TEST_P(RpcConnectTest, AWaiterWithTimeLeftDoesNotInheritAShorterDeadline) {
   ScopedFd silent;
-  const Address silent_peer = SilentPeer(&silent);
+  Address silent_peer;
+  ASSERT_NO_FATAL_FAILURE(SilentPeer(&silent, &silent_peer));
   absl::StatusOr<ConnectionId> hasty;
   std::thread first([&] {
     hasty = client_->ConnectTo(silent_peer, kNoConnection, absl::Now() + absl::Milliseconds(300));
@@ -414,7 +417,8 @@ TEST_P(RpcConnectTest, LiveConnectionNeverConnects) {
 // reports the failure later, from another thread, when the connect timeout ends.
 TEST_P(RpcConnectTest, ABackgroundConnectDoesNotBlockItsCaller) {
   ScopedFd silent;
-  const Address silent_peer = SilentPeer(&silent);
+  Address silent_peer;
+  ASSERT_NO_FATAL_FAILURE(SilentPeer(&silent, &silent_peer));
   // Before the endpoint, whose destructor waits for the callback that writes them.
   absl::Notification reported;
   absl::StatusOr<ConnectionId> outcome;
@@ -440,7 +444,8 @@ TEST_P(RpcConnectTest, ABackgroundConnectDoesNotBlockItsCaller) {
 // connect timeout: a trainer's client with a worker behind a partition exits promptly.
 TEST_P(RpcConnectTest, DestroyingTheEndpointEndsABackgroundConnectAtOnce) {
   ScopedFd silent;
-  const Address silent_peer = SilentPeer(&silent);
+  Address silent_peer;
+  ASSERT_NO_FATAL_FAILURE(SilentPeer(&silent, &silent_peer));
   // Before the endpoint, whose destructor waits for the callback that writes them.
   absl::Notification reported;
   absl::StatusOr<ConnectionId> outcome;

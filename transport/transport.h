@@ -222,9 +222,11 @@ class Transport {
   // deadline must not wait out a whole connect timeout for a peer behind a partition.
   [[nodiscard]] virtual absl::StatusOr<ConnectionId> ConnectBefore(const Address& peer,
                                                                    absl::Time deadline) = 0;
-  // Connects in progress, and any asked for later, fail Cancelled at once: for an owner
-  // about to destroy the transport, which would otherwise wait out each connect to a peer
-  // that never answers (RpcEndpoint's background connects). For good.
+  // Connects in progress, and any asked for later, fail Cancelled as soon as they wait on
+  // their socket (connecting, the hello): for an owner about to destroy the transport,
+  // which would otherwise wait out each connect to a peer that never answers
+  // (RpcEndpoint's background connects). A host name lookup is not cut short, nor the
+  // accepting side's wait for a hello (at most 2 s). For good.
   virtual void StopConnecting() = 0;
   // Sends header + payload; `done` runs on the thread driving progress once the payload may
   // be reused. The header is copied before Send returns (a small message then costs no

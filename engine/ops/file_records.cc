@@ -66,7 +66,8 @@ class FileRecordsIterator : public ElementIterator {
       if (!file.ok()) return PrefixStatus(options_.op, file.status());
       SLUICE_ASSIGN_OR_RETURN(reader_, options_.make_reader(*std::move(file)));
       absl::MutexLock lock(&starts_mu_);
-      starts_.push_back(FileStart{produced_, static_cast<size_t>(index), delivered_ == nullptr});
+      starts_.push_back(FileStart{produced_, static_cast<size_t>(index),
+                                  delivered_ == nullptr && !options_.may_skip_records});
       if (starts_.size() > kFileStartsKept) starts_.pop_front();
     }
   }
@@ -77,7 +78,8 @@ class FileRecordsIterator : public ElementIterator {
     for (auto start = starts_.rbegin(); start != starts_.rend(); ++start) {
       if (start->first_element > index) continue;
       const std::string& file = options_.files[start->file];
-      // With delivered records skipped (a re-issued split), counting gives no record index.
+      // With records skipped (delivered ones of a re-issued split, bad ones), counting gives
+      // no record index.
       if (!start->counted) return absl::StrCat("'", file, "'");
       return absl::StrCat("record ", index - start->first_element, " of '", file, "'");
     }
@@ -129,12 +131,13 @@ class FileRecordsIterator : public ElementIterator {
   // Ordinals of ended files, for the next record produced.
   DroppedCredit credit_;
   // DescribeElement: elements handed out, and where the latest files' elements began. A
-  // parallel map asks about an element at most 2 x parallel x 16 behind the one read last.
+  // parallel map asks about an element up to 2 x parallel x 16 behind the one read last:
+  // with files that small (under 8 records at parallel=16), an error may name no file.
   static constexpr size_t kFileStartsKept = 256;
   struct FileStart {
     int64_t first_element;
     size_t file;   // index into options_.files
-    bool counted;  // its records are numbered by counting (none skipped as delivered)
+    bool counted;  // its records are numbered by counting (none skipped)
   };
   int64_t produced_ = 0;
   mutable absl::Mutex starts_mu_;

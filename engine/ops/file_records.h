@@ -42,6 +42,9 @@ struct FileRecordsOptions {
   proto::Compression compression = proto::COMPRESSION_AUTO;
   Sniff sniff = Sniff::kGzipMagic;
   RecordReaderFactory make_reader;
+  // The reader may pass over records it cannot read (tfrecord's skip_bad_records): counting
+  // those handed out then gives no record's index in its file, and errors name the file only.
+  bool may_skip_records = false;
 };
 
 // The iterator for a reader op's stage (see above for where files come from).

@@ -78,6 +78,7 @@ OpDef TfRecordOpDef() {
     options.files.assign(op.files().begin(), op.files().end());
     options.compression = op.compression();
     options.sniff = Sniff::kTfRecord;
+    options.may_skip_records = op.skip_bad_records();
     options.make_reader =
         [reader_options](OpenedDataFile file) -> absl::StatusOr<std::unique_ptr<RecordReader>> {
       return std::make_unique<TfRecordRecords>(std::move(file), reader_options);

@@ -25,6 +25,7 @@ using ::sluice::engine::testing::TestDataDir;
 using ::sluice::engine::testing::WriteFile;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 constexpr char kTfx[] = "/tfrecord/tfx/tfx/";
 constexpr char kExample[] = "/tfrecord/pytorch-data/test/_fakedata/tfrecord/example.tfrecord";
@@ -168,6 +169,27 @@ TEST_F(CorruptFilesTest, SkipModeCountsAndReportsBadRecords) {
   ASSERT_EQ(messages.size(), 2u);
   EXPECT_THAT(messages[0], HasSubstr("'flipped.tfrecord' at offset 24"));
   EXPECT_THAT(messages[1], HasSubstr("'truncated.tfrecord' at offset 48"));
+}
+
+// A later stage's error names the record's file, and its index in the file while none was
+// skipped; with skip_bad_records the count of records handed out is no such index, so the
+// file alone is named.
+TEST_F(CorruptFilesTest, LaterErrorsNameTheFileAndARecordIndexOnlyWhenCounted) {
+  PipelineContext context = Roots({root_});
+  PipelineStats stats;
+  context.stats = &stats;
+  EXPECT_THAT(DrainText("tfrecord(files=['good.tfrecord']) | map(string_to_int64)", context)
+                  .status()
+                  .message(),
+              HasSubstr("reading record 0 of 'good.tfrecord': "));
+  const std::string skipping(
+      DrainText("tfrecord(files=['flipped.tfrecord'], skip_bad_records=true) | "
+                "map(string_to_int64)",
+                context)
+          .status()
+          .message());
+  EXPECT_THAT(skipping, HasSubstr("reading 'flipped.tfrecord': "));
+  EXPECT_THAT(skipping, Not(HasSubstr("record 0 of")));
 }
 
 TEST_F(CorruptFilesTest, FilesOutsideTheDataRootsAreRefused) {

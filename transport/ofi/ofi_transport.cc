@@ -148,7 +148,8 @@ void OfiTransport::Send(ConnectionId to, absl::string_view header, Payload paylo
     SendCallback done;
   };
   QueuedSend send{this, to, std::string(header), payload, std::move(done)};
-  if (!progress_->Post(std::move(send))) {
+  // Moved from only when queued (ProgressThread::Post). A reply's callback may be empty.
+  if (!progress_->Post(std::move(send)) && send.done) {
     send.done(absl::CancelledError("the libfabric transport is shutting down"));
   }
 }
