@@ -56,9 +56,12 @@ class ElementIterator {
   [[nodiscard]] virtual bool Rewind() { return false; }
   // Where element `index` of this iterator's output (0: the first GetNext gave) came from,
   // for the errors of a stage after it: "record 7 of 'train-3.tfrecord'" from a file
-  // reader, whose records parse_example or a map then fail on. Empty when unknown (most
-  // iterators) or long past. Safe to call while another thread is in GetNext: a parallel
-  // map asks from the thread that failed while another one reads on.
+  // reader, whose records parse_example or a map then fail on. Stages that hand on their
+  // input's elements one for one, or drop some, ask their input in turn (map, filter,
+  // parse_example, prefetch, take, skip); the rest (shuffle, batch, interleave's outer
+  // elements) answer empty, as does a reader for an element long past. Safe to call while
+  // another thread is in GetNext: a parallel map asks from the thread that failed while
+  // another one reads on.
   [[nodiscard]] virtual std::string DescribeElement(int64_t /*index*/) const { return ""; }
 };
 

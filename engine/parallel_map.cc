@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "common/thread_name.h"
+#include "engine/input_index_trail.h"
 #include "engine/op_registry.h"
 #include "engine/provenance.h"
 
@@ -56,6 +57,14 @@ absl::Status NamingTheInput(const ElementIterator& input, int64_t index, absl::S
   return PrefixStatus(absl::StrCat("reading ", where), status);
 }
 
+// A map's output element `index`, described by its input (through the elements it dropped),
+// so that a stage after the map names the file too: "tfrecord | parse_example | map(f)".
+std::string DescribeInput(const ElementIterator& input, const InputIndexTrail& trail,
+                          int64_t index) {
+  const int64_t input_index = trail.InputIndexOf(index);
+  return input_index < 0 ? "" : input.DescribeElement(input_index);
+}
+
 class SequentialMapIterator : public ElementIterator {
  public:
   SequentialMapIterator(std::unique_ptr<ElementIterator> input, ElementTransform transform,
@@ -74,11 +83,16 @@ class SequentialMapIterator : public ElementIterator {
           *input_, index, Apply(transform_, label_, std::move(in), index, &result, &dropped)));
       if (result.has_value()) {
         credit_.CreditTo(*result);
+        trail_.Produced(index);
         *out = *std::move(result);
         return absl::OkStatus();
       }
       credit_.Drop(dropped.get());
     }
+  }
+
+  std::string DescribeElement(int64_t index) const override {
+    return DescribeInput(*input_, trail_, index);
   }
 
  private:
@@ -87,6 +101,7 @@ class SequentialMapIterator : public ElementIterator {
   std::string label_;
   int64_t index_ = 0;
   DroppedCredit credit_;
+  InputIndexTrail trail_;
 };
 
 // Sequence numbers count the input's elements (plus one for an input error, reported in
@@ -130,12 +145,17 @@ class ParallelMapIterator : public ElementIterator {
       if (!status.ok()) return status;
       if (element.has_value()) {
         credit_.CreditTo(*element);
+        trail_.Produced(next_take_ - 1);
         *out = *std::move(element);
         *end_of_sequence = false;
         return absl::OkStatus();
       }
       credit_.Drop(dropped.get());
     }
+  }
+
+  std::string DescribeElement(int64_t index) const override {
+    return DescribeInput(*input_, trail_, index);
   }
 
  private:
@@ -277,6 +297,7 @@ class ParallelMapIterator : public ElementIterator {
   int64_t handed_back_ = 0;  // The released_ it last set.
   int hand_back_every_ = 1;
   DroppedCredit credit_;
+  InputIndexTrail trail_;  // Written by the consumer, read by anyone describing an element.
 
   std::mutex mu_;
   std::condition_variable consumer_cv_;

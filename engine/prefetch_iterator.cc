@@ -1,5 +1,6 @@
 #include "engine/prefetch_iterator.h"
 
+#include <string>
 #include <utility>
 
 namespace sluice::engine {
@@ -39,10 +40,20 @@ void PrefetchIterator::Produce() {
     }
     cv_.notify_all();
     if (!s.ok() || end) {
-      input_.reset();  // Release files (and splits) as soon as the input is done.
+      // Release files (and splits) as soon as the input is done; destroyed outside the lock.
+      std::unique_ptr<ElementIterator> done;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        done = std::move(input_);
+      }
       return;
     }
   }
+}
+
+std::string PrefetchIterator::DescribeElement(int64_t index) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return input_ == nullptr ? "" : input_->DescribeElement(index);
 }
 
 absl::Status PrefetchIterator::GetNext(Element* out, bool* end_of_sequence) {

@@ -16,6 +16,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 
 #include "engine/iterator.h"
@@ -31,13 +32,18 @@ class PrefetchIterator : public ElementIterator {
   PrefetchIterator& operator=(const PrefetchIterator&) = delete;
 
   [[nodiscard]] absl::Status GetNext(Element* out, bool* end_of_sequence) override;
+  // The input's: the buffer hands elements out one for one, in order. Empty once the input
+  // has ended (it is released then, with its files).
+  [[nodiscard]] std::string DescribeElement(int64_t index) const override;
 
  private:
   void Produce();
 
-  std::unique_ptr<ElementIterator> input_;  // Used only by the producer thread.
+  // Pulled by the producer thread only; released by it under mu_, which DescribeElement
+  // holds while it asks the input.
+  std::unique_ptr<ElementIterator> input_;
   const size_t buffer_size_;
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Element> buffer_;
   bool input_done_ = false;

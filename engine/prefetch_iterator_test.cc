@@ -2,9 +2,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "engine/test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -26,6 +28,9 @@ class CountingIterator : public ElementIterator {
     *out = {Tensor::Scalar<int64_t>(next_++)};
     *end = false;
     return absl::OkStatus();
+  }
+  std::string DescribeElement(int64_t index) const override {
+    return absl::StrCat("element ", index);
   }
 
  private:
@@ -50,6 +55,18 @@ TEST(PrefetchIteratorTest, ReadsAheadUpToTheBufferThenDeliversInOrder) {
   ASSERT_TRUE(all.ok());
   ASSERT_EQ(all->size(), 100u);
   EXPECT_EQ(testing::ScalarInt64s(*all)[99], 99);
+}
+
+// Elements are described by the input while it is held; once it ended the producer
+// releases it (with its files), and the answer is empty rather than a freed input's.
+TEST(PrefetchIteratorTest, DescribesElementsUntilItsInputIsReleased) {
+  std::atomic<int64_t> pulls{0};
+  PrefetchIterator it(std::make_unique<CountingIterator>(3, absl::OkStatus(), &pulls), 1);
+  EXPECT_EQ(it.DescribeElement(0), "element 0");
+  absl::StatusOr<std::vector<Element>> all = testing::Drain(it);
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_EQ(all->size(), 3u);
+  EXPECT_EQ(it.DescribeElement(2), "");
 }
 
 TEST(PrefetchIteratorTest, ErrorsArriveAfterTheElementsBeforeThem) {

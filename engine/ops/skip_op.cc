@@ -1,5 +1,6 @@
 #include "engine/ops/skip_op.h"
 
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -21,6 +22,11 @@ class SkipIterator : public ElementIterator {
       ++skipped_;
     }
     return input_->GetNext(out, end_of_sequence);
+  }
+
+  // Output i is input count_ + i (with count_ at -1 there is none).
+  std::string DescribeElement(int64_t index) const override {
+    return count_ < 0 ? "" : input_->DescribeElement(count_ + index);
   }
 
  private:

@@ -1,6 +1,7 @@
 #include "engine/ops/take_op.h"
 
 #include <algorithm>
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -24,6 +25,10 @@ class TakeIterator : public ElementIterator {
     SLUICE_RETURN_IF_ERROR(input_->GetNext(out, end_of_sequence));
     if (!*end_of_sequence) ++taken_;
     return absl::OkStatus();
+  }
+
+  std::string DescribeElement(int64_t index) const override {
+    return input_->DescribeElement(index);
   }
 
  private:

@@ -1,0 +1,79 @@
+#include "engine/input_index_trail.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "engine/test_util.h"
+
+namespace sluice::engine {
+namespace {
+
+using ::sluice::engine::testing::DrainText;
+using ::sluice::engine::testing::TempDir;
+using ::sluice::engine::testing::WriteFile;
+using ::testing::HasSubstr;
+
+TEST(InputIndexTrailTest, OutputsAfterDropsMapPastThem) {
+  InputIndexTrail trail;
+  for (int64_t input : {0, 1, 3, 4, 5, 9}) trail.Produced(input);
+  EXPECT_EQ(trail.InputIndexOf(0), 0);
+  EXPECT_EQ(trail.InputIndexOf(1), 1);
+  EXPECT_EQ(trail.InputIndexOf(2), 3);
+  EXPECT_EQ(trail.InputIndexOf(4), 5);
+  EXPECT_EQ(trail.InputIndexOf(5), 9);
+}
+
+TEST(InputIndexTrailTest, OnlyTheLatestDropsAreKept) {
+  InputIndexTrail trail;
+  // Every other input dropped: each output starts a run of its own.
+  for (int64_t output = 0; output < 1000; ++output) trail.Produced(2 * output);
+  EXPECT_EQ(trail.InputIndexOf(999), 1998);
+  EXPECT_EQ(trail.InputIndexOf(800), 1600);
+  EXPECT_EQ(trail.InputIndexOf(3), -1) << "long past: not known, rather than guessed";
+}
+
+// A stage after map, filter, prefetch, take or skip names the file and record its element
+// came from, past the elements a filter dropped, sequential or parallel.
+class DescribeThroughStagesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    context_.data_roots = {dir_.path()};
+    WriteFile(dir_.path() + "/a.txt", "1\n2\n3\n");
+    // Record 3 of b.txt is not a number; a blank line before it is filtered out. Records
+    // after it keep a prefetch from reaching the end (and releasing the reader) first.
+    WriteFile(dir_.path() + "/b.txt", "4\n\n5\nx\n6\n7\n8\n9\n10\n11\n12\n13\n");
+  }
+  std::string Error(const std::string& stages) {
+    absl::StatusOr<std::vector<Element>> rows =
+        DrainText(absl::StrCat("text_line(files=['a.txt', 'b.txt']) | ", stages), context_);
+    return rows.ok() ? "no error" : std::string(rows.status().message());
+  }
+  TempDir dir_;
+  PipelineContext context_;
+};
+
+TEST_F(DescribeThroughStagesTest, AfterAFilterTheRecordCountsTheDroppedOnes) {
+  for (const char* filter : {"filter(non_empty)", "filter(non_empty, parallel=4)"}) {
+    for (const char* map : {"map(string_to_int64)", "map(string_to_int64, parallel=4)"}) {
+      SCOPED_TRACE(absl::StrCat(filter, " | ", map));
+      EXPECT_THAT(Error(absl::StrCat(filter, " | ", map)),
+                  HasSubstr("reading record 3 of 'b.txt': map(string_to_int64)"));
+    }
+  }
+}
+
+TEST_F(DescribeThroughStagesTest, MapsPrefetchTakeAndSkipPassTheQuestionOn) {
+  for (const char* stages : {"map(identity) | prefetch(2)", "map(identity, parallel=3)",
+                             "skip(2) | take(100)", "prefetch(1) | skip(1)"}) {
+    SCOPED_TRACE(stages);
+    EXPECT_THAT(Error(absl::StrCat(stages, " | filter(non_empty) | map(string_to_int64)")),
+                HasSubstr("reading record 3 of 'b.txt': map(string_to_int64)"));
+  }
+}
+
+}  // namespace
+}  // namespace sluice::engine
