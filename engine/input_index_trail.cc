@@ -1,5 +1,7 @@
 #include "engine/input_index_trail.h"
 
+#include <optional>
+
 namespace sluice::engine {
 
 void InputIndexTrail::Produced(int64_t input_index) {
@@ -7,18 +9,14 @@ void InputIndexTrail::Produced(int64_t input_index) {
   const int64_t skipped = input_index - output;
   if (skipped == skipped_) return;
   skipped_ = skipped;
-  absl::MutexLock lock(&mu_);
-  if (runs_.size() == kDropsKept) runs_.pop_front();
-  runs_.push_back(Run{output, skipped});
+  runs_.Push(Run{output, skipped});
 }
 
 int64_t InputIndexTrail::InputIndexOf(int64_t index) const {
-  absl::MutexLock lock(&mu_);
   // The latest run that began at or before it.
-  for (auto run = runs_.rbegin(); run != runs_.rend(); ++run) {
-    if (run->first_output <= index) return index + run->skipped;
-  }
-  return -1;
+  const std::optional<Run> run =
+      runs_.FindNewest([index](const Run& r) { return r.first_output <= index; });
+  return run.has_value() ? index + run->skipped : -1;
 }
 
 }  // namespace sluice::engine

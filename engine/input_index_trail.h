@@ -10,21 +10,21 @@
 //
 // Produced is called by the stage's consumer thread, in output order; InputIndexOf from any
 // thread (a stage downstream fails on one of its own threads while this one reads on). Only
-// the outputs after a drop cost a lock and an entry; the latest 256 drops are kept, so an
-// output before those is not known (-1).
+// the outputs after a drop write an entry (a few stores, no lock: engine/seqlock_ring.h);
+// the latest 256 are kept, so an output before those is not known (-1).
 #ifndef SLUICE_ENGINE_INPUT_INDEX_TRAIL_H_
 #define SLUICE_ENGINE_INPUT_INDEX_TRAIL_H_
 
 #include <cstdint>
-#include <deque>
 
-#include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
+#include "engine/seqlock_ring.h"
 
 namespace sluice::engine {
 
 class InputIndexTrail {
  public:
+  InputIndexTrail() { runs_.Push(Run{0, 0}); }
+
   // Output number produced() so far came from input element `input_index`; inputs come in
   // order, so input_index is at least the previous one plus one.
   void Produced(int64_t input_index);
@@ -44,8 +44,7 @@ class InputIndexTrail {
   int64_t produced_ = 0;
   int64_t skipped_ = 0;
 
-  mutable absl::Mutex mu_;
-  std::deque<Run> runs_ ABSL_GUARDED_BY(mu_) = {Run{0, 0}};
+  SeqlockRing<Run, kDropsKept> runs_;
 };
 
 }  // namespace sluice::engine

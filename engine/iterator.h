@@ -58,10 +58,10 @@ class ElementIterator {
   // for the errors of a stage after it: "record 7 of 'train-3.tfrecord'" from a file
   // reader, whose records parse_example or a map then fail on. Stages that hand on their
   // input's elements one for one, or drop some, ask their input in turn (map, filter,
-  // parse_example, prefetch, take, skip); the rest (shuffle, batch, interleave's outer
-  // elements) answer empty, as does a reader for an element long past. Safe to call while
-  // another thread is in GetNext: a parallel map asks from the thread that failed while
-  // another one reads on.
+  // parse_example, prefetch, take, skip), and interleave asks the nested pipeline the
+  // element came from; the rest (shuffle, batch) answer empty, as does a reader for an
+  // element long past. Safe to call while another thread is in GetNext: a parallel map
+  // asks from the thread that failed while another one reads on.
   [[nodiscard]] virtual std::string DescribeElement(int64_t /*index*/) const { return ""; }
 };
 

@@ -1,6 +1,7 @@
 #include "engine/ops/interleave_op.h"
 
 #include <algorithm>
+#include <deque>
 #include <span>
 #include <string>
 #include <utility>
@@ -8,9 +9,11 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "common/status_macros.h"
 #include "engine/cardinality.h"
 #include "engine/look_ahead.h"
+#include "engine/ops/interleave_origins.h"
 #include "engine/pipeline_text.h"
 #include "engine/pipeline_validate.h"
 #include "engine/prefetch_iterator.h"
@@ -48,12 +51,13 @@ class InterleaveIterator : public ElementIterator {
         bool end = false;
         SLUICE_RETURN_IF_ERROR(NamingTheSource(slot, TakeFromSlot(slot, out, &end)));
         if (!end) {
+          origins_.Took(slot.opened, cycle_index_, InnerIndex(slot, *out));
           credit_.CreditTo(*out);
           if (++block_index_ == op_.block_length()) NextInCycle();
           *end_of_sequence = false;
           return absl::OkStatus();
         }
-        slot = Slot{};
+        Close(slot);
         --open_;
         NextInCycle();
       } else if (!input_done_) {
@@ -61,6 +65,7 @@ class InterleaveIterator : public ElementIterator {
         SLUICE_RETURN_IF_ERROR(input_->GetNext(&element, &input_done_));
         if (input_done_) continue;
         Slot next;
+        next.opened = opened_;
         if (element.size() == 1 && element[0].dtype() == DType::kString &&
             element[0].shape().empty()) {
           next.source = std::string(element[0].string_value(0));
@@ -74,7 +79,10 @@ class InterleaveIterator : public ElementIterator {
           next.it = std::make_unique<PrefetchIterator>(
               std::move(next.it), std::clamp<int64_t>(op_.block_length(), 2, kMaxReadAheadPerSlot));
         }
-        slot = std::move(next);
+        {
+          absl::MutexLock lock(&slots_mu_);
+          slot = std::move(next);
+        }
         ++open_;
       } else {
         NextInCycle();
@@ -82,6 +90,24 @@ class InterleaveIterator : public ElementIterator {
     }
     *end_of_sequence = true;
     return absl::OkStatus();
+  }
+
+  // The nested pipeline's own description while it is open ("record 4 of 'b.tfrecord'"),
+  // else its outer element's name.
+  std::string DescribeElement(int64_t index) const override {
+    const std::optional<InterleaveOrigins::Origin> origin = origins_.Find(index);
+    if (!origin.has_value()) return "";
+    absl::MutexLock lock(&slots_mu_);
+    const Slot& slot = slots_[origin->slot];
+    if (slot.it != nullptr && slot.opened == origin->opened) {
+      std::string nested = slot.it->DescribeElement(origin->inner);
+      if (!nested.empty()) return nested;
+      return slot.source.empty() ? "" : absl::StrCat("'", slot.source, "'");
+    }
+    for (const auto& [opened, source] : closed_sources_) {
+      if (opened == origin->opened) return absl::StrCat("'", source, "'");
+    }
+    return "";
   }
 
  private:
@@ -103,6 +129,8 @@ class InterleaveIterator : public ElementIterator {
     std::shared_ptr<const Provenance> first;
     // The outer element when it is a string (a file name, usually), for errors.
     std::string source;
+    uint64_t opened = 0;  // this interleave's count of nested pipelines opened before it
+    int64_t taken = 0;    // elements taken from it (when not retagged)
   };
 
   // An error of a slot's nested pipeline names the slot's outer element, unless it already
@@ -193,6 +221,29 @@ class InterleaveIterator : public ElementIterator {
     return absl::OkStatus();
   }
 
+  // Which element of its nested pipeline's output `out`, just taken from `slot`, is: counted,
+  // or where some are passed over (delivered before), read from the ordinal Tag gave it.
+  static int64_t InnerIndex(Slot& slot, const Element& out) {
+    if (!slot.retag) return slot.taken++;
+    const Provenance* provenance = ElementProvenance(out);
+    if (provenance == nullptr || provenance->runs().empty()) return slot.taken++;
+    return provenance->runs()[0].first_ordinal & ((int64_t{1} << kInnerOrdinalBits) - 1);
+  }
+
+  // Empties an ended slot, keeping its outer element's name for describing what it gave;
+  // the nested pipeline is destroyed outside the lock (it may join threads).
+  void Close(Slot& slot) {
+    Slot closed;
+    {
+      absl::MutexLock lock(&slots_mu_);
+      closed = std::exchange(slot, Slot{});
+      if (!closed.source.empty()) {
+        if (closed_sources_.size() == kClosedSourcesKept) closed_sources_.pop_front();
+        closed_sources_.emplace_back(closed.opened, closed.source);
+      }
+    }
+  }
+
   void NextInCycle() {
     block_index_ = 0;
     cycle_index_ = (cycle_index_ + 1) % slots_.size();
@@ -205,7 +256,12 @@ class InterleaveIterator : public ElementIterator {
   const uint64_t seed_;
   const bool final_ordinals_;
   const std::shared_ptr<DeliveredRegistry> registry_;
+  // Read by the consumer without the lock; replaced under it, which DescribeElement holds.
   std::vector<Slot> slots_;
+  mutable absl::Mutex slots_mu_;
+  static constexpr size_t kClosedSourcesKept = 64;
+  std::deque<std::pair<uint64_t, std::string>> closed_sources_ ABSL_GUARDED_BY(slots_mu_);
+  InterleaveOrigins origins_;
   // What this interleave will never produce (see engine/provenance.h), for the next
   // element it does.
   DroppedCredit credit_;

@@ -15,6 +15,7 @@
 namespace sluice::engine {
 namespace {
 
+using ::sluice::engine::testing::Drain;
 using ::sluice::engine::testing::DrainText;
 using ::sluice::engine::testing::ScalarStrings;
 using ::sluice::engine::testing::TempDir;
@@ -111,6 +112,43 @@ TEST_F(InterleaveOpTest, ANestedErrorNamesTheFileItRead) {
           .status()
           .message());
   EXPECT_EQ(message.find("reading 'nope.txt'"), std::string::npos) << message;
+}
+
+// A stage after the interleave names the file and record its element came from: the nested
+// pipeline's own description while it is open, its file's name once it has ended.
+TEST_F(InterleaveOpTest, AStageAfterItNamesTheFileAndRecord) {
+  // Lines enough after the bad one that no read-ahead (a parallel map's is 128 elements)
+  // reaches the file's end before the map fails: the reader is still open then.
+  std::string bad = "7\n7\nx\n";
+  for (int i = 0; i < 400; ++i) bad += "7\n";
+  WriteFile(dir_.path() + "/bad.txt", bad);
+  for (const char* interleave :
+       {"cycle_length=2", "cycle_length=2, block_length=3", "cycle_length=3, parallel=true"}) {
+    for (const char* map : {"map(string_to_int64)", "map(string_to_int64, parallel=4)"}) {
+      SCOPED_TRACE(absl::StrCat(interleave, " | ", map));
+      absl::StatusOr<std::vector<Element>> out =
+          DrainText(absl::StrCat("from_tensor_slices(['1.txt', 'bad.txt', '3.txt']) | "
+                                 "interleave(text_line(), ",
+                                 interleave, ") | ", map),
+                    context_);
+      EXPECT_THAT(out.status().message(),
+                  HasSubstr("reading record 2 of 'bad.txt': map(string_to_int64)"));
+    }
+  }
+  // Once every file ended, the interleave still names where its latest elements came from.
+  absl::StatusOr<proto::PipelineDef> def = ParsePipeline(
+      "from_tensor_slices(['1.txt', '2.txt']) | interleave(text_line(), cycle_length=2)");
+  ASSERT_TRUE(def.ok()) << def.status();
+  absl::StatusOr<std::unique_ptr<ElementIterator>> it = BuildPipeline(*def, context_);
+  ASSERT_TRUE(it.ok()) << it.status();
+  Element element;
+  bool end = false;
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE((*it)->GetNext(&element, &end).ok());
+  EXPECT_EQ((*it)->DescribeElement(3), "record 1 of '2.txt'");
+  absl::StatusOr<std::vector<Element>> rest = Drain(**it);
+  ASSERT_TRUE(rest.ok()) << rest.status();
+  EXPECT_EQ((*it)->DescribeElement(3), "'2.txt'");
+  EXPECT_EQ((*it)->DescribeElement(2), "'1.txt'");
 }
 
 TEST_F(InterleaveOpTest, TextFormRoundTripsNestedPipelines) {
