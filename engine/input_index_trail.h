@@ -25,11 +25,12 @@ class InputIndexTrail {
  public:
   InputIndexTrail() { runs_.Push(Run{0, 0}); }
 
-  // Output number produced() so far came from input element `input_index`; inputs come in
+  // The next output (0, 1, ...) came from input element `input_index`; inputs come in
   // order, so input_index is at least the previous one plus one.
   void Produced(int64_t input_index);
 
-  // The input element output `index` came from; -1 when it is too long past to tell.
+  // The input element output `index`, one produced already, came from; -1 when it is too
+  // long past to tell.
   [[nodiscard]] int64_t InputIndexOf(int64_t index) const;
 
  private:

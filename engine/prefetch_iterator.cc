@@ -29,25 +29,21 @@ void PrefetchIterator::Produce() {
     Element e;
     bool end = false;
     absl::Status s = input_->GetNext(&e, &end);
+    // Released (files and splits) as soon as the input is done, in the step that says so:
+    // a consumer told of the end finds it gone. Destroyed outside the lock.
+    std::unique_ptr<ElementIterator> done;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (!s.ok() || end) {
         error_ = s;
         input_done_ = true;
+        done = std::move(input_);
       } else {
         buffer_.push_back(std::move(e));
       }
     }
     cv_.notify_all();
-    if (!s.ok() || end) {
-      // Release files (and splits) as soon as the input is done; destroyed outside the lock.
-      std::unique_ptr<ElementIterator> done;
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        done = std::move(input_);
-      }
-      return;
-    }
+    if (done != nullptr) return;
   }
 }
 

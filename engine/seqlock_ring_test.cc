@@ -39,11 +39,13 @@ TEST(SeqlockRingTest, FindsTheNewestMatchAmongTheLatestN) {
 TEST(SeqlockRingTest, ReadersRacingTheWriterNeverSeeATornRecord) {
   SeqlockRing<Record, 4> ring;
   std::atomic<bool> done{false};
+  std::atomic<int> started{0};
   std::atomic<int64_t> found{0};
   std::atomic<int64_t> torn{0};
   std::vector<std::thread> readers;
   for (int i = 0; i < 2; ++i) {
     readers.emplace_back([&] {
+      started.fetch_add(1);
       while (!done.load(std::memory_order_relaxed)) {
         std::optional<Record> r = ring.FindNewest([](const Record& r) { return r.n % 3 == 0; });
         if (!r.has_value()) continue;
@@ -54,6 +56,8 @@ TEST(SeqlockRingTest, ReadersRacingTheWriterNeverSeeATornRecord) {
       }
     });
   }
+  // Both readers read while every record is written, not after.
+  while (started.load() < 2) std::this_thread::yield();
   for (int64_t n = 0; n < 3'000'000; ++n) ring.Push(Make(n));
   done.store(true);
   for (std::thread& reader : readers) reader.join();

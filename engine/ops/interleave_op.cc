@@ -239,7 +239,7 @@ class InterleaveIterator : public ElementIterator {
       closed = std::exchange(slot, Slot{});
       if (!closed.source.empty()) {
         if (closed_sources_.size() == kClosedSourcesKept) closed_sources_.pop_front();
-        closed_sources_.emplace_back(closed.opened, closed.source);
+        closed_sources_.emplace_back(closed.opened, std::move(closed.source));
       }
     }
   }
@@ -259,7 +259,8 @@ class InterleaveIterator : public ElementIterator {
   // Read by the consumer without the lock; replaced under it, which DescribeElement holds.
   std::vector<Slot> slots_;
   mutable absl::Mutex slots_mu_;
-  static constexpr size_t kClosedSourcesKept = 64;
+  // As many as the runs InterleaveOrigins keeps: a run it still knows has its file's name.
+  static constexpr size_t kClosedSourcesKept = 256;
   std::deque<std::pair<uint64_t, std::string>> closed_sources_ ABSL_GUARDED_BY(slots_mu_);
   InterleaveOrigins origins_;
   // What this interleave will never produce (see engine/provenance.h), for the next

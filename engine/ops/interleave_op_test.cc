@@ -8,6 +8,8 @@
 #include "absl/time/clock.h"
 #include "engine/io/tfrecord_reader.h"
 #include "engine/pipeline_text.h"
+#include "engine/provenance.h"
+#include "engine/provenance_test_util.h"
 #include "engine/test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -149,6 +151,31 @@ TEST_F(InterleaveOpTest, AStageAfterItNamesTheFileAndRecord) {
   ASSERT_TRUE(rest.ok()) << rest.status();
   EXPECT_EQ((*it)->DescribeElement(3), "'2.txt'");
   EXPECT_EQ((*it)->DescribeElement(2), "'1.txt'");
+}
+
+// DYNAMIC: the interleave tags its elements and passes over those delivered before, so
+// its count of what a file gave is no record index; the element's ordinal is. Records 0 and
+// 1 of bad.txt were delivered: its first element now is record 2 (counted, it was 0).
+TEST_F(InterleaveOpTest, AStageAfterItNamesTheRecordPastDeliveredOnes) {
+  std::string bad = "7\n7\nx\n";
+  for (int i = 0; i < 400; ++i) bad += "7\n";
+  WriteFile(dir_.path() + "/bad.txt", bad);
+  for (const char* interleave : {"cycle_length=2", "cycle_length=2, parallel=true"}) {
+    SCOPED_TRACE(interleave);
+    proto::Split split = testing::MakeSplit(
+        /*key=*/1, 0, 2, /*delivered=*/{{*NestedOrdinal(1, 0), *NestedOrdinal(1, 2)}});
+    split.add_files(dir_.path() + "/1.txt");
+    split.add_files(dir_.path() + "/bad.txt");
+    testing::FakeFeed feed({split});
+    std::unique_ptr<ElementIterator> it = testing::BuildFed(
+        absl::StrCat("list_files('", dir_.path(), "/*.txt') | interleave(text_line(), ", interleave,
+                     ") | map(string_to_int64)"),
+        &feed, {dir_.path()});
+    ASSERT_NE(it, nullptr);
+    EXPECT_THAT(Drain(*it).status().message(),
+                HasSubstr(absl::StrCat("reading record 2 of '", dir_.path(),
+                                       "/bad.txt': map(string_to_int64)")));
+  }
 }
 
 TEST_F(InterleaveOpTest, TextFormRoundTripsNestedPipelines) {

@@ -37,7 +37,7 @@ class InterleaveOrigins {
   // The next output (0, 1, ...) is element `inner` of pipeline `opened`, in `slot`.
   void Took(uint64_t opened, size_t slot, int64_t inner);
 
-  // Where output `output` came from; nullopt when it is too long past (or not yet taken).
+  // Where output `output`, one taken already, came from; nullopt when it is too long past.
   [[nodiscard]] std::optional<Origin> Find(int64_t output) const;
 
  private:
