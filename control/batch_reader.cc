@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "control/serialized_bytes.h"
 
 namespace sluice::control {
@@ -213,6 +214,7 @@ void BatchReader::Fetch(uint64_t fetch_id) {
   thread_local proto::GetElementRequest request;
   request.Clear();
   absl::Status failed;
+  bool ended_here = false;
   {
     absl::MutexLock lock(&mu_);
     Task& task = tasks_[task_index];
@@ -223,8 +225,30 @@ void BatchReader::Fetch(uint64_t fetch_id) {
       // changes (no epoch raised, no acknowledgement taken), and the task waits for its
       // connection.
       Unfetch(fetch_id);
-      if (task.connecting) return;
-      task.connecting = true;
+      if (task.end_seen && task.outstanding == 0 && !task.ended) {
+        // Another request's reply said the task ended while this one was on its way here:
+        // nothing is left to ask it for. Ended as OnFetched ends a task, or no one would.
+        task.ended = true;
+        HandOutHeld(task);
+        ended_here = true;
+      } else if (task.connecting) {
+        return;
+      } else if (std::exchange(task.connected_unused, false)) {
+        const absl::Time now = absl::Now();
+        const absl::Status gone = absl::UnavailableError(absl::StrCat(
+            "the connection to worker ", *task.worker_text, " closed as soon as it opened"));
+        if (BearUnreachable(task, gone, now)) {
+          task.retry_at = now + kUnreachableBackoff;
+          retry_scheduled_ = true;
+        } else {
+          Fail(absl::UnavailableError(
+              absl::StrCat("reading task ", task.id, ": ", gone.message(), ", again for ",
+                           absl::FormatDuration(options_.request_timeout))));
+        }
+        return;
+      } else {
+        task.connecting = true;
+      }
     } else {
       InFlight& fetch = *in_flight_.Find(fetch_id);
       Sent& sent = fetch.sent_request;
@@ -240,10 +264,15 @@ void BatchReader::Fetch(uint64_t fetch_id) {
       acked->Add(sent.acked.begin(), sent.acked.end());
       fetch.sent_at = absl::Now();
       task.connection = *connection;
+      task.connected_unused = false;
     }
   }
   if (!failed.ok()) {
     OnFetched(fetch_id, failed);
+    return;
+  }
+  if (ended_here) {
+    Pump();
     return;
   }
   if (!connection.has_value()) {

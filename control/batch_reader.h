@@ -206,6 +206,10 @@ class BatchReader {
     // There is no live connection to its worker: one is being made in the background
     // (ConnectInBackground), and the task is not asked until OnConnected.
     bool connecting = false;
+    // A background connect to its worker succeeded, and no request has gone out on it yet:
+    // finding it gone already counts as the worker unreachable (a worker that accepts and
+    // drops), not as a reason to connect again at once.
+    bool connected_unused = false;
     // Coordinated reads: the rounds [starting_round, ending_round) it serves (0: open).
     int64_t starting_round = 0;
     int64_t ending_round = 0;

@@ -308,9 +308,10 @@ void BatchReader::OnConnected(size_t task_index,
     const absl::Time now = absl::Now();
     if (connected.ok()) {
       task.retry_at = absl::InfinitePast();
+      task.connected_unused = true;
     } else if (BearUnreachable(task, connected.status(), now)) {
       task.retry_at = now + kUnreachableBackoff;
-    } else if (!task.lost) {
+    } else if (!task.lost && !task.ended && !task.end_seen) {
       Fail(absl::Status(connected.status().code(),
                         absl::StrCat("connecting to worker ", *task.worker_text, " for task ",
                                      task.id, ": ", connected.status().message())));

@@ -41,7 +41,9 @@ void BatchReader::PumpRounds() {
       auto waits = [this, now](std::optional<size_t> owner) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
         if (!owner) return false;
         const Task& task = tasks_[*owner];
-        return !task.lost && (task.connecting || task.retry_at > now);
+        // A recovery task that read all it was given serves no round: skipped below.
+        return !task.lost && !(task.recovery && task.end_seen) &&
+               (task.connecting || task.retry_at > now);
       };
       auto retry = rounds_to_retry_.begin();
       while (retry != rounds_to_retry_.end() &&

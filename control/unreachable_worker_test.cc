@@ -5,6 +5,7 @@
 // worker lost the read goes on (or ends) at its next heartbeat. Over real UCX endpoints; the
 // unreachable worker is a listening socket that never answers, registered with the
 // dispatcher by a heartbeat.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -13,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "control/client.h"
@@ -202,6 +204,38 @@ TEST_F(UnreachableWorkerTest, OffReadsGetTheReachableWorkersWholePass) {
   EXPECT_FALSE(TimedNext(*reader, &took).has_value());
   EXPECT_LT(took, kWorkerTimeout + absl::Seconds(3)) << "the end waited for more than the loss";
   EXPECT_EQ(lost(), std::vector<std::string>{silent_address_});
+}
+
+// A worker the dispatcher keeps counting as live but this trainer never reaches: each
+// connect to it fails (at the connect timeout) and is tried again after a back-off, and
+// once it has been unreachable for request_timeout the read fails, naming it. Meanwhile the
+// reachable worker's pass came whole, each Next() promptly.
+TEST_F(UnreachableWorkerTest, AWorkerNeverReachedFailsTheReadAfterTheRequestTimeout) {
+  ClientOptions client_options;
+  client_options.dispatcher = dispatcher_->address();
+  client_options.transport.ucx_tls = kSharedMemory;
+  client_options.timeout = absl::Milliseconds(500);  // each connect to the silent worker
+  absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(client_options);
+  ASSERT_TRUE(client.ok()) << client.status();
+  client_ = *std::move(client);
+  ReadOptions options;
+  options.mode = proto::OFF;
+  options.slab_bytes = 1 << 16;
+  options.request_timeout = absl::Seconds(2);
+  std::unique_ptr<BatchReader> reader = Read("range(100) | batch(10)", options);
+  ASSERT_NE(reader, nullptr);
+  absl::Duration slowest;
+  EXPECT_EQ(FirstValues(*reader, 10, &slowest),
+            (std::vector<int64_t>{0, 10, 20, 30, 40, 50, 60, 70, 80, 90}));
+  EXPECT_LT(slowest, kPromptly) << "a Next() waited for the silent worker";
+
+  const absl::Time start = absl::Now();
+  absl::StatusOr<std::optional<Batch>> end = reader->Next();
+  ASSERT_FALSE(end.ok()) << "the read ended (or went on) without the silent worker's pass";
+  EXPECT_THAT(std::string(end.status().message()),
+              ::testing::HasSubstr(absl::StrCat("connecting to worker ", silent_address_)));
+  EXPECT_LT(absl::Now() - start, options.request_timeout + kPromptly);
+  EXPECT_TRUE(lost().empty());
 }
 
 // Coordinated reads: the silent worker's rounds cannot come, and the consumer waits for
