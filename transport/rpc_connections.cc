@@ -110,11 +110,15 @@ std::optional<ConnectionId> RpcEndpoint::LiveConnectionLocked(const Address& pee
 
 void RpcEndpoint::ConnectInBackground(const Address& peer, ConnectCallback done) {
   std::vector<std::shared_ptr<Connector>> finished;
+  // Said, not read off `done`: a moved-from std::function is empty in libstdc++, but
+  // libc++ leaves a small one callable, which would then run twice.
+  bool taken = false;
   {
     absl::MutexLock lock(&background_mu_);
     if (!background_stopping_) {
       BackgroundCallers& callers = background_callers_[peer];
       callers.waiting.push_back(std::move(done));
+      taken = true;
       if (callers.thread_running) return;  // that thread will call it
       callers.thread_running = true;
       // Threads that ended are joined here, off the lock, so they do not pile up.
@@ -131,7 +135,7 @@ void RpcEndpoint::ConnectInBackground(const Address& peer, ConnectCallback done)
       connectors_.push_back(std::move(connector));
     }
   }
-  if (done) done(absl::CancelledError("the RPC endpoint is shutting down"));  // not taken
+  if (!taken && done) done(absl::CancelledError("the RPC endpoint is shutting down"));
   for (const std::shared_ptr<Connector>& connector : finished) connector->thread.join();
 }
 
