@@ -72,7 +72,10 @@ void TaskRunner::Produce() {
   last_batch_.clear();
   {
     absl::MutexLock lock(&mu_);
-    produced_all_ = true;
+    // Cut short by ~TaskRunner, the pipeline did not end: its parked requests are answered
+    // Cancelled there, not told the end by the Serve below (a coordinated reader told the
+    // end of a task that is not its recovery fails the whole read).
+    produced_all_ = status.ok() || !stopping_;
     if (!status.ok() && !stopping_) {
       error_ =
           absl::Status(status.code(), absl::StrCat("task ", task_.task_id(), " (dataset ",

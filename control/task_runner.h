@@ -155,7 +155,8 @@ class TaskRunner {
   // kEndHeldAtMost, lest they pass their deadline waiting for a slow or vanished client.
   // The worker calls it periodically.
   void Poll();
-  // The pipeline reached its end (or failed); the buffer may still hold batches.
+  // The pipeline reached its end (or failed); the buffer may still hold batches. Not when
+  // the destructor cut it short.
   [[nodiscard]] bool produced_all() const;
   // Produced all, and every batch reached a client (its send completed): losing this
   // worker now loses nothing of the task.

@@ -452,5 +452,39 @@ TEST_F(DeliveryTest, ARequestOvertakenByANewerEpochIsToldToRetryWhileNothingIsRe
   StopRunner();  // cancels the feed and answers the parked request
 }
 
+// A task stopped while its pipeline still runs (its worker shutting down, or the dispatcher
+// deleting it) answers its parked requests Cancelled: the pipeline was cut short, not
+// finished. They were told the end of the sequence, so an uncoordinated reader took the
+// task as done, and a coordinated one failed the whole read ("coordinated reads need an
+// infinite pipeline") where a Cancelled worker is one it skips the rounds of.
+TEST_F(DeliveryTest, AStoppedTaskTellsItsParkedRequestsItStoppedNotThatItEnded) {
+  for (const int num_consumers : {0, 2}) {
+    SCOPED_TRACE(num_consumers);
+    StartRunner("range(100) | batch(10)", num_consumers, 8, absl::ZeroDuration(),
+                std::make_unique<StalledFeed>());
+    const int fetched_before = fetches_.load();
+    std::vector<std::future<absl::StatusOr<int64_t>>> parked;
+    for (int32_t i = 0; i < 2; ++i) {
+      parked.push_back(std::async(std::launch::async, [this, num_consumers, i] {
+        if (num_consumers > 0) return GetRound(i, 0, {});
+        proto::GetElementResponse response;
+        const absl::Status status = client_->CallProto(
+            address_, proto::GET_ELEMENT, Request(7 + i, 1, {}), &response, absl::Seconds(10));
+        if (!status.ok()) return absl::StatusOr<int64_t>(status);
+        return absl::StatusOr<int64_t>(response.end_of_sequence() ? kEnd : response.batch_index());
+      }));
+    }
+    ASSERT_TRUE(AwaitFetches(fetched_before + 2)) << "the requests never reached the task";
+    StopRunner();
+    for (std::future<absl::StatusOr<int64_t>>& reply : parked) {
+      const absl::StatusOr<int64_t> outcome = reply.get();
+      EXPECT_TRUE(absl::IsCancelled(outcome.status()))
+          << (!outcome.ok()      ? outcome.status().ToString()
+              : *outcome == kEnd ? std::string("told the end of the sequence")
+                                 : std::string("given a batch"));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace sluice::control::testing
