@@ -381,6 +381,15 @@ absl::Status Worker::Heartbeat() {
       std::cerr << "sluice worker " << address_ << ": the dispatcher restarted without its state "
                 << "(id " << dispatcher_id_ << ", now " << response.dispatcher_id()
                 << "); its tasks here end and the worker registers again\n";
+      // The new one numbers its tasks from 1 again: one it gives this worker may carry the
+      // id of a task still running here for the old one, which would serve the old
+      // pipeline's batches under it. All end now (before this response's new tasks start);
+      // one it took for running because the id was listed comes as new at the next beat.
+      for (auto& [id, runner] : runners_) {
+        AddTaskStats(runner->stats(), &retired_stats_);
+        removing_.push_back(std::move(runner));
+      }
+      runners_.clear();
     }
     dispatcher_id_ = response.dispatcher_id();
   }
