@@ -76,11 +76,10 @@ void TaskRunner::Fetch(std::shared_ptr<transport::ServerCall> call, uint64_t max
     VerifyKeptSlabs();
     if (!stale) evicted = Park(std::move(waiter));
   }
-  if (stale) {
-    TellToRetry(waiter);
-    return;
-  }
   if (evicted.has_value()) TellToRetry(*evicted);
+  if (stale) TellToRetry(waiter);
+  // Also after a stale request: the acknowledgements it carried may have taken a client's
+  // last lost batch, which requests held back from the end waited on.
   Serve();
 }
 

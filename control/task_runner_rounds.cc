@@ -61,10 +61,9 @@ void TaskRunner::Fetch(std::shared_ptr<transport::ServerCall> call, uint64_t max
         absl::StrCat("consumer ", consumer, " asked for round ", round, " again")));
   }
   if (evicted.has_value()) TellToRetry(*evicted);
-  if (again.has_value()) {
-    Reply(waiter, std::move(*again));
-    return;
-  }
+  if (again.has_value()) Reply(waiter, std::move(*again));
+  // Also after serving a round again: its acknowledgements may have let a kept batch go,
+  // which a parked request waited on.
   Serve();
 }
 
