@@ -44,7 +44,7 @@ absl::Status ProgressThread::Start(Hooks hooks, int wait_fd, absl::Duration spin
   }
   absl::Notification started;
   thread_ = std::thread([this, &started] {
-    thread_id_ = std::this_thread::get_id();
+    thread_id_.store(std::this_thread::get_id(), std::memory_order_relaxed);
     SetCurrentThreadName("sluice-ofi");
     // Polled providers sleep for tens of microseconds; the default 50 us timer slack would
     // double those sleeps.
@@ -65,6 +65,7 @@ void ProgressThread::Stop() {
   }
   Wake();
   thread_.join();
+  thread_id_.store(std::thread::id(), std::memory_order_relaxed);
 }
 
 void ProgressThread::Wake() {

@@ -77,7 +77,9 @@ class ProgressThread {
   }
   // Runs `task` on the thread and waits; inline when called on it. False when it has ended.
   bool RunSync(const std::function<void()>& task);
-  [[nodiscard]] bool OnThread() const { return std::this_thread::get_id() == thread_id_; }
+  [[nodiscard]] bool OnThread() const {
+    return std::this_thread::get_id() == thread_id_.load(std::memory_order_relaxed);
+  }
   // Started and not yet stopped.
   [[nodiscard]] bool running() const { return thread_.joinable(); }
 
@@ -101,7 +103,9 @@ class ProgressThread {
   int event_fd_ = -1;
   int epoll_fd_ = -1;
   std::thread thread_;
-  std::thread::id thread_id_;
+  // Cleared once the thread is joined: a later thread may get the same id, and must not be
+  // taken for this one. Atomic, as other threads ask while Stop clears it.
+  std::atomic<std::thread::id> thread_id_{};
   // A post sets has_posts_ and writes the eventfd only if sleeping_: the loop sets sleeping_
   // and then re-checks has_posts_ before waiting, so one of the two always sees the other.
   std::atomic<bool> has_posts_{false};

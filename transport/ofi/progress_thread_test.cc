@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <thread>
 
 #include "absl/synchronization/notification.h"
 
@@ -58,6 +59,23 @@ TEST(ProgressThreadTest, APostAfterTheEndLeavesTheTaskToTheCaller) {
   task();  // the caller can still run what it owes
   EXPECT_TRUE(*ran);
   EXPECT_FALSE(thread.RunSync([] {}));
+}
+
+// A thread started once the progress thread has ended may get its id (glibc reuses the
+// ids of joined threads): it is not taken for the progress thread, which would have it run
+// work inline that belongs on a thread that no longer exists.
+TEST(ProgressThreadTest, ALaterThreadIsNotTakenForTheEndedOne) {
+  ProgressThread thread;
+  ASSERT_TRUE(
+      thread.Start(IdleHooks(), /*wait_fd=*/-1, absl::Microseconds(50), absl::Microseconds(500))
+          .ok());
+  thread.Stop();
+  for (int i = 0; i < 20; ++i) {
+    bool on_thread = true;
+    std::thread later([&] { on_thread = thread.OnThread(); });
+    later.join();
+    EXPECT_FALSE(on_thread) << "thread " << i;
+  }
 }
 
 }  // namespace
