@@ -260,7 +260,7 @@ class InterleaveIterator : public ElementIterator {
   std::vector<Slot> slots_;
   mutable absl::Mutex slots_mu_;
   // As many as the runs InterleaveOrigins keeps: a run it still knows has its file's name.
-  static constexpr size_t kClosedSourcesKept = 256;
+  static constexpr size_t kClosedSourcesKept = InterleaveOrigins::kRunsKept;
   std::deque<std::pair<uint64_t, std::string>> closed_sources_ ABSL_GUARDED_BY(slots_mu_);
   InterleaveOrigins origins_;
   // What this interleave will never produce (see engine/provenance.h), for the next

@@ -13,7 +13,7 @@
 //
 // Took is called by the interleave's consumer thread, once per output, in order; Find from
 // any thread. Outputs continuing a run of one pipeline (a block) write nothing; each new
-// run writes an entry (a few stores, no lock: engine/seqlock_ring.h), and the latest 256
+// run writes an entry (a few stores, no lock: engine/seqlock_ring.h), and the latest 1024
 // runs are kept.
 #ifndef SLUICE_ENGINE_OPS_INTERLEAVE_ORIGINS_H_
 #define SLUICE_ENGINE_OPS_INTERLEAVE_ORIGINS_H_
@@ -40,8 +40,11 @@ class InterleaveOrigins {
   // Where output `output`, one taken already, came from; nullopt when it is too long past.
   [[nodiscard]] std::optional<Origin> Find(int64_t output) const;
 
+  // More than a parallel map after the interleave may ask back for: 2 x parallel x 16
+  // elements, 512 at parallel=16, each a run of its own at block_length=1 (32 KiB).
+  static constexpr size_t kRunsKept = 1024;
+
  private:
-  static constexpr size_t kRunsKept = 256;
   struct Run {
     int64_t first_output = 0;
     Origin first;  // of the run's first output; the next ones follow it in one pipeline

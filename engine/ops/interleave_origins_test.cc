@@ -37,9 +37,9 @@ TEST(InterleaveOriginsTest, BlocksAndCyclesAreFoundAgain) {
 
 TEST(InterleaveOriginsTest, OnlyTheLatestRunsAreKept) {
   InterleaveOrigins origins;
-  for (int64_t i = 0; i < 1000; ++i) origins.Took(static_cast<uint64_t>(i % 2), i % 2, i / 2);
-  ExpectOrigin(origins, 999, 1, 1, 499);
-  ExpectOrigin(origins, 800, 0, 0, 400);
+  for (int64_t i = 0; i < 3000; ++i) origins.Took(static_cast<uint64_t>(i % 2), i % 2, i / 2);
+  ExpectOrigin(origins, 2999, 1, 1, 1499);
+  ExpectOrigin(origins, 2000, 0, 0, 1000);
   EXPECT_FALSE(origins.Find(10).has_value()) << "long past: not known, rather than guessed";
   // A long run holds all its outputs with one entry.
   InterleaveOrigins one_run;
