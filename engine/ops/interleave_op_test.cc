@@ -47,6 +47,14 @@ class InterleaveOpTest : public ::testing::Test {
     EXPECT_TRUE(out.ok()) << out.status();
     return out.ok() ? ScalarStrings(*out) : std::vector<std::string>{};
   }
+  // bad.txt: record 2 is not a number. Lines enough after it that no read-ahead (a parallel
+  // map's is 128 elements) reaches the file's end before the map fails: the reader is
+  // still open then.
+  void WriteBadFile() {
+    std::string bad = "7\n7\nx\n";
+    for (int i = 0; i < 400; ++i) bad += "7\n";
+    WriteFile(dir_.path() + "/bad.txt", bad);
+  }
   TempDir dir_;
   PipelineContext context_;
 };
@@ -119,11 +127,7 @@ TEST_F(InterleaveOpTest, ANestedErrorNamesTheFileItRead) {
 // A stage after the interleave names the file and record its element came from: the nested
 // pipeline's own description while it is open, its file's name once it has ended.
 TEST_F(InterleaveOpTest, AStageAfterItNamesTheFileAndRecord) {
-  // Lines enough after the bad one that no read-ahead (a parallel map's is 128 elements)
-  // reaches the file's end before the map fails: the reader is still open then.
-  std::string bad = "7\n7\nx\n";
-  for (int i = 0; i < 400; ++i) bad += "7\n";
-  WriteFile(dir_.path() + "/bad.txt", bad);
+  WriteBadFile();
   for (const char* interleave :
        {"cycle_length=2", "cycle_length=2, block_length=3", "cycle_length=3, parallel=true"}) {
     for (const char* map : {"map(string_to_int64)", "map(string_to_int64, parallel=4)"}) {
@@ -157,9 +161,7 @@ TEST_F(InterleaveOpTest, AStageAfterItNamesTheFileAndRecord) {
 // its count of what a file gave is no record index; the element's ordinal is. Records 0 and
 // 1 of bad.txt were delivered: its first element now is record 2 (counted, it was 0).
 TEST_F(InterleaveOpTest, AStageAfterItNamesTheRecordPastDeliveredOnes) {
-  std::string bad = "7\n7\nx\n";
-  for (int i = 0; i < 400; ++i) bad += "7\n";
-  WriteFile(dir_.path() + "/bad.txt", bad);
+  WriteBadFile();
   for (const char* interleave : {"cycle_length=2", "cycle_length=2, parallel=true"}) {
     SCOPED_TRACE(interleave);
     proto::Split split = testing::MakeSplit(
