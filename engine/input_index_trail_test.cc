@@ -75,5 +75,26 @@ TEST_F(DescribeThroughStagesTest, MapsPrefetchTakeAndSkipPassTheQuestionOn) {
   }
 }
 
+// batch and padded_batch name the rows of the batch a later stage failed on, and the row
+// that would not stack; shuffle names the input element its output was.
+TEST_F(DescribeThroughStagesTest, BatchesNameTheirRowsAndShuffleItsInput) {
+  EXPECT_THAT(Error("filter(non_empty) | batch(3) | map(string_to_int64)"),
+              HasSubstr("reading a batch of 3, from record 0 of 'b.txt' to record 3 of 'b.txt': "
+                        "map(string_to_int64)"));
+  for (const char* shuffle : {"shuffle(3, seed=1)", "shuffle(3, seed=2)", "shuffle(3, seed=3)"}) {
+    SCOPED_TRACE(shuffle);
+    EXPECT_THAT(Error(absl::StrCat(shuffle, " | filter(non_empty) | map(string_to_int64)")),
+                HasSubstr("reading record 3 of 'b.txt': map(string_to_int64)"));
+  }
+  // Record 0 of 'b.txt' has two words, the rows before it one.
+  WriteFile(dir_.path() + "/b.txt", "4 5\n6\n");
+  EXPECT_THAT(Error("map(split_whitespace) | batch(2)"),
+              HasSubstr("reading record 0 of 'b.txt': batch: all elements of a batch need"));
+  EXPECT_THAT(Error("map(split_whitespace) | map(string_to_int64) | "
+                    "padded_batch(2, padded_shapes=[[1]])"),
+              HasSubstr("reading a batch of 2, from record 2 of 'a.txt' to record 0 of 'b.txt': "
+                        "padded_batch"));
+}
+
 }  // namespace
 }  // namespace sluice::engine

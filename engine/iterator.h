@@ -58,10 +58,11 @@ class ElementIterator {
   // for the errors of a stage after it: "record 7 of 'train-3.tfrecord'" from a file
   // reader, whose records parse_example or a map then fail on. Stages that hand on their
   // input's elements one for one, or drop some, ask their input in turn (map, filter,
-  // parse_example, prefetch, take, skip), and interleave asks the nested pipeline the
-  // element came from; the rest (shuffle, batch) answer empty, as does a reader for an
-  // element long past. Safe to call while another thread is in GetNext: a parallel map
-  // asks from the thread that failed while another one reads on.
+  // parse_example, prefetch, take, skip), interleave asks the nested pipeline the element
+  // came from, shuffle the input element it was, and batch and padded_batch name their
+  // first and last rows; the rest answer empty, as does a reader for an element long past. Safe to
+  // call while another thread is in GetNext: a parallel map asks from the thread that failed while
+  // another one reads on.
   [[nodiscard]] virtual std::string DescribeElement(int64_t /*index*/) const { return ""; }
 };
 

@@ -1,5 +1,8 @@
 #include "engine/ops/batch_op.h"
 
+#include <algorithm>
+#include <atomic>
+#include <limits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -13,6 +16,23 @@ absl::StatusOr<Element> StackElements(std::span<const Element> rows) {
   BatchBuilder builder(static_cast<int64_t>(rows.size()));
   for (const Element& row : rows) SLUICE_RETURN_IF_ERROR(builder.Append(row));
   return builder.Finish();
+}
+
+std::string DescribeBatchRows(const ElementIterator& input, int64_t index, int64_t batch_size,
+                              int64_t rows_read) {
+  if (index < 0 || batch_size <= 0 || index > std::numeric_limits<int64_t>::max() / batch_size) {
+    return "";
+  }
+  const int64_t first = index * batch_size;
+  if (first >= rows_read) return "";
+  const int64_t last = std::min(first + (batch_size - 1), rows_read - 1);
+  const std::string from = input.DescribeElement(first);
+  if (first == last) return from.empty() ? "" : absl::StrCat("a batch of 1, ", from);
+  const std::string to = input.DescribeElement(last);
+  const std::string batch = absl::StrCat("a batch of ", last - first + 1);
+  if (from.empty()) return to.empty() ? "" : absl::StrCat(batch, ", to ", to);
+  if (to.empty()) return absl::StrCat(batch, ", from ", from);
+  return absl::StrCat(batch, ", from ", from, " to ", to);
 }
 
 namespace {
@@ -33,7 +53,14 @@ class BatchIterator : public ElementIterator {
         input_done_ = true;
         break;
       }
-      if (absl::Status s = builder.Append(row_); !s.ok()) return PrefixStatus("batch", s);
+      const int64_t row = rows_read_.load(std::memory_order_relaxed);
+      rows_read_.store(row + 1, std::memory_order_relaxed);
+      if (absl::Status s = builder.Append(row_); !s.ok()) {
+        // Which record would not stack is what a user needs to find it.
+        const std::string where = input_->DescribeElement(row);
+        s = PrefixStatus("batch", s);
+        return where.empty() ? s : PrefixStatus(absl::StrCat("reading ", where), s);
+      }
     }
     if (builder.rows() == 0 || (drop_remainder_ && builder.rows() < batch_size_)) {
       *end_of_sequence = true;
@@ -46,11 +73,18 @@ class BatchIterator : public ElementIterator {
     return absl::OkStatus();
   }
 
+  std::string DescribeElement(int64_t index) const override {
+    return DescribeBatchRows(*input_, index, batch_size_,
+                             rows_read_.load(std::memory_order_relaxed));
+  }
+
  private:
   std::unique_ptr<ElementIterator> input_;
   const int64_t batch_size_;
   const bool drop_remainder_;
   bool input_done_ = false;
+  // Written by GetNext's thread only; DescribeElement may read it from another.
+  std::atomic<int64_t> rows_read_{0};
   Element row_;
 };
 

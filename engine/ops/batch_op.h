@@ -6,9 +6,12 @@
 #ifndef SLUICE_ENGINE_OPS_BATCH_OP_H_
 #define SLUICE_ENGINE_OPS_BATCH_OP_H_
 
+#include <cstdint>
 #include <span>
+#include <string>
 
 #include "absl/status/statusor.h"
+#include "engine/iterator.h"
 #include "engine/op_registry.h"
 #include "engine/tensor.h"
 
@@ -18,6 +21,14 @@ namespace sluice::engine {
 // in component count, dtype or shape (the message names the row and component). The
 // result's provenance is the rows' concatenated in row order (ConcatProvenance).
 [[nodiscard]] absl::StatusOr<Element> StackElements(std::span<const Element> rows);
+
+// Where output `index` of a batching stage came from (its DescribeElement), by its first
+// and last rows as `input` describes them: "a batch of 32, from record 64 of 'a.tfrecord'
+// to record 95 of 'a.tfrecord'". `rows_read`: rows the stage has taken from `input` so far
+// (a batch it has not finished yet is described by the rows it has); empty when `input`
+// knows neither row.
+[[nodiscard]] std::string DescribeBatchRows(const ElementIterator& input, int64_t index,
+                                            int64_t batch_size, int64_t rows_read);
 
 OpDef BatchOpDef();
 

@@ -1,7 +1,9 @@
 #include "engine/ops/padded_batch_op.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -178,6 +180,7 @@ class PaddedBatchIterator : public ElementIterator {
         input_done_ = true;
         break;
       }
+      rows_read_.store(rows_read_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
       rows.push_back(std::move(e));
     }
     if (rows.empty() ||
@@ -186,16 +189,32 @@ class PaddedBatchIterator : public ElementIterator {
       return absl::OkStatus();
     }
     absl::StatusOr<Element> batch = PadAndStack(rows, op_.padded_shapes(), op_.padding_values());
-    if (!batch.ok()) return PrefixStatus("padded_batch", batch.status());
+    if (!batch.ok()) {
+      // The rows that would not pad, as the input names them: the batch being made is the
+      // one after those handed out.
+      const std::string where = DescribeBatchRows(*input_, batches_made_, op_.batch_size(),
+                                                  rows_read_.load(std::memory_order_relaxed));
+      absl::Status s = PrefixStatus("padded_batch", batch.status());
+      return where.empty() ? s : PrefixStatus(absl::StrCat("reading ", where), s);
+    }
+    ++batches_made_;
     *out = *std::move(batch);
     *end_of_sequence = false;
     return absl::OkStatus();
+  }
+
+  std::string DescribeElement(int64_t index) const override {
+    return DescribeBatchRows(*input_, index, op_.batch_size(),
+                             rows_read_.load(std::memory_order_relaxed));
   }
 
  private:
   std::unique_ptr<ElementIterator> input_;
   const proto::PaddedBatchOp op_;
   bool input_done_ = false;
+  int64_t batches_made_ = 0;
+  // Written by GetNext's thread only; DescribeElement may read it from another.
+  std::atomic<int64_t> rows_read_{0};
 };
 
 }  // namespace

@@ -1,11 +1,15 @@
 #include "engine/ops/shuffle_op.h"
 
 #include <algorithm>
+#include <optional>
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "common/status_macros.h"
 #include "engine/random.h"
+#include "engine/seqlock_ring.h"
 
 namespace sluice::engine {
 namespace {
@@ -16,6 +20,7 @@ class ShuffleIterator : public ElementIterator {
       : input_(std::move(input)), buffer_size_(buffer_size), rng_(seed) {
     // Cap the reservation: buffer_size may be far larger than the input.
     buffer_.reserve(static_cast<size_t>(std::min<int64_t>(buffer_size, 4096)));
+    buffered_input_indices_.reserve(buffer_.capacity());
   }
 
   absl::Status GetNext(Element* out, bool* end_of_sequence) override {
@@ -25,10 +30,12 @@ class ShuffleIterator : public ElementIterator {
       SLUICE_RETURN_IF_ERROR(input_->GetNext(&e, &end));
       if (end) {
         input_done_ = true;
-        input_.reset();  // Release the input's resources (and splits) early.
+        absl::MutexLock lock(&input_mu_);  // DescribeElement may be asking it
+        input_.reset();                    // Release the input's resources (and splits) early.
         break;
       }
       buffer_.push_back(std::move(e));
+      buffered_input_indices_.push_back(inputs_read_++);
     }
     if (buffer_.empty()) {
       *end_of_sequence = true;
@@ -36,17 +43,45 @@ class ShuffleIterator : public ElementIterator {
     }
     size_t pick = static_cast<size_t>(rng_.Uniform(buffer_.size()));
     std::swap(buffer_[pick], buffer_.back());
+    std::swap(buffered_input_indices_[pick], buffered_input_indices_.back());
     *out = std::move(buffer_.back());
     buffer_.pop_back();
+    origins_.Push(Origin{outputs_made_++, buffered_input_indices_.back()});
+    buffered_input_indices_.pop_back();
     *end_of_sequence = false;
     return absl::OkStatus();
   }
 
+  // Asks the input about the element this output was, while the input is held (it goes
+  // once read to its end) and the output is among the latest kOriginsKept.
+  std::string DescribeElement(int64_t index) const override {
+    const std::optional<Origin> origin =
+        origins_.FindNewest([index](const Origin& o) { return o.output <= index; });
+    if (!origin.has_value() || origin->output != index) return "";
+    absl::MutexLock lock(&input_mu_);
+    return input_ == nullptr ? "" : input_->DescribeElement(origin->input);
+  }
+
  private:
+  struct Origin {
+    int64_t output;
+    int64_t input;
+  };
+  // 16 KiB. A stage after the shuffle that fails (a map, parse_example) asks about the
+  // element it just took, or one a parallel map's few dozen in flight back.
+  static constexpr size_t kOriginsKept = 1024;
+
+  // Reset by GetNext's thread under input_mu_, the only change once built: that thread
+  // reads it without the lock.
   std::unique_ptr<ElementIterator> input_;
+  mutable absl::Mutex input_mu_;
   const int64_t buffer_size_;
   Rng rng_;
   std::vector<Element> buffer_;
+  std::vector<int64_t> buffered_input_indices_;  // buffer_[i] is input element [i]
+  int64_t inputs_read_ = 0;
+  int64_t outputs_made_ = 0;
+  SeqlockRing<Origin, kOriginsKept> origins_;
   bool input_done_ = false;
 };
 
