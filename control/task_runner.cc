@@ -13,6 +13,7 @@
 #include "control/serialized_bytes.h"
 #include "engine/batch_layout.h"
 #include "engine/provenance.h"
+#include "transport/payload_retention.h"
 
 namespace sluice::control {
 
@@ -344,10 +345,14 @@ void TaskRunner::Reply(const Waiter& waiter, ReadyBatch batch) {
   std::string heap;
   char stack[512];
   // The slab goes back to the pool once the transport no longer reads it.
-  waiter.call->Reply(absl::OkStatus(), SerializeCached(response, stack, heap), payload,
-                     [in_flight = sends_in_flight_, slab = std::move(batch.slab)](absl::Status) {
-                       in_flight->fetch_sub(1);
-                     });
+  waiter.call->Reply(
+      absl::OkStatus(), SerializeCached(response, stack, heap), payload,
+      [in_flight = sends_in_flight_, slab = std::move(batch.slab)](absl::Status sent) mutable {
+        if (transport::PayloadMayStillBeRead(sent)) {
+          transport::KeepForPeerReads(std::move(slab));
+        }
+        in_flight->fetch_sub(1);
+      });
 }
 
 void TaskRunner::ReplyWithProvenanceInPayload(const Waiter& waiter, ReadyBatch batch,
@@ -376,9 +381,13 @@ void TaskRunner::ReplyWithProvenanceInPayload(const Waiter& waiter, ReadyBatch b
     ++stats_.batches_with_provenance_in_payload;
   }
   batch.slab.reset();  // copied: back to the pool now
-  waiter.call->Reply(
-      absl::OkStatus(), response.SerializeAsString(), transport::Payload{bytes.get(), total},
-      [in_flight = sends_in_flight_, bytes](absl::Status) { in_flight->fetch_sub(1); });
+  waiter.call->Reply(absl::OkStatus(), response.SerializeAsString(),
+                     transport::Payload{bytes.get(), total},
+                     [in_flight = sends_in_flight_, bytes](absl::Status sent) mutable {
+                       if (transport::PayloadMayStillBeRead(sent))
+                         transport::KeepForPeerReads(std::move(bytes));
+                       in_flight->fetch_sub(1);
+                     });
 }
 
 bool TaskRunner::finished() const {

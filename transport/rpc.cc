@@ -16,6 +16,7 @@
 #include "common/destroy_in_place.h"
 #include "common/recycling_allocator.h"
 #include "common/status_macros.h"
+#include "transport/payload_retention.h"
 #include "transport/spin_wait.h"
 
 namespace sluice::transport {
@@ -268,6 +269,7 @@ void RpcEndpoint::SendFrame(ConnectionId to, uint8_t kind, uint32_t method, uint
   Payload as_payload{owned->data(), owned->size()};
   transport_->Send(to, EncodeFrame(frame, {}, stack, heap), as_payload,
                    [owned, on_sent = std::move(on_sent)](absl::Status s) mutable {
+                     if (PayloadMayStillBeRead(s)) KeepForPeerReads(std::move(owned));
                      if (on_sent) on_sent(s);
                    });
 }

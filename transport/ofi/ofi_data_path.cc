@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "transport/ofi/ofi_transport.h"
+#include "transport/payload_retention.h"
 
 namespace sluice::transport::ofi {
 
@@ -37,6 +38,9 @@ class OfiTransport::SendOp final : public OfiOp {
   void Complete(std::unique_ptr<OfiOp> self, absl::Status status, size_t) override {
     if (send_id_ != 0 && (completes_send_ || !status.ok())) {
       transport_->CompleteSend(send_id_, status);
+    } else if (send_id_ == 0) {
+      // A reply of a closing connection (kReadDone): it may have been what held it open.
+      transport_->RetireIfDone(connection());
     }
   }
   std::vector<std::byte>& bytes() { return bytes_; }
@@ -358,7 +362,10 @@ void OfiTransport::FailPendingOf(ConnectionId id, const absl::Status& why, bool 
   for (const auto& [send_id, pending] : sends_) {
     if (pending.connection == id) sends.push_back(send_id);
   }
-  for (uint64_t send_id : sends) CompleteSend(send_id, why);
+  // A peer given up on (fail_reads false) may be alive, and read the payloads it was told
+  // of, or libfabric may still send one: their memory must not be reused.
+  const absl::Status send_failed = fail_reads ? why : PayloadMayStillBeReadError(why);
+  for (uint64_t send_id : sends) CompleteSend(send_id, send_failed);
 }
 
 }  // namespace sluice::transport::ofi

@@ -56,6 +56,7 @@ absl::Status OfiTransport::Start() {
   hooks.can_block = [this] { return endpoint_->CanBlock(); };
   hooks.on_ready = [this](int fd) { OnSocketReady(fd); };
   hooks.on_tick = [this] {
+    RetireOverdueCloses();
     RemoveRetiredAddresses();
     handler_->OnTick();
   };
@@ -257,6 +258,7 @@ void OfiTransport::FailConnection(ConnectionId id, const absl::Status& why, bool
 void OfiTransport::CloseConnection(ConnectionId id) {
   auto it = connections_.find(id);
   if (it == connections_.end()) return;
+  if (!it->second.closing) it->second.closing_since = std::chrono::steady_clock::now();
   it->second.closing = true;
   RetireIfDone(id);
 }
@@ -264,6 +266,14 @@ void OfiTransport::CloseConnection(ConnectionId id) {
 void OfiTransport::RetireIfDone(ConnectionId id) {
   auto it = connections_.find(id);
   if (it == connections_.end() || !it->second.closing || it->second.pending > 0) return;
+  // Its last replies (kReadDone, kDeclined) leave before the socket closes: the peer takes
+  // the close for the end of everything and fails each send whose kReadDone has not come,
+  // though it was read. A peer that stopped reading holds them kCloseGrace at most
+  // (RetireOverdueCloses).
+  if (!endpoint_->Idle(id) &&
+      std::chrono::steady_clock::now() - it->second.closing_since < kCloseGrace) {
+    return;
+  }
   // Closing the bootstrap socket is what tells the peer.
   if (int fd = it->second.socket.get(); fd >= 0) {
     progress_->Unwatch(fd);
@@ -271,6 +281,18 @@ void OfiTransport::RetireIfDone(ConnectionId id) {
   }
   retired_.push_back({id, it->second.address, std::chrono::steady_clock::now()});
   connections_.erase(it);
+}
+
+void OfiTransport::RetireOverdueCloses() {
+  std::vector<ConnectionId> overdue;
+  const auto now = std::chrono::steady_clock::now();
+  for (const auto& [id, connection] : connections_) {
+    if (connection.closing && connection.pending == 0 &&
+        now - connection.closing_since >= kCloseGrace) {
+      overdue.push_back(id);
+    }
+  }
+  for (ConnectionId id : overdue) RetireIfDone(id);
 }
 
 void OfiTransport::RemoveRetiredAddresses() {

@@ -81,8 +81,9 @@ class OfiTransport final : public Transport {
     size_t eager_limit = 0;     // payloads below this go inline (the smaller of both ends')
     ScopedFd socket;            // bootstrap socket, watched for the peer's death
     bool closing = false;       // Close was called: no new sends, gone once nothing pends
-    bool failed = false;        // the peer is gone: send nothing more, not even replies
-    int pending = 0;            // its entries in sends_ and reads_
+    std::chrono::steady_clock::time_point closing_since;  // when Close was called
+    bool failed = false;  // the peer is gone: send nothing more, not even replies
+    int pending = 0;      // its entries in sends_ and reads_
   };
   // A Send whose callback has not run: eager until its completion, rendezvous until the
   // receiver's kReadDone.
@@ -108,6 +109,8 @@ class OfiTransport final : public Transport {
   void FailConnection(ConnectionId id, const absl::Status& why, bool fail_reads = true);
   void CloseConnection(ConnectionId id);
   void RetireIfDone(ConnectionId id);
+  // Retires the closed connections whose replies have waited kCloseGrace to leave.
+  void RetireOverdueCloses();
   void RemoveRetiredAddresses();
   void FailEverything();
 

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
+#include "transport/payload_retention.h"
 #include "transport/ucx/ucx_transport.h"
 
 namespace sluice::transport::ucx {
@@ -70,7 +71,8 @@ absl::StatusOr<ConnectionId> UcxTransport::ConnectBefore(const Address& peer, ab
       ScopedFd socket,
       ConnectSocket(peer, std::max(deadline - now, absl::ZeroDuration()), connect_stop_.fd()));
   ConnectionId id = next_connection_id_.fetch_add(1);
-  SLUICE_RETURN_IF_ERROR(SendHello(socket.get(), OwnHello(id), deadline, connect_stop_.fd()));
+  const Hello mine = OwnHello(id);
+  SLUICE_RETURN_IF_ERROR(SendHello(socket.get(), mine, deadline, connect_stop_.fd()));
   absl::StatusOr<Hello> remote =
       ReceiveHello(socket.get(), HelloTransport::kUcx, deadline, connect_stop_.fd());
   if (!remote.ok()) {
@@ -79,6 +81,15 @@ absl::StatusOr<ConnectionId> UcxTransport::ConnectBefore(const Address& peer, ab
   }
   absl::Status status;
   RunSync([&] {
+    // The peer answers to the worker our hello named: one restarted since (RestartWorker)
+    // would get nothing it sends back, and the calls over this connection would wait out
+    // their deadlines. Closing the socket fails the peer's side too.
+    if (OwnHello(id).worker_address != mine.worker_address) {
+      status = absl::UnavailableError(
+          absl::StrCat("connecting to ", peer.ToString(),
+                       ": this process's UCX worker was restarted meanwhile; connect again"));
+      return;
+    }
     if (in_ucp_progress_) {  // from a callback: see RunDeferred
       // Sends stamp the token now; they go out once the endpoint exists.
       endpoints_[id] = Endpoint{.peer = peer.ToString(), .remote_token = remote->token};
@@ -284,7 +295,7 @@ void UcxTransport::Abort(ConnectionId connection, absl::Status why) {
     if (it->second.ucx_watches) {
       CloseEndpoint(connection, Closing::kPeerDead);
     } else {
-      AbandonSends(connection, why);
+      AbandonSends(connection, PayloadMayStillBeReadError(why));
       why.SetPayload(kReceivesOutstandingPayload, absl::Cord("1"));
       CloseEndpoint(connection, Closing::kGivenUp);
     }

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "transport/payload_retention.h"
 #include "transport/ucx/ucx_transport.h"
 
 namespace sluice::transport::ucx {
@@ -156,18 +157,31 @@ void UcxTransport::RestartWorker(const absl::Status& why) {
   // (forcing the close of a live tcp peer's endpoint is not safe in UCX 1.13), but every
   // request of ours is released: UCX asserts when it destroys a worker holding one.
   std::vector<ConnectionId> told;  // not those failed already: their handler knows
+  std::vector<ucp_ep_h> watched;
   for (auto& [id, endpoint] : endpoints_) {
     StopWatching(endpoint);
     if (!endpoint.failed) told.push_back(id);
+    if (endpoint.ucx_watches && endpoint.ep != nullptr) watched.push_back(endpoint.ep);
   }
   ClearEndpoints();
   connection_by_ep_.clear();
   flushing_.clear();
-  AbandonSends(kNoConnection, why);  // their payloads are free again
+  // Their peers, alive, may still read their payloads: never free again.
+  AbandonSends(kNoConnection, PayloadMayStillBeReadError(why));
   std::vector<RecvOp*> receives(receives_in_flight_.begin(), receives_in_flight_.end());
   for (RecvOp* op : receives) {
     ucp_request_free(op->request);
     op->request = nullptr;
+  }
+  // A tcp rendezvous under way keeps UCX's own requests on its endpoint, and destroying a
+  // worker with such an endpoint fails an assertion (ucp_ep_destroy_base, proto_reqs): a
+  // forced close purges them. The worker is not progressed after it.
+  for (ucp_ep_h ep : watched) {
+    ucp_request_param_t param{};
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    param.flags = UCP_EP_CLOSE_FLAG_FORCE;
+    ucs_status_ptr_t request = ucp_ep_close_nbx(ep, &param);
+    if (UCS_PTR_IS_PTR(request)) ucp_request_free(request);
   }
   // UCX lists what the old worker still held (the requests above) as leaks: expected here.
   {
@@ -175,9 +189,20 @@ void UcxTransport::RestartWorker(const absl::Status& why) {
     old.reset();
   }
   ForgetSends();
-  // The receives UCX did not call back for while it went: their calls fail below.
-  for (RecvOp* op : receives_in_flight_) delete op;
+  // The receives UCX did not call back for while it went end here, failed. The worker that
+  // moved their bytes is gone, so their buffers are free again; a call that waits for its
+  // receive to end (its connection given up while the payload landed) is told now rather
+  // than at its deadline, and its buffer is not held as still being written.
+  std::vector<RecvOp*> ended(receives_in_flight_.begin(), receives_in_flight_.end());
   receives_in_flight_.clear();
+  for (RecvOp* raw : ended) {
+    std::unique_ptr<RecvOp> op(raw);
+    InboundPayload payload;
+    payload.status = why;
+    payload.data = op->data;
+    payload.owned = std::move(op->owned);
+    handler_->OnMessage(op->from, op->header, std::move(payload));
+  }
   inflight_closes_ = 0;
   for (ConnectionId id : told) handler_->OnDisconnect(id, why);
 }

@@ -71,6 +71,11 @@ class UcxTransport final : public Transport {
   // by message size, e.g. "sysv,posix,cma; dead peers: bootstrap socket; am_send
   // 0..<egr/short>..93..<egr/bcopy>..8256..<rndv>..(inf)". NotFound for an unknown id.
   [[nodiscard]] absl::StatusOr<std::string> DescribeConnection(ConnectionId connection);
+  // Tests: restarts the UCX worker now, as a stalled shared-memory receive queue does
+  // (every connection fails with `why`).
+  void RestartWorkerForTest(const absl::Status& why) {
+    RunSync([this, &why] { RestartWorker(why); });
+  }
 
  private:
   struct Endpoint {

@@ -1,0 +1,42 @@
+// What a sender does with a payload whose send failed while the peer may still read it.
+//
+// A rendezvous send tells the peer where the payload is; the peer then reads it from this
+// process's memory when it gets to it (UCX over cma, libfabric's fi_read), and a provider
+// may hold an eager send's bytes until it sends them. A transport that gives up on such a
+// send without the peer's word (UCX restarting its worker, an Abort of a peer presumed
+// behind a partition) cannot stop that read, and says so on the failure it reports. The
+// payload's owner must then never write that memory again: a slab refilled with the next
+// batch would reach the peer as this one, whole and OK.
+//
+//   transport->Send(to, header, Payload{slab->data(), n},
+//                   [slab](absl::Status sent) mutable {
+//                     if (PayloadMayStillBeRead(sent)) KeepForPeerReads(std::move(slab));
+//                   });
+#ifndef SLUICE_TRANSPORT_PAYLOAD_RETENTION_H_
+#define SLUICE_TRANSPORT_PAYLOAD_RETENTION_H_
+
+#include <cstdint>
+#include <memory>
+
+#include "absl/status/status.h"
+
+namespace sluice::transport {
+
+// The status payload that marks such a failure.
+inline constexpr char kPayloadMayStillBeReadPayload[] =
+    "sluice.transport/payload-may-still-be-read";
+
+// `why`, marked: the payload of the send it fails may still be read.
+[[nodiscard]] absl::Status PayloadMayStillBeReadError(absl::Status why);
+[[nodiscard]] bool PayloadMayStillBeRead(const absl::Status& status);
+
+// Keeps `owner` (what holds a payload's memory: a slab, a buffer) for the rest of the
+// process, reachable, so that its memory is neither freed nor handed out again. Rare (a
+// worker restart, a partition), and bounded by the payloads in flight at that moment.
+void KeepForPeerReads(std::shared_ptr<const void> owner);
+// How many owners KeepForPeerReads holds.
+[[nodiscard]] int64_t PayloadsKeptForPeerReads();
+
+}  // namespace sluice::transport
+
+#endif  // SLUICE_TRANSPORT_PAYLOAD_RETENTION_H_

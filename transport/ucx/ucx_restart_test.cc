@@ -1,0 +1,270 @@
+// What a restart of the UCX worker (after a shared-memory receive queue stalled,
+// RestartWorker) does to the operations it cuts short, over real endpoints on loopback:
+// a send whose payload the peer may still read says so, a receive in flight ends instead
+// of being dropped, and a connect under way does not end up on the new worker while its
+// peer answers the old one.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "transport/payload_retention.h"
+#include "transport/ucx/ucx_test_pair.h"
+#include "transport/ucx/ucx_transport.h"
+
+namespace sluice::transport::ucx {
+namespace {
+
+constexpr size_t kPayloadBytes = 1 << 20;  // rendezvous on every transport
+
+TransportOptions WithTls(const char* tls) {
+  TransportOptions options;
+  options.ucx_tls = tls;
+  return options;
+}
+
+// A receiver whose first payload waits in ChoosePayloadDestination until `release`, so
+// that its transfer has not begun when the sender's worker restarts.
+class HeldReceiver final : public MessageHandler {
+ public:
+  PayloadDestination ChoosePayloadDestination(ConnectionId, absl::string_view, size_t) override {
+    asked.Notify();
+    release.WaitForNotificationWithTimeout(absl::Seconds(20));
+    return PayloadDestination{};
+  }
+  void OnMessage(ConnectionId, absl::string_view, InboundPayload) override {}
+  void OnDisconnect(ConnectionId, absl::Status) override {}
+
+  absl::Notification asked;
+  absl::Notification release;
+};
+
+class Quiet final : public MessageHandler {
+ public:
+  PayloadDestination ChoosePayloadDestination(ConnectionId, absl::string_view, size_t) override {
+    return PayloadDestination{};
+  }
+  void OnMessage(ConnectionId, absl::string_view, InboundPayload) override {}
+  void OnDisconnect(ConnectionId, absl::Status) override {}
+};
+
+// Over shared memory the receiver reads a rendezvous payload out of the sender's memory
+// (cma) when it gets to it; a restart of the sender's worker cannot stop that read, so
+// the send it gives up on must not hand its payload back as free.
+TEST(UcxRestartTest, ASendGivenUpOnSaysThePeerMayStillReadItsPayload) {
+  const std::vector<char> payload(kPayloadBytes, 'p');
+  HeldReceiver receiver;
+  Quiet sender;
+  absl::StatusOr<UcxPair> pair = ConnectUcxPair(WithTls("posix,sysv,cma,self"), &receiver, &sender);
+  ASSERT_TRUE(pair.ok()) << pair.status();
+  absl::Notification sent;
+  absl::Status outcome;
+  pair->client->Send(pair->connection, "payload", Payload{payload.data(), payload.size()},
+                     [&](absl::Status status) {
+                       outcome = std::move(status);
+                       sent.Notify();
+                     });
+  ASSERT_TRUE(receiver.asked.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  pair->client->RestartWorkerForTest(absl::UnavailableError("restarted by the test"));
+  const bool told = sent.WaitForNotificationWithTimeout(absl::Seconds(5));
+  receiver.release.Notify();
+  ASSERT_TRUE(told) << "the send's callback did not run";
+  EXPECT_FALSE(outcome.ok());
+  EXPECT_TRUE(PayloadMayStillBeRead(outcome)) << outcome;
+}
+
+// Notes that a payload was offered.
+class RecordingReceiver final : public MessageHandler {
+ public:
+  PayloadDestination ChoosePayloadDestination(ConnectionId, absl::string_view, size_t) override {
+    asked.Notify();
+    return PayloadDestination{};
+  }
+  void OnMessage(ConnectionId, absl::string_view, InboundPayload) override {}
+  void OnDisconnect(ConnectionId, absl::Status) override {}
+  absl::Notification asked;
+};
+
+// Over tcp a large rendezvous payload is still on its way when the sender restarts: its
+// send ends, marked as one whose payload the peer may still read.
+TEST(UcxRestartTest, ASendUnderWayOverTcpEndsWhenTheSenderRestarts) {
+  const std::vector<char> payload(64 << 20, 'p');
+  RecordingReceiver receiver;
+  Quiet sender;
+  absl::StatusOr<UcxPair> pair = ConnectUcxPair(WithTls("tcp,self"), &receiver, &sender);
+  ASSERT_TRUE(pair.ok()) << pair.status();
+  absl::Notification sent;
+  absl::Status outcome;
+  pair->client->Send(pair->connection, "payload", Payload{payload.data(), payload.size()},
+                     [&](absl::Status status) {
+                       outcome = std::move(status);
+                       sent.Notify();
+                     });
+  ASSERT_TRUE(receiver.asked.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  absl::SleepFor(absl::Milliseconds(2));
+  pair->client->RestartWorkerForTest(absl::UnavailableError("restarted by the test"));
+  ASSERT_TRUE(sent.WaitForNotificationWithTimeout(absl::Seconds(5)));
+  if (outcome.ok()) GTEST_SKIP() << "the payload had landed before the restart";
+  EXPECT_TRUE(PayloadMayStillBeRead(outcome)) << outcome;
+}
+
+// The sender's progress stops (its handler holds its progress thread) once the receiver
+// has asked it for the payload, so the receive stays in flight. Destroying the worker
+// under it also failed an assertion in UCX (ucp_ep_destroy_base: the endpoint still held
+// UCX's own requests of the transfer), taking the process down.
+class BlockingSender final : public MessageHandler {
+ public:
+  PayloadDestination ChoosePayloadDestination(ConnectionId, absl::string_view, size_t) override {
+    return PayloadDestination{};
+  }
+  void OnMessage(ConnectionId, absl::string_view header, InboundPayload) override {
+    if (header == "block") release.WaitForNotificationWithTimeout(absl::Seconds(20));
+  }
+  void OnDisconnect(ConnectionId, absl::Status) override {}
+  absl::Notification release;
+};
+
+// Asks the sender to block just before its receive starts, then records how it ended.
+class StallingReceiver final : public MessageHandler {
+ public:
+  PayloadDestination ChoosePayloadDestination(ConnectionId from, absl::string_view,
+                                              size_t) override {
+    transport->Send(from, "block", Payload{}, nullptr);
+    asked.Notify();
+    return PayloadDestination{};
+  }
+  void OnMessage(ConnectionId, absl::string_view header, InboundPayload payload) override {
+    if (header != "payload") return;
+    absl::MutexLock lock(&mu);
+    status = payload.status;
+  }
+  void OnDisconnect(ConnectionId, absl::Status) override {}
+
+  UcxTransport* transport = nullptr;
+  absl::Notification asked;
+  absl::Mutex mu;
+  std::optional<absl::Status> status ABSL_GUARDED_BY(mu);
+};
+
+TEST(UcxRestartTest, AReceiveInFlightEndsFailedWhenTheWorkerRestarts) {
+  // Over tcp the sender pushes a rendezvous payload in fragments as it progresses: one
+  // this big is still on its way when the sender stops.
+  const std::vector<char> payload(64 << 20, 'p');
+  StallingReceiver receiver;
+  BlockingSender sender;
+  absl::StatusOr<UcxPair> pair = ConnectUcxPair(WithTls("tcp,self"), &receiver, &sender);
+  ASSERT_TRUE(pair.ok()) << pair.status();
+  receiver.transport = pair->server.get();
+  pair->client->Send(pair->connection, "payload", Payload{payload.data(), payload.size()}, nullptr);
+  ASSERT_TRUE(receiver.asked.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  absl::SleepFor(absl::Milliseconds(200));  // the sender takes "block" and stops
+  {
+    absl::MutexLock lock(&receiver.mu);
+    if (receiver.status.has_value()) {
+      sender.release.Notify();
+      GTEST_SKIP() << "the payload landed before the sender stopped: " << *receiver.status;
+    }
+  }
+  pair->server->RestartWorkerForTest(absl::UnavailableError("restarted by the test"));
+  bool ended = false;
+  absl::Status status;
+  {
+    absl::MutexLock lock(&receiver.mu);
+    auto told = [&receiver]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(receiver.mu) {
+      return receiver.status.has_value();
+    };
+    ended = receiver.mu.AwaitWithTimeout(absl::Condition(&told), absl::Seconds(2));
+    if (ended) status = *receiver.status;
+  }
+  sender.release.Notify();
+  ASSERT_TRUE(ended) << "the receive cut short by the restart never ended";
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
+}
+
+class Ponger final : public MessageHandler {
+ public:
+  PayloadDestination ChoosePayloadDestination(ConnectionId, absl::string_view, size_t) override {
+    return PayloadDestination{};
+  }
+  void OnMessage(ConnectionId from, absl::string_view header, InboundPayload) override {
+    if (header == "ping") transport->Send(from, "pong", Payload{}, nullptr);
+  }
+  void OnDisconnect(ConnectionId, absl::Status) override {}
+  UcxTransport* transport = nullptr;
+};
+
+// Restarts its transport's worker from a tick (where a stalled receive queue restarts it),
+// once armed, after a pause long enough for a connect to reach the point where it makes
+// its endpoint on the progress thread (it then waits for this tick to end).
+class RestartingClient final : public MessageHandler {
+ public:
+  PayloadDestination ChoosePayloadDestination(ConnectionId, absl::string_view, size_t) override {
+    return PayloadDestination{};
+  }
+  void OnMessage(ConnectionId, absl::string_view header, InboundPayload) override {
+    if (header == "pong") pongs.fetch_add(1);
+  }
+  void OnDisconnect(ConnectionId, absl::Status) override {}
+  void OnTick() override {
+    if (!armed.exchange(false)) return;
+    pausing.Notify();
+    absl::SleepFor(absl::Milliseconds(300));
+    transport->RestartWorkerForTest(absl::UnavailableError("restarted by the test"));
+    restarted.Notify();
+  }
+  bool AwaitPongs(int n, absl::Duration timeout) {
+    const absl::Time give_up = absl::Now() + timeout;
+    while (pongs.load() < n && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(1));
+    return pongs.load() >= n;
+  }
+
+  UcxTransport* transport = nullptr;
+  std::atomic<bool> armed{false};
+  absl::Notification pausing;
+  absl::Notification restarted;
+  std::atomic<int> pongs{0};
+};
+
+// The peer accepted the connection with the worker address our hello named; a worker
+// restarted before our endpoint is made would get nothing the peer sends back.
+TEST(UcxRestartTest, AConnectUnderWayWhenTheWorkerRestartsFailsRatherThanLosingReplies) {
+  // Over tcp the peer's endpoint to the old worker's address is made without complaint.
+  const TransportOptions options = WithTls("tcp,self");
+  Ponger server_handler;
+  RestartingClient client_handler;
+  absl::StatusOr<std::unique_ptr<UcxTransport>> server =
+      UcxTransport::Create(options, &server_handler);
+  ASSERT_TRUE(server.ok()) << server.status();
+  server_handler.transport = server->get();
+  absl::StatusOr<Address> bound = (*server)->Listen(Address{"ucx", "127.0.0.1", 0});
+  ASSERT_TRUE(bound.ok()) << bound.status();
+  absl::StatusOr<std::unique_ptr<UcxTransport>> client =
+      UcxTransport::Create(options, &client_handler);
+  ASSERT_TRUE(client.ok()) << client.status();
+  client_handler.transport = client->get();
+
+  client_handler.armed.store(true);
+  ASSERT_TRUE(client_handler.pausing.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  absl::StatusOr<ConnectionId> connection = (*client)->Connect(*bound);
+  ASSERT_TRUE(client_handler.restarted.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  if (connection.ok()) {
+    (*client)->Send(*connection, "ping", Payload{}, nullptr);
+    EXPECT_TRUE(client_handler.AwaitPongs(1, absl::Seconds(3)))
+        << "connected, but the peer's replies went to the worker restarted meanwhile";
+    return;
+  }
+  EXPECT_EQ(connection.status().code(), absl::StatusCode::kUnavailable) << connection.status();
+  absl::StatusOr<ConnectionId> again = (*client)->Connect(*bound);
+  ASSERT_TRUE(again.ok()) << again.status();
+  (*client)->Send(*again, "ping", Payload{}, nullptr);
+  EXPECT_TRUE(client_handler.AwaitPongs(1, absl::Seconds(3)));
+}
+
+}  // namespace
+}  // namespace sluice::transport::ucx
