@@ -81,10 +81,19 @@ TEST_F(DescribeThroughStagesTest, BatchesNameTheirRowsAndShuffleItsInput) {
   EXPECT_THAT(Error("filter(non_empty) | batch(3) | map(string_to_int64)"),
               HasSubstr("reading a batch of 3, from record 0 of 'b.txt' to record 3 of 'b.txt': "
                         "map(string_to_int64)"));
+  EXPECT_THAT(Error("filter(non_empty) | batch(3) | map(string_to_int64, parallel=2)"),
+              HasSubstr("reading a batch of 3, from record 0 of 'b.txt' to record 3 of 'b.txt'"));
+  // A shuffle releases its input once read to the end, and a parallel map reads up to
+  // 2 x parallel x 16 elements ahead: records after the bad one keep the input open.
+  std::string long_b = "4\n\n5\nx\n";
+  for (int i = 0; i < 400; ++i) absl::StrAppend(&long_b, i, "\n");
+  WriteFile(dir_.path() + "/b.txt", long_b);
   for (const char* shuffle : {"shuffle(3, seed=1)", "shuffle(3, seed=2)", "shuffle(3, seed=3)"}) {
-    SCOPED_TRACE(shuffle);
-    EXPECT_THAT(Error(absl::StrCat(shuffle, " | filter(non_empty) | map(string_to_int64)")),
-                HasSubstr("reading record 3 of 'b.txt': map(string_to_int64)"));
+    for (const char* map : {"map(string_to_int64)", "map(string_to_int64, parallel=4)"}) {
+      SCOPED_TRACE(absl::StrCat(shuffle, " | ", map));
+      EXPECT_THAT(Error(absl::StrCat(shuffle, " | filter(non_empty) | ", map)),
+                  HasSubstr("reading record 3 of 'b.txt': map(string_to_int64)"));
+    }
   }
   // Record 0 of 'b.txt' has two words, the rows before it one.
   WriteFile(dir_.path() + "/b.txt", "4 5\n6\n");
