@@ -204,6 +204,9 @@ absl::StatusOr<transport::Slab> TaskRunner::AcquireSlab() {
   for (;;) {
     if (std::optional<transport::Slab> slab = pool_->Acquire(kWait)) return std::move(*slab);
     waited += kWait;
+    // Slabs held after a send given up on while its peer could still read them come back
+    // once their hold has passed.
+    transport::ReleaseExpiredPeerReadHolds();
     bool released;
     {
       absl::MutexLock lock(&mu_);

@@ -38,8 +38,9 @@ class OfiTransport::SendOp final : public OfiOp {
   void Complete(std::unique_ptr<OfiOp> self, absl::Status status, size_t) override {
     if (send_id_ != 0 && (completes_send_ || !status.ok())) {
       transport_->CompleteSend(send_id_, status);
-    } else if (send_id_ == 0) {
-      // A reply of a closing connection (kReadDone): it may have been what held it open.
+    } else {
+      // A closing connection's last op (a kReadDone reply; a rendezvous announcement whose
+      // kReadDone came first) may have been what held it open.
       transport_->RetireIfDone(connection());
     }
   }

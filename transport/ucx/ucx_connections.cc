@@ -12,7 +12,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
-#include "transport/payload_retention.h"
 #include "transport/ucx/ucx_transport.h"
 
 namespace sluice::transport::ucx {
@@ -134,20 +133,32 @@ absl::Status UcxTransport::CreateEndpoint(ConnectionId id, const Hello& remote, 
   bool ucx_watches = params.err_mode == UCP_ERR_HANDLING_MODE_PEER;
   bool shared_memory = false;
   bool sends_inside_progress = false;
+  bool peer_reads_our_memory = false;
   const std::vector<std::string>& opened = context_->transports();
   auto is_shared_memory = [](absl::string_view tl) { return tl == "posix" || tl == "sysv"; };
+  auto reads_peer_memory = [&is_shared_memory](absl::string_view tl) {
+    return tl != "tcp" && tl != "self" && !is_shared_memory(tl);
+  };
   const bool may_warn = !ucx_watches && context_->peer_watch() == PeerWatch::kSocketForLocalPeers;
-  if (may_warn || std::any_of(opened.begin(), opened.end(), is_shared_memory)) {
+  if (may_warn || std::any_of(opened.begin(), opened.end(), is_shared_memory) ||
+      std::any_of(opened.begin(), opened.end(), reads_peer_memory)) {
     const std::vector<std::string> lanes = DescribeEndpoint(ep).transports;
     shared_memory = std::any_of(lanes.begin(), lanes.end(), is_shared_memory);
+    peer_reads_our_memory = std::any_of(lanes.begin(), lanes.end(), reads_peer_memory);
     // Not to this very worker: UCX's self transport runs the handler inside the send, which
     // from a callback would re-enter OnActiveMessage.
     sends_inside_progress = UcxContext::SharedMemoryOnly(lanes) &&
                             std::find(lanes.begin(), lanes.end(), "self") == lanes.end();
     if (may_warn) WarnIfLanesNeedUcxWatch(lanes, peer);
   }
-  endpoints_[id] = Endpoint{ep,          std::move(peer), remote.token,         std::move(socket),
-                            ucx_watches, shared_memory,   sends_inside_progress};
+  endpoints_[id] = Endpoint{.ep = ep,
+                            .peer = std::move(peer),
+                            .remote_token = remote.token,
+                            .socket = std::move(socket),
+                            .ucx_watches = ucx_watches,
+                            .shared_memory = shared_memory,
+                            .sends_inside_progress = sends_inside_progress,
+                            .peer_reads_our_memory = peer_reads_our_memory};
   return absl::OkStatus();
 }
 
@@ -292,10 +303,12 @@ void UcxTransport::Abort(ConnectionId connection, absl::Status why) {
     // peer that is alive after all may still read a payload UCX had queued), and a
     // rendezvous receive already pulling its payload may still land it, so the calls
     // waiting on one stay with it (kReceivesOutstandingPayload).
+    // Either way the peer may be alive, and read what it was told of.
+    MarkSendsThePeerMayRead(connection);
     if (it->second.ucx_watches) {
       CloseEndpoint(connection, Closing::kPeerDead);
     } else {
-      AbandonSends(connection, PayloadMayStillBeReadError(why));
+      AbandonSends(connection, why);
       why.SetPayload(kReceivesOutstandingPayload, absl::Cord("1"));
       CloseEndpoint(connection, Closing::kGivenUp);
     }

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "transport/payload_retention.h"
 #include "transport/ucx/ucx_transport.h"
 
 namespace sluice::transport::ucx {
@@ -64,6 +65,7 @@ std::unique_ptr<UcxTransport::SendOp> UcxTransport::AcquireSendOp() {
 void UcxTransport::RecycleSendOp(std::unique_ptr<SendOp> op) {
   if (spare_send_ops_.size() >= kMaxSpareSendOps) return;
   op->done = nullptr;
+  op->peer_may_read = false;
   if (op->header.capacity() > kMaxKeptHeaderCapacity) op->header = std::string();
   spare_send_ops_.push_back(std::move(op));
 }
@@ -239,7 +241,7 @@ bool UcxTransport::HasSendsInFlight(ConnectionId id) const {
 
 void UcxTransport::AbandonSends(ConnectionId id, std::optional<absl::Status> why) {
   // Callbacks first collected: one may send, and so change the list.
-  std::vector<SendCallback> callbacks;
+  std::vector<std::pair<SendCallback, bool>> callbacks;  // and whether the peer may read
   for (SendOp* op = sends_in_flight_; op != nullptr; op = op->next) {
     if (op->request == nullptr || (id != kNoConnection && op->to != id)) continue;
     // A released request is not called back (ucp.h: "no further notifications or
@@ -248,10 +250,20 @@ void UcxTransport::AbandonSends(ConnectionId id, std::optional<absl::Status> why
     // destruction or restart (CloseEndpoint). A few hundred bytes per send to a dead peer.
     ucp_request_free(op->request);
     op->request = nullptr;
-    if (op->done && why.has_value()) callbacks.push_back(std::move(op->done));
+    if (op->done && why.has_value()) callbacks.emplace_back(std::move(op->done), op->peer_may_read);
     op->done = nullptr;
   }
-  for (SendCallback& done : callbacks) done(*why);
+  for (auto& [done, peer_may_read] : callbacks) {
+    done(peer_may_read ? PayloadMayStillBeReadError(*why) : *why);
+  }
+}
+
+void UcxTransport::MarkSendsThePeerMayRead(ConnectionId id) {
+  for (SendOp* op = sends_in_flight_; op != nullptr; op = op->next) {
+    if (id != kNoConnection && op->to != id) continue;
+    const Endpoint* endpoint = FindEndpoint(op->to);
+    if (endpoint != nullptr && endpoint->peer_reads_our_memory) op->peer_may_read = true;
+  }
 }
 
 void UcxTransport::ForgetSends() {
@@ -270,8 +282,15 @@ void UcxTransport::OnSendComplete(void* request, ucs_status_t status, void* user
   op->request = nullptr;
   // Recycled before `done` runs: `done` may send again and reuse it.
   SendCallback done = std::move(op->done);
+  const bool peer_may_read = op->peer_may_read;
   op->self->RecycleSendOp(std::move(op));
-  if (done) done(status == UCS_OK ? absl::OkStatus() : UcsError(status, "send"));
+  if (!done) return;
+  if (status == UCS_OK) {
+    done(absl::OkStatus());
+  } else {
+    absl::Status failed = UcsError(status, "send");
+    done(peer_may_read ? PayloadMayStillBeReadError(std::move(failed)) : std::move(failed));
+  }
 }
 
 ucs_status_t UcxTransport::ActiveMessageCallback(void* arg, const void* header,

@@ -8,7 +8,6 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "transport/payload_retention.h"
 #include "transport/ucx/ucx_transport.h"
 
 namespace sluice::transport::ucx {
@@ -156,6 +155,8 @@ void UcxTransport::RestartWorker(const absl::Status& why) {
   // Every connection lived on the old worker, and goes with it. Nothing is closed first
   // (forcing the close of a live tcp peer's endpoint is not safe in UCX 1.13), but every
   // request of ours is released: UCX asserts when it destroys a worker holding one.
+  // Peers that are alive may still read the payloads they were told of.
+  MarkSendsThePeerMayRead(kNoConnection);
   std::vector<ConnectionId> told;  // not those failed already: their handler knows
   std::vector<ucp_ep_h> watched;
   for (auto& [id, endpoint] : endpoints_) {
@@ -163,11 +164,15 @@ void UcxTransport::RestartWorker(const absl::Status& why) {
     if (!endpoint.failed) told.push_back(id);
     if (endpoint.ucx_watches && endpoint.ep != nullptr) watched.push_back(endpoint.ep);
   }
+  // Closed, and flushing: a transfer may be under way on them too. The forced close ends
+  // the flush (its callback frees its request; what it posts finds nothing to do).
+  for (const auto& [ep, flushing] : flushing_) {
+    if (flushing.ucx_watches) watched.push_back(ep);
+  }
   ClearEndpoints();
   connection_by_ep_.clear();
   flushing_.clear();
-  // Their peers, alive, may still read their payloads: never free again.
-  AbandonSends(kNoConnection, PayloadMayStillBeReadError(why));
+  AbandonSends(kNoConnection, why);
   std::vector<RecvOp*> receives(receives_in_flight_.begin(), receives_in_flight_.end());
   for (RecvOp* op : receives) {
     ucp_request_free(op->request);

@@ -89,6 +89,10 @@ class UcxTransport final : public Transport {
     // tcp hazard RunDeferred avoids, so a reply from a callback goes out at once.
     bool sends_inside_progress = false;
     bool failed = false;  // the peer died: nothing more is sent
+    // A lane lets the peer pull a rendezvous payload out of our memory by itself (cma,
+    // knem, xpmem, RDMA): it may still read one after we gave up on its send. Over tcp
+    // (and posix, sysv AM fragments) the sender pushes, so nothing is read once we stop.
+    bool peer_reads_our_memory = false;
   };
   // UCX reads a header until its send completes (1.13 has no UCP_AM_SEND_FLAG_COPY_HEADER),
   // so the operation owns a copy, token first; operations are recycled (ucx_messages.cc).
@@ -101,6 +105,9 @@ class UcxTransport final : public Transport {
     ConnectionId to = kNoConnection;
     Payload payload;
     bool in_flight = false;
+    // Given up on while its peer may still read the payload (MarkSendsThePeerMayRead): a
+    // failure is reported PayloadMayStillBeRead.
+    bool peer_may_read = false;
     void* request = nullptr;  // UCX's, while in flight; null once given back (AbandonSends)
     SendOp* prev = nullptr;
     SendOp* next = nullptr;
@@ -197,6 +204,10 @@ class UcxTransport final : public Transport {
   // with requests the user still holds fails an assertion); the operations stay linked
   // until UCX completes them, if ever. Without `why` (at destruction) nobody is called.
   void AbandonSends(ConnectionId id, std::optional<absl::Status> why);
+  // Before giving up on the sends in flight to `id` (kNoConnection: all) without the peer's
+  // word: those whose endpoint lets the peer read our memory will report their failure as
+  // PayloadMayStillBeRead (payload_retention.h).
+  void MarkSendsThePeerMayRead(ConnectionId id);
   // Frees the operations still linked, once their worker is gone.
   void ForgetSends();
   // endpoints_'s entry for `id`, or null. A request's reply goes back to where the request
