@@ -72,6 +72,7 @@ DeviceCopyEngine::DeviceCopyEngine(const CopyEngineOptions& options,
     : options_(options), streams_(std::move(streams)), events_(std::move(events)) {
   for (size_t i = events_.size(); i-- > 0;) free_events_.push_back(i);
   completion_thread_ = std::thread([this] {
+    completion_thread_id_.store(std::this_thread::get_id());
     SetCurrentThreadName("sluice-copy");
     CompletionLoop();
   });
@@ -90,7 +91,7 @@ absl::Status DeviceCopyEngine::Submit(const void* host, size_t bytes, void* devi
   if (host == nullptr || device_ptr == nullptr) {
     return absl::InvalidArgumentError("DeviceCopyEngine::Submit: null host or device pointer");
   }
-  if (std::this_thread::get_id() == completion_thread_.get_id()) return FromCallback("Submit");
+  if (std::this_thread::get_id() == completion_thread_id_.load()) return FromCallback("Submit");
   size_t event;
   size_t stream;
   {
@@ -123,7 +124,7 @@ absl::Status DeviceCopyEngine::Submit(const void* host, size_t bytes, void* devi
 }
 
 absl::Status DeviceCopyEngine::Flush() {
-  if (std::this_thread::get_id() == completion_thread_.get_id()) return FromCallback("Flush");
+  if (std::this_thread::get_id() == completion_thread_id_.load()) return FromCallback("Flush");
   absl::MutexLock lock(&mu_);
   auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return unfinished_ == 0; };
   mu_.Await(absl::Condition(&idle));
@@ -142,8 +143,12 @@ void DeviceCopyEngine::CompletionLoop() {
     CUevent_st* oldest;
     {
       absl::MutexLock lock(&mu_);
-      auto work = [this]()
-                      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_ || !in_flight_.empty(); };
+      // Stopping waits for unfinished copies, not only those in flight: a Submit between
+      // taking its event and listing its copy would otherwise list it after the thread
+      // that reports it has gone, and its callback would never run.
+      auto work = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return !in_flight_.empty() || (stop_ && unfinished_ == 0);
+      };
       mu_.Await(absl::Condition(&work));
       if (in_flight_.empty()) return;  // stopping, and every copy has been reported
       oldest = events_[in_flight_.front().event].get();

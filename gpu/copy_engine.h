@@ -59,7 +59,9 @@ class DeviceCopyEngine {
   // device: <reason>" without a GPU; the CUDA error when streams or events cannot be made.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<DeviceCopyEngine>> Create(
       const CopyEngineOptions& options);
-  // Waits for every copy in flight and runs its callback.
+  // Waits for every copy in flight and runs its callback, including that of a Submit still
+  // under way on another thread (a Submit that starts once destruction began is a caller's
+  // error, as any call on an object being destroyed).
   ~DeviceCopyEngine();
   DeviceCopyEngine(const DeviceCopyEngine&) = delete;
   DeviceCopyEngine& operator=(const DeviceCopyEngine&) = delete;
@@ -111,6 +113,9 @@ class DeviceCopyEngine {
   std::atomic<uint64_t> copies_{0};
   std::atomic<uint64_t> failed_copies_{0};
   std::thread completion_thread_;
+  // The completion thread's id, set once it runs: Submit and Flush compare against it
+  // while the destructor joins (and so changes) completion_thread_.
+  std::atomic<std::thread::id> completion_thread_id_{};
 };
 
 }  // namespace sluice::gpu
