@@ -17,6 +17,7 @@
 #include "common/thread_name.h"
 #include "control/lease_sizer.h"
 #include "control/proto_handler.h"
+#include "transport/payload_retention.h"
 
 namespace sluice::control {
 
@@ -452,6 +453,8 @@ void Worker::HeartbeatLoop() {
         }
       }
     }
+    // Slabs held for a peer that might still read them come back, even on an idle worker.
+    transport::ReleaseExpiredPeerReadHolds();
     absl::Status status = Heartbeat();
     std::string message = status.ok() ? "" : std::string(status.message());
     absl::MutexLock lock(&mu_);

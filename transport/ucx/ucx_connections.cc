@@ -303,8 +303,9 @@ void UcxTransport::Abort(ConnectionId connection, absl::Status why) {
     // peer that is alive after all may still read a payload UCX had queued), and a
     // rendezvous receive already pulling its payload may still land it, so the calls
     // waiting on one stay with it (kReceivesOutstandingPayload).
-    // Either way the peer may be alive, and read what it was told of.
-    MarkSendsThePeerMayRead(connection);
+    // Either way the peer may be alive, and read what it was told of; without the forced
+    // close UCX goes on sending what it had begun, reading the payloads as it does.
+    MarkSendsThePeerMayRead(connection, /*ucx_keeps_sending=*/!it->second.ucx_watches);
     if (it->second.ucx_watches) {
       CloseEndpoint(connection, Closing::kPeerDead);
     } else {

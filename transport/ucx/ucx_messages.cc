@@ -110,7 +110,7 @@ void UcxTransport::DoSend(ConnectionId to, absl::string_view header, Payload pay
     deferred_sends_.push_back(std::move(op));
     return;
   }
-  IssueSend(endpoint.ep, std::move(op));
+  IssueSend(endpoint, std::move(op));
 }
 
 bool UcxTransport::SendAtOnce(const Endpoint& endpoint, absl::string_view header,
@@ -174,7 +174,7 @@ void UcxTransport::RunDeferred() {
         if (done) done(absl::UnavailableError(absl::StrCat("connection ", to, " is closed")));
         continue;
       }
-      IssueSend(endpoint->ep, std::move(op));
+      IssueSend(*endpoint, std::move(op));
     }
     sends.clear();
     spare_deferred_sends_.swap(sends);
@@ -182,7 +182,9 @@ void UcxTransport::RunDeferred() {
   running_deferred_ = false;
 }
 
-void UcxTransport::IssueSend(ucp_ep_h ep, std::unique_ptr<SendOp> op) {
+void UcxTransport::IssueSend(const Endpoint& endpoint, std::unique_ptr<SendOp> op) {
+  ucp_ep_h ep = endpoint.ep;
+  op->peer_reads_payload = endpoint.peer_reads_our_memory;
   const Payload payload = op->payload;
   ucp_request_param_t param{};
   param.op_attr_mask =
@@ -258,11 +260,10 @@ void UcxTransport::AbandonSends(ConnectionId id, std::optional<absl::Status> why
   }
 }
 
-void UcxTransport::MarkSendsThePeerMayRead(ConnectionId id) {
+void UcxTransport::MarkSendsThePeerMayRead(ConnectionId id, bool ucx_keeps_sending) {
   for (SendOp* op = sends_in_flight_; op != nullptr; op = op->next) {
     if (id != kNoConnection && op->to != id) continue;
-    const Endpoint* endpoint = FindEndpoint(op->to);
-    if (endpoint != nullptr && endpoint->peer_reads_our_memory) op->peer_may_read = true;
+    if (ucx_keeps_sending || op->peer_reads_payload) op->peer_may_read = true;
   }
 }
 

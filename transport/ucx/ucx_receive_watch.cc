@@ -156,7 +156,7 @@ void UcxTransport::RestartWorker(const absl::Status& why) {
   // (forcing the close of a live tcp peer's endpoint is not safe in UCX 1.13), but every
   // request of ours is released: UCX asserts when it destroys a worker holding one.
   // Peers that are alive may still read the payloads they were told of.
-  MarkSendsThePeerMayRead(kNoConnection);
+  MarkSendsThePeerMayRead(kNoConnection, /*ucx_keeps_sending=*/false);  // the worker goes
   std::vector<ConnectionId> told;  // not those failed already: their handler knows
   std::vector<ucp_ep_h> watched;
   for (auto& [id, endpoint] : endpoints_) {

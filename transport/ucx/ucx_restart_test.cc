@@ -82,24 +82,29 @@ TEST(UcxRestartTest, ASendGivenUpOnSaysThePeerMayStillReadItsPayload) {
 // Abort gives up on a connection whose peer may well be alive (behind a partition, or slow
 // to answer): a payload it was told of may still be read, so its send says so.
 TEST(UcxRestartTest, ASendAbortedWithItsConnectionSaysThePeerMayStillReadItsPayload) {
-  const std::vector<char> payload(kPayloadBytes, 'p');
-  HeldReceiver receiver;
-  Quiet sender;
-  absl::StatusOr<UcxPair> pair = ConnectUcxPair(WithTls("posix,sysv,cma,self"), &receiver, &sender);
-  ASSERT_TRUE(pair.ok()) << pair.status();
-  absl::Notification sent;
-  absl::Status outcome;
-  pair->client->Send(pair->connection, "payload", Payload{payload.data(), payload.size()},
-                     [&](absl::Status status) {
-                       outcome = std::move(status);
-                       sent.Notify();
-                     });
-  ASSERT_TRUE(receiver.asked.WaitForNotificationWithTimeout(absl::Seconds(10)));
-  pair->client->Abort(pair->connection, absl::UnavailableError("given up by the test"));
-  const bool told = sent.WaitForNotificationWithTimeout(absl::Seconds(5));
-  receiver.release.Notify();
-  ASSERT_TRUE(told) << "the send's callback did not run";
-  EXPECT_TRUE(PayloadMayStillBeRead(outcome)) << outcome;
+  // With cma the peer reads the payload itself; without it UCX, which does not watch these
+  // peers and so cannot force the close, goes on pushing the payload it had begun.
+  for (const char* tls : {"posix,sysv,cma,self", "posix,sysv,self"}) {
+    SCOPED_TRACE(tls);
+    const std::vector<char> payload(kPayloadBytes, 'p');
+    HeldReceiver receiver;
+    Quiet sender;
+    absl::StatusOr<UcxPair> pair = ConnectUcxPair(WithTls(tls), &receiver, &sender);
+    ASSERT_TRUE(pair.ok()) << pair.status();
+    absl::Notification sent;
+    absl::Status outcome;
+    pair->client->Send(pair->connection, "payload", Payload{payload.data(), payload.size()},
+                       [&](absl::Status status) {
+                         outcome = std::move(status);
+                         sent.Notify();
+                       });
+    ASSERT_TRUE(receiver.asked.WaitForNotificationWithTimeout(absl::Seconds(10)));
+    pair->client->Abort(pair->connection, absl::UnavailableError("given up by the test"));
+    const bool told = sent.WaitForNotificationWithTimeout(absl::Seconds(5));
+    receiver.release.Notify();
+    ASSERT_TRUE(told) << "the send's callback did not run";
+    EXPECT_TRUE(PayloadMayStillBeRead(outcome)) << outcome;
+  }
 }
 
 // Notes that a payload was offered.

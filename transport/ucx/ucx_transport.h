@@ -105,8 +105,11 @@ class UcxTransport final : public Transport {
     ConnectionId to = kNoConnection;
     Payload payload;
     bool in_flight = false;
-    // Given up on while its peer may still read the payload (MarkSendsThePeerMayRead): a
-    // failure is reported PayloadMayStillBeRead.
+    // Its endpoint's peer_reads_our_memory, taken when the send is issued (a gracefully
+    // closed endpoint is gone from endpoints_ while its sends are still in flight).
+    bool peer_reads_payload = false;
+    // Given up on while its payload may still be read (MarkSendsThePeerMayRead): a failure
+    // is reported PayloadMayStillBeRead.
     bool peer_may_read = false;
     void* request = nullptr;  // UCX's, while in flight; null once given back (AbandonSends)
     SendOp* prev = nullptr;
@@ -205,9 +208,12 @@ class UcxTransport final : public Transport {
   // until UCX completes them, if ever. Without `why` (at destruction) nobody is called.
   void AbandonSends(ConnectionId id, std::optional<absl::Status> why);
   // Before giving up on the sends in flight to `id` (kNoConnection: all) without the peer's
-  // word: those whose endpoint lets the peer read our memory will report their failure as
-  // PayloadMayStillBeRead (payload_retention.h).
-  void MarkSendsThePeerMayRead(ConnectionId id);
+  // word: those whose payload may still be read will report their failure as
+  // PayloadMayStillBeRead (payload_retention.h). That is those whose endpoint lets the peer
+  // read our memory, where UCX stops its own work on them (a forced close, a destroyed
+  // worker); every one where it goes on pushing them (`ucx_keeps_sending`: a released send
+  // on a live endpoint still reads its payload).
+  void MarkSendsThePeerMayRead(ConnectionId id, bool ucx_keeps_sending);
   // Frees the operations still linked, once their worker is gone.
   void ForgetSends();
   // endpoints_'s entry for `id`, or null. A request's reply goes back to where the request
@@ -232,7 +238,7 @@ class UcxTransport final : public Transport {
   }
   void DoSend(ConnectionId to, absl::string_view header, Payload payload, SendCallback&& done);
   // ucp_am_send_nbx for a prepared operation (its endpoint exists and has not failed).
-  void IssueSend(ucp_ep_h ep, std::unique_ptr<SendOp> op);
+  void IssueSend(const Endpoint& endpoint, std::unique_ptr<SendOp> op);
   // A header-only message sent from a stack copy, with UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL: UCX
   // sends it before returning (its short protocol) or refuses. No operation, no callback
   // from UCX: an 8-byte control round trip on shared memory is ~40% Sluice's own work
