@@ -214,8 +214,16 @@ void OfiTransport::OnSocketReady(int fd) {
                      std::chrono::milliseconds(10));
   auto connection = connections_.find(id);
   if (connection == connections_.end()) return;  // closed meanwhile
-  FailConnection(id, absl::UnavailableError(absl::StrCat("connection to ", connection->second.peer,
-                                                         " closed by the peer (process exited?)")));
+  absl::Status why = absl::UnavailableError(absl::StrCat("connection to ", connection->second.peer,
+                                                         " closed by the peer (process exited?)"));
+  // A dead shm peer serves no read of ours any more, so those fail now. Over tcp the bytes
+  // the kernel already holds still drain into a read's landing buffer on the next progress
+  // (libfabric cannot cancel it), and the provider ends it once it sees the connection
+  // gone: the read stays until then, and its call with it, so that the buffer is not handed
+  // out again while it is written.
+  const bool reads_end_now = provider() == "shm";
+  if (!reads_end_now) why.SetPayload(kReceivesOutstandingPayload, absl::Cord("1"));
+  FailConnection(id, why, /*fail_reads=*/reads_end_now);
 }
 
 void OfiTransport::AcceptConnections() {
