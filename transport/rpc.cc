@@ -373,6 +373,11 @@ void RpcEndpoint::FailCall(uint64_t request_id, const absl::Status& status) {
   std::optional<PendingCall> call;
   {
     absl::MutexLock lock(&mu_);
+    // A call whose reply is landing got its request through, whatever its send says (the
+    // acknowledgement went with the peer): it ends with its receive, its landing buffer in
+    // use until then (or at its deadline, marked LandingMayStillBeWritten).
+    const PendingCall* pending = pending_.Find(request_id);
+    if (pending == nullptr || pending->receiving) return;
     call = pending_.Take(request_id);
   }
   if (call) Complete(*call, status);

@@ -349,7 +349,8 @@ void OfiTransport::ReplyReadDone(ConnectionId to, uint64_t op_id, ReadOutcome ou
   SendMessage(to, it->second.address, wire, {}, {}, /*send_id=*/0, /*completes_send=*/false);
 }
 
-void OfiTransport::FailPendingOf(ConnectionId id, const absl::Status& why, bool fail_reads) {
+void OfiTransport::FailPendingOf(ConnectionId id, const absl::Status& why, bool fail_reads,
+                                 bool peer_alive) {
   // Ops libfabric never accepted complete now, with `why`.
   endpoint_->FailBacklog(id, why);
   // Reads in flight from a dead peer may never complete (a dead shm peer serves nothing):
@@ -363,9 +364,9 @@ void OfiTransport::FailPendingOf(ConnectionId id, const absl::Status& why, bool 
   for (const auto& [send_id, pending] : sends_) {
     if (pending.connection == id) sends.push_back(send_id);
   }
-  // A peer given up on (fail_reads false) may be alive, and read the payloads it was told
-  // of, or libfabric may still send one: their memory must not be reused.
-  const absl::Status send_failed = fail_reads ? why : PayloadMayStillBeReadError(why);
+  // A peer given up on may be alive, and read the payloads it was told of: their memory
+  // must not be reused yet. A dead one reads nothing (its reads of us end with it).
+  const absl::Status send_failed = peer_alive ? PayloadMayStillBeReadError(why) : why;
   for (uint64_t send_id : sends) CompleteSend(send_id, send_failed);
 }
 

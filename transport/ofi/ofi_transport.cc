@@ -164,7 +164,7 @@ void OfiTransport::Abort(ConnectionId connection, absl::Status why) {
   // into its landing buffer, so reads in flight end only when libfabric ends them.
   why.SetPayload(kReceivesOutstandingPayload, absl::Cord("1"));
   progress_->Post([this, connection, why = std::move(why)] {
-    FailConnection(connection, why, /*fail_reads=*/false);
+    FailConnection(connection, why, /*fail_reads=*/false, /*peer_alive=*/true);
   });
 }
 
@@ -243,7 +243,8 @@ void OfiTransport::AcceptConnections() {
   }
 }
 
-void OfiTransport::FailConnection(ConnectionId id, const absl::Status& why, bool fail_reads) {
+void OfiTransport::FailConnection(ConnectionId id, const absl::Status& why, bool fail_reads,
+                                  bool peer_alive) {
   auto it = connections_.find(id);
   if (it == connections_.end()) return;
   const bool notify = !it->second.closing;  // a closed connection gets no OnDisconnect
@@ -255,7 +256,7 @@ void OfiTransport::FailConnection(ConnectionId id, const absl::Status& why, bool
   // Mark it first so nothing below sends on it, then fail what it had pending.
   it->second.closing = true;
   it->second.failed = true;
-  FailPendingOf(id, why, fail_reads);
+  FailPendingOf(id, why, fail_reads, peer_alive);
   if (auto again = connections_.find(id); again != connections_.end()) {
     retired_.push_back({id, again->second.address, std::chrono::steady_clock::now()});
     connections_.erase(again);

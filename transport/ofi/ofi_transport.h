@@ -104,9 +104,12 @@ class OfiTransport final : public Transport {
                              ScopedFd socket);
   void OnSocketReady(int fd);
   void AcceptConnections();
-  // `fail_reads`: also fail reads in flight now (their peer is dead); otherwise they stay
+  // `peer_alive`: it may be (Abort): the payloads of the sends it fails may still be read
+  // (PayloadMayStillBeRead). `fail_reads`: also fail reads in flight now (their peer is
+  // dead and serves none); otherwise they stay
   // until libfabric completes them, since their landing buffers may still be written.
-  void FailConnection(ConnectionId id, const absl::Status& why, bool fail_reads = true);
+  void FailConnection(ConnectionId id, const absl::Status& why, bool fail_reads = true,
+                      bool peer_alive = false);
   void CloseConnection(ConnectionId id);
   void RetireIfDone(ConnectionId id);
   // Retires the closed connections whose replies have waited kCloseGrace to leave.
@@ -130,7 +133,7 @@ class OfiTransport final : public Transport {
   void OnReadComplete(ReadOp& op, const absl::Status& status);
   void ReplyReadDone(ConnectionId to, uint64_t op_id, ReadOutcome outcome);
   void CompleteSend(uint64_t send_id, const absl::Status& status);
-  void FailPendingOf(ConnectionId id, const absl::Status& why, bool fail_reads);
+  void FailPendingOf(ConnectionId id, const absl::Status& why, bool fail_reads, bool peer_alive);
   void AddPending(ConnectionId id, int delta);
   // The open connection a message's token names, or kNoConnection.
   [[nodiscard]] ConnectionId OpenConnection(uint64_t token) const;
