@@ -12,6 +12,7 @@
 #include <atomic>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -21,6 +22,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "transport/transport.h"
+#include "transport/transport_test_util.h"
 
 namespace sluice::transport {
 namespace {
@@ -56,31 +58,15 @@ class ClosingReceiver final : public MessageHandler {
   std::set<int> whole_ ABSL_GUARDED_BY(mu_);
 };
 
-class IgnoringHandler final : public MessageHandler {
- public:
-  PayloadDestination ChoosePayloadDestination(ConnectionId, absl::string_view, size_t) override {
-    return PayloadDestination{.discard = true};
-  }
-  void OnMessage(ConnectionId, absl::string_view, InboundPayload) override {}
-  void OnDisconnect(ConnectionId, absl::Status) override {}
-};
-
-struct Case {
-  const char* name;
-  const char* scheme;
-  const char* setting;  // UCX_TLS, or the libfabric provider
-};
-class GracefulCloseTest : public ::testing::TestWithParam<Case> {};
+class GracefulCloseTest : public ::testing::TestWithParam<LoopbackCase> {};
 
 TEST_P(GracefulCloseTest, EveryPayloadTheReceiverGotIsASendThatSucceeded) {
   const char* scheme = GetParam().scheme;
-#ifndef SLUICE_HAVE_LIBFABRIC
-  if (std::string(scheme) == "ofi") {
+  const std::optional<TransportOptions> found = OptionsFor(GetParam());
+  if (!found.has_value()) {
     GTEST_SKIP() << "built without libfabric (libfabric-dev was not found at configure)";
   }
-#endif
-  TransportOptions options;
-  (std::string(scheme) == "ofi" ? options.ofi_provider : options.ucx_tls) = GetParam().setting;
+  const TransportOptions options = *found;
   // Declared before the transports: callbacks may use them until both are gone.
   const std::vector<char> payload(kPayloadBytes, 'p');
   for (int round = 0; round < 10; ++round) {
@@ -88,7 +74,7 @@ TEST_P(GracefulCloseTest, EveryPayloadTheReceiverGotIsASendThatSucceeded) {
     absl::Mutex mu;
     std::map<int, absl::Status> outcomes;  // guarded by mu
     ClosingReceiver receiver_handler;
-    IgnoringHandler sender_handler;
+    NullHandler sender_handler;
     absl::StatusOr<std::unique_ptr<Transport>> receiver =
         CreateTransport(scheme, options, &receiver_handler);
     ASSERT_TRUE(receiver.ok()) << receiver.status();
@@ -124,14 +110,7 @@ TEST_P(GracefulCloseTest, EveryPayloadTheReceiverGotIsASendThatSucceeded) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Transports, GracefulCloseTest,
-                         ::testing::Values(Case{"ucx_shm", "ucx", "posix,sysv,cma,self"},
-                                           Case{"ucx_tcp", "ucx", "tcp,self"},
-                                           Case{"ofi_tcp", "ofi", "tcp;ofi_rxm"},
-                                           Case{"ofi_shm", "ofi", "shm"}),
-                         [](const ::testing::TestParamInfo<Case>& info) {
-                           return std::string(info.param.name);
-                         });
+INSTANTIATE_TEST_SUITE_P(Transports, GracefulCloseTest, LoopbackCases(), LoopbackCaseName);
 
 }  // namespace
 }  // namespace sluice::transport

@@ -24,6 +24,7 @@
 #include "google/protobuf/wrappers.pb.h"
 #include "transport/bootstrap.h"
 #include "transport/rpc.h"
+#include "transport/transport_test_util.h"
 
 namespace sluice::transport {
 namespace {
@@ -35,19 +36,10 @@ constexpr uint32_t kEcho = 1;
 // Forwards to a real transport, which reports to this object; this object forwards to the
 // endpoint. While `lose_next_connection` is set, Connect gives up the connection it made and
 // returns it only once the endpoint has been told it is gone. While held, Connect waits.
-class LosesConnectionsAsTheyOpen final : public Transport, public MessageHandler {
+class LosesConnectionsAsTheyOpen final : public ForwardingTransport {
  public:
-  static absl::StatusOr<std::unique_ptr<Transport>> Make(const RpcOptions& options,
-                                                         MessageHandler* endpoint,
-                                                         LosesConnectionsAsTheyOpen** made) {
-    auto self = std::unique_ptr<LosesConnectionsAsTheyOpen>(new LosesConnectionsAsTheyOpen());
-    self->endpoint_ = endpoint;
-    auto inner = CreateTransport(options.scheme, options.transport, self.get());
-    if (!inner.ok()) return inner.status();
-    self->inner_ = *std::move(inner);
-    *made = self.get();
-    return std::unique_ptr<Transport>(std::move(self));
-  }
+  // Its real transport's shutdown may still report to OnDisconnect, which locks mu_.
+  ~LosesConnectionsAsTheyOpen() override { DestroyInner(); }
 
   void LoseNextConnection() {
     absl::MutexLock lock(&mu_);
@@ -70,10 +62,6 @@ class LosesConnectionsAsTheyOpen final : public Transport, public MessageHandler
   }
 
   // Transport
-  absl::string_view scheme() const override { return inner_->scheme(); }
-  std::string Describe() const override { return inner_->Describe(); }
-  absl::StatusOr<Address> Listen(const Address& bind) override { return inner_->Listen(bind); }
-  void StopConnecting() override { inner_->StopConnecting(); }
   absl::StatusOr<ConnectionId> ConnectBefore(const Address& peer, absl::Time before) override {
     {
       absl::MutexLock lock(&mu_);
@@ -83,7 +71,7 @@ class LosesConnectionsAsTheyOpen final : public Transport, public MessageHandler
         return absl::DeadlineExceededError("the test never let the connect go on");
       }
     }
-    absl::StatusOr<ConnectionId> id = inner_->ConnectBefore(peer, before);
+    absl::StatusOr<ConnectionId> id = inner().ConnectBefore(peer, before);
     if (!id.ok()) return id;
     {
       absl::MutexLock lock(&mu_);
@@ -91,7 +79,7 @@ class LosesConnectionsAsTheyOpen final : public Transport, public MessageHandler
       losing_ = *id;
     }
     // Not under mu_: a transport may report the abort from within Abort.
-    inner_->Abort(*id, absl::UnavailableError("the peer died as it was reached"));
+    inner().Abort(*id, absl::UnavailableError("the peer died as it was reached"));
     absl::MutexLock lock(&mu_);
     auto told = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return losing_ == kNoConnection; };
     if (!mu_.AwaitWithTimeout(absl::Condition(&told), absl::Seconds(10))) {
@@ -99,47 +87,20 @@ class LosesConnectionsAsTheyOpen final : public Transport, public MessageHandler
     }
     return id;
   }
-  void Send(ConnectionId to, absl::string_view header, Payload payload,
-            SendCallback done) override {
-    inner_->Send(to, header, payload, std::move(done));
-  }
-  void Close(ConnectionId connection) override { inner_->Close(connection); }
-  void Abort(ConnectionId connection, absl::Status why) override {
-    inner_->Abort(connection, std::move(why));
-  }
-  absl::StatusOr<std::unique_ptr<MemoryRegion>> RegisterMemory(void* base, size_t size) override {
-    return inner_->RegisterMemory(base, size);
-  }
-  size_t max_header_size() const override { return inner_->max_header_size(); }
-  const TransportStats& stats() const override { return inner_->stats(); }
-  bool DrivenByThisThread() const override { return inner_->DrivenByThisThread(); }
 
   // MessageHandler
-  PayloadDestination ChoosePayloadDestination(ConnectionId from, absl::string_view header,
-                                              size_t payload_size) override {
-    return endpoint_->ChoosePayloadDestination(from, header, payload_size);
-  }
-  void OnMessage(ConnectionId from, absl::string_view header, InboundPayload payload) override {
-    endpoint_->OnMessage(from, header, std::move(payload));
-  }
   void OnDisconnect(ConnectionId connection, absl::Status why) override {
-    endpoint_->OnDisconnect(connection, std::move(why));
+    ForwardingTransport::OnDisconnect(connection, std::move(why));
     absl::MutexLock lock(&mu_);
     if (connection == losing_) losing_ = kNoConnection;
   }
-  void OnTick() override { endpoint_->OnTick(); }
 
  private:
-  LosesConnectionsAsTheyOpen() = default;
-
-  MessageHandler* endpoint_ = nullptr;
   absl::Mutex mu_;
   bool lose_next_ ABSL_GUARDED_BY(mu_) = false;
   bool held_ ABSL_GUARDED_BY(mu_) = false;
   int connects_ ABSL_GUARDED_BY(mu_) = 0;
   ConnectionId losing_ ABSL_GUARDED_BY(mu_) = kNoConnection;
-  // Last: destroyed first, as its shutdown may still report to OnDisconnect, which locks mu_.
-  std::unique_ptr<Transport> inner_;
 };
 
 // What background connects told their callbacks, and when; shared with the callbacks, as a
@@ -186,7 +147,7 @@ class RpcConnectTest : public ::testing::TestWithParam<Case> {
     ASSERT_TRUE(address.ok()) << address.status();
     address_ = *address;
     auto client = RpcEndpoint::CreateOver(options, [&](MessageHandler* endpoint) {
-      return LosesConnectionsAsTheyOpen::Make(options, endpoint, &transport_);
+      return ForwardingTransport::Make(options, endpoint, &transport_);
     });
     ASSERT_TRUE(client.ok()) << client.status();
     client_ = *std::move(client);

@@ -16,6 +16,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "transport/rpc.h"
+#include "transport/transport_test_util.h"
 
 namespace sluice::transport {
 namespace {
@@ -23,51 +24,22 @@ namespace {
 constexpr uint32_t kBig = 1;
 constexpr size_t kReplyBytes = 1 << 20;  // rendezvous on every transport
 
-class FailsRequestSendsLate final : public Transport, public MessageHandler {
+class FailsRequestSendsLate final : public ForwardingTransport {
  public:
-  static absl::StatusOr<std::unique_ptr<Transport>> Make(const RpcOptions& options,
-                                                         MessageHandler* endpoint) {
-    auto self = std::unique_ptr<FailsRequestSendsLate>(new FailsRequestSendsLate());
-    self->endpoint_ = endpoint;
-    absl::StatusOr<std::unique_ptr<Transport>> inner =
-        CreateTransport(options.scheme, options.transport, self.get());
-    if (!inner.ok()) return inner.status();
-    self->inner_ = *std::move(inner);
-    return std::unique_ptr<Transport>(std::move(self));
-  }
+  ~FailsRequestSendsLate() override { DestroyInner(); }
 
-  // Transport
-  absl::string_view scheme() const override { return inner_->scheme(); }
-  std::string Describe() const override { return inner_->Describe(); }
-  absl::StatusOr<Address> Listen(const Address& bind) override { return inner_->Listen(bind); }
-  void StopConnecting() override { inner_->StopConnecting(); }
-  absl::StatusOr<ConnectionId> ConnectBefore(const Address& peer, absl::Time before) override {
-    return inner_->ConnectBefore(peer, before);
-  }
   void Send(ConnectionId to, absl::string_view header, Payload payload,
             SendCallback done) override {
     {
       absl::MutexLock lock(&mu_);
       held_ = std::move(done);
     }
-    inner_->Send(to, header, payload, nullptr);
+    inner().Send(to, header, payload, nullptr);
   }
-  void Close(ConnectionId connection) override { inner_->Close(connection); }
-  void Abort(ConnectionId connection, absl::Status why) override {
-    inner_->Abort(connection, std::move(why));
-  }
-  absl::StatusOr<std::unique_ptr<MemoryRegion>> RegisterMemory(void* base, size_t size) override {
-    return inner_->RegisterMemory(base, size);
-  }
-  size_t max_header_size() const override { return inner_->max_header_size(); }
-  const TransportStats& stats() const override { return inner_->stats(); }
-  bool DrivenByThisThread() const override { return inner_->DrivenByThisThread(); }
-
-  // MessageHandler
   PayloadDestination ChoosePayloadDestination(ConnectionId from, absl::string_view header,
                                               size_t payload_size) override {
     const PayloadDestination destination =
-        endpoint_->ChoosePayloadDestination(from, header, payload_size);
+        ForwardingTransport::ChoosePayloadDestination(from, header, payload_size);
     SendCallback held;
     {
       absl::MutexLock lock(&mu_);
@@ -76,21 +48,10 @@ class FailsRequestSendsLate final : public Transport, public MessageHandler {
     if (held) held(absl::UnavailableError("the request's acknowledgement went with the peer"));
     return destination;
   }
-  void OnMessage(ConnectionId from, absl::string_view header, InboundPayload payload) override {
-    endpoint_->OnMessage(from, header, std::move(payload));
-  }
-  void OnDisconnect(ConnectionId connection, absl::Status why) override {
-    endpoint_->OnDisconnect(connection, std::move(why));
-  }
-  void OnTick() override { endpoint_->OnTick(); }
 
  private:
-  FailsRequestSendsLate() = default;
-
-  MessageHandler* endpoint_ = nullptr;
   absl::Mutex mu_;
   SendCallback held_ ABSL_GUARDED_BY(mu_);
-  std::unique_ptr<Transport> inner_;
 };
 
 class RpcLateSendFailureTest : public ::testing::TestWithParam<const char*> {};
@@ -108,7 +69,7 @@ TEST_P(RpcLateSendFailureTest, ACallWhoseReplyIsLandingOutlivesItsRequestsFailed
   ASSERT_TRUE(bound.ok()) << bound.status();
   absl::StatusOr<std::unique_ptr<RpcEndpoint>> client =
       RpcEndpoint::CreateOver(options, [&options](MessageHandler* endpoint) {
-        return FailsRequestSendsLate::Make(options, endpoint);
+        return ForwardingTransport::Make<FailsRequestSendsLate>(options, endpoint);
       });
   ASSERT_TRUE(client.ok()) << client.status();
   absl::StatusOr<ConnectionId> connection = (*client)->ConnectTo(*bound);

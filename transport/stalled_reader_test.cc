@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "transport/transport.h"
+#include "transport/transport_test_util.h"
 
 namespace sluice::transport {
 namespace {
@@ -80,22 +82,15 @@ class Reader final : public MessageHandler {
   std::vector<int> numbers_ ABSL_GUARDED_BY(mu_);
 };
 
-struct Case {
-  const char* name;
-  const char* scheme;
-  const char* setting;  // UCX_TLS, or the libfabric provider
-};
-class StalledReaderTest : public ::testing::TestWithParam<Case> {};
+class StalledReaderTest : public ::testing::TestWithParam<LoopbackCase> {};
 
 TEST_P(StalledReaderTest, AStalledReaderDoesNotHoldUpSendsToOthers) {
-  TransportOptions options;
-  const char* scheme = GetParam().scheme;
-#ifndef SLUICE_HAVE_LIBFABRIC
-  if (std::string(scheme) == "ofi") {
+  const std::optional<TransportOptions> found = OptionsFor(GetParam());
+  if (!found.has_value()) {
     GTEST_SKIP() << "built without libfabric (libfabric-dev was not found at configure)";
   }
-#endif
-  (std::string(scheme) == "ofi" ? options.ofi_provider : options.ucx_tls) = GetParam().setting;
+  const TransportOptions options = *found;
+  const char* scheme = GetParam().scheme;
   // Before the transports: the server's send callbacks and sends may use them until it is
   // gone.
   const std::vector<char> payload(8000, 'p');
@@ -156,13 +151,7 @@ TEST_P(StalledReaderTest, AStalledReaderDoesNotHoldUpSendsToOthers) {
   EXPECT_EQ(numbers, in_order);
 }
 
-INSTANTIATE_TEST_SUITE_P(Transports, StalledReaderTest,
-                         ::testing::Values(Case{"ucx_shm", "ucx", "posix,sysv,cma,self"},
-                                           Case{"ucx_tcp", "ucx", "tcp,self"},
-                                           Case{"ofi_tcp", "ofi", "tcp;ofi_rxm"},
-                                           Case{"ofi_shm", "ofi", "shm"}),
-                         [](const ::testing::TestParamInfo<Case>& info) {
-                           return std::string(info.param.name);
-                         });
+INSTANTIATE_TEST_SUITE_P(Transports, StalledReaderTest, LoopbackCases(), LoopbackCaseName);
+
 }  // namespace
 }  // namespace sluice::transport

@@ -20,6 +20,7 @@
 #include "absl/time/clock.h"
 #include "transport/payload_retention.h"
 #include "transport/transport.h"
+#include "transport/transport_test_util.h"
 
 namespace sluice::transport {
 namespace {
@@ -53,22 +54,13 @@ class Receiver final : public MessageHandler {
   std::optional<absl::Status> disconnect ABSL_GUARDED_BY(mu);
 };
 
-class Quiet final : public MessageHandler {
- public:
-  PayloadDestination ChoosePayloadDestination(ConnectionId, absl::string_view, size_t) override {
-    return PayloadDestination{};
-  }
-  void OnMessage(ConnectionId, absl::string_view, InboundPayload) override {}
-  void OnDisconnect(ConnectionId, absl::Status) override {}
-};
-
 // The child: connects to the port it reads from `port_fd`, sends one large payload, and
 // waits to be killed.
 [[noreturn]] void RunSender(int port_fd) {
   int port = 0;
   if (read(port_fd, &port, sizeof(port)) != sizeof(port)) _exit(1);
   const std::vector<char> payload(kPayloadBytes, 'p');
-  Quiet handler;
+  NullHandler handler;
   absl::StatusOr<std::unique_ptr<Transport>> sender = CreateTransport("ofi", OverTcp(), &handler);
   if (!sender.ok()) _exit(2);
   absl::StatusOr<ConnectionId> connection =
@@ -170,7 +162,7 @@ TEST(OfiPeerKilledTest, ASendToAReceiverKilledBeforeItReadFailsWithItsPayloadFre
   ASSERT_TRUE(got_port);
 
   const std::vector<char> payload(1 << 20, 'p');
-  Quiet handler;
+  NullHandler handler;
   absl::StatusOr<std::unique_ptr<Transport>> sender = CreateTransport("ofi", OverTcp(), &handler);
   ASSERT_TRUE(sender.ok()) << sender.status();
   absl::StatusOr<ConnectionId> connection =

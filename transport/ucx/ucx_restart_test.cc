@@ -11,10 +11,12 @@
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "transport/payload_retention.h"
+#include "transport/transport_test_util.h"
 #include "transport/ucx/ucx_test_pair.h"
 #include "transport/ucx/ucx_transport.h"
 
@@ -29,13 +31,15 @@ TransportOptions WithTls(const char* tls) {
   return options;
 }
 
-// A receiver whose first payload waits in ChoosePayloadDestination until `release`, so
-// that its transfer has not begun when the sender's worker restarts.
-class HeldReceiver final : public MessageHandler {
+// Notes that a payload was offered; one made to `hold` it keeps it waiting in
+// ChoosePayloadDestination until `release`, so that its transfer has not begun when the
+// sender gives up on it.
+class OfferedReceiver final : public MessageHandler {
  public:
+  explicit OfferedReceiver(bool hold) : hold_(hold) {}
   PayloadDestination ChoosePayloadDestination(ConnectionId, absl::string_view, size_t) override {
     asked.Notify();
-    release.WaitForNotificationWithTimeout(absl::Seconds(20));
+    if (hold_) release.WaitForNotificationWithTimeout(absl::Seconds(20));
     return PayloadDestination{};
   }
   void OnMessage(ConnectionId, absl::string_view, InboundPayload) override {}
@@ -43,40 +47,55 @@ class HeldReceiver final : public MessageHandler {
 
   absl::Notification asked;
   absl::Notification release;
+
+ private:
+  const bool hold_;
 };
 
-class Quiet final : public MessageHandler {
- public:
-  PayloadDestination ChoosePayloadDestination(ConnectionId, absl::string_view, size_t) override {
-    return PayloadDestination{};
+// Sends `payload` from a client over `tls` to a receiver that is offered it (and holds it
+// when `hold`), runs `give_up` on the client then, and returns what the send's callback was
+// told; an error when it was told nothing within 5 s.
+absl::StatusOr<absl::Status> SendThenGiveUp(const char* tls, const std::vector<char>& payload,
+                                            bool hold, absl::FunctionRef<void(UcxPair&)> give_up) {
+  struct Told {
+    absl::Notification sent;
+    absl::Status outcome;
+  };
+  auto told = std::make_shared<Told>();  // a late callback finds it still there
+  OfferedReceiver receiver(hold);
+  NullHandler sender;
+  absl::StatusOr<UcxPair> pair = ConnectUcxPair(WithTls(tls), &receiver, &sender);
+  if (!pair.ok()) return pair.status();
+  pair->client->Send(pair->connection, "payload", Payload{payload.data(), payload.size()},
+                     [told](absl::Status status) {
+                       told->outcome = std::move(status);
+                       told->sent.Notify();
+                     });
+  if (!receiver.asked.WaitForNotificationWithTimeout(absl::Seconds(10))) {
+    receiver.release.Notify();
+    return absl::DeadlineExceededError("the payload was never offered");
   }
-  void OnMessage(ConnectionId, absl::string_view, InboundPayload) override {}
-  void OnDisconnect(ConnectionId, absl::Status) override {}
-};
+  give_up(*pair);
+  const bool sent = told->sent.WaitForNotificationWithTimeout(absl::Seconds(5));
+  receiver.release.Notify();
+  if (!sent) return absl::DeadlineExceededError("the send's callback did not run");
+  return told->outcome;
+}
+
+void Restart(UcxPair& pair) {
+  pair.client->RestartWorkerForTest(absl::UnavailableError("restarted by the test"));
+}
 
 // Over shared memory the receiver reads a rendezvous payload out of the sender's memory
 // (cma) when it gets to it; a restart of the sender's worker cannot stop that read, so
 // the send it gives up on must not hand its payload back as free.
 TEST(UcxRestartTest, ASendGivenUpOnSaysThePeerMayStillReadItsPayload) {
   const std::vector<char> payload(kPayloadBytes, 'p');
-  HeldReceiver receiver;
-  Quiet sender;
-  absl::StatusOr<UcxPair> pair = ConnectUcxPair(WithTls("posix,sysv,cma,self"), &receiver, &sender);
-  ASSERT_TRUE(pair.ok()) << pair.status();
-  absl::Notification sent;
-  absl::Status outcome;
-  pair->client->Send(pair->connection, "payload", Payload{payload.data(), payload.size()},
-                     [&](absl::Status status) {
-                       outcome = std::move(status);
-                       sent.Notify();
-                     });
-  ASSERT_TRUE(receiver.asked.WaitForNotificationWithTimeout(absl::Seconds(10)));
-  pair->client->RestartWorkerForTest(absl::UnavailableError("restarted by the test"));
-  const bool told = sent.WaitForNotificationWithTimeout(absl::Seconds(5));
-  receiver.release.Notify();
-  ASSERT_TRUE(told) << "the send's callback did not run";
-  EXPECT_FALSE(outcome.ok());
-  EXPECT_TRUE(PayloadMayStillBeRead(outcome)) << outcome;
+  absl::StatusOr<absl::Status> outcome =
+      SendThenGiveUp("posix,sysv,cma,self", payload, /*hold=*/true, Restart);
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  EXPECT_FALSE(outcome->ok());
+  EXPECT_TRUE(PayloadMayStillBeRead(*outcome)) << *outcome;
 }
 
 // Abort gives up on a connection whose peer may well be alive (behind a partition, or slow
@@ -87,60 +106,28 @@ TEST(UcxRestartTest, ASendAbortedWithItsConnectionSaysThePeerMayStillReadItsPayl
   for (const char* tls : {"posix,sysv,cma,self", "posix,sysv,self"}) {
     SCOPED_TRACE(tls);
     const std::vector<char> payload(kPayloadBytes, 'p');
-    HeldReceiver receiver;
-    Quiet sender;
-    absl::StatusOr<UcxPair> pair = ConnectUcxPair(WithTls(tls), &receiver, &sender);
-    ASSERT_TRUE(pair.ok()) << pair.status();
-    absl::Notification sent;
-    absl::Status outcome;
-    pair->client->Send(pair->connection, "payload", Payload{payload.data(), payload.size()},
-                       [&](absl::Status status) {
-                         outcome = std::move(status);
-                         sent.Notify();
-                       });
-    ASSERT_TRUE(receiver.asked.WaitForNotificationWithTimeout(absl::Seconds(10)));
-    pair->client->Abort(pair->connection, absl::UnavailableError("given up by the test"));
-    const bool told = sent.WaitForNotificationWithTimeout(absl::Seconds(5));
-    receiver.release.Notify();
-    ASSERT_TRUE(told) << "the send's callback did not run";
-    EXPECT_TRUE(PayloadMayStillBeRead(outcome)) << outcome;
+    absl::StatusOr<absl::Status> outcome =
+        SendThenGiveUp(tls, payload, /*hold=*/true, [](UcxPair& pair) {
+          pair.client->Abort(pair.connection, absl::UnavailableError("given up by the test"));
+        });
+    ASSERT_TRUE(outcome.ok()) << outcome.status();
+    EXPECT_TRUE(PayloadMayStillBeRead(*outcome)) << *outcome;
   }
 }
-
-// Notes that a payload was offered.
-class RecordingReceiver final : public MessageHandler {
- public:
-  PayloadDestination ChoosePayloadDestination(ConnectionId, absl::string_view, size_t) override {
-    asked.Notify();
-    return PayloadDestination{};
-  }
-  void OnMessage(ConnectionId, absl::string_view, InboundPayload) override {}
-  void OnDisconnect(ConnectionId, absl::Status) override {}
-  absl::Notification asked;
-};
 
 // Over tcp the sender pushes a rendezvous payload itself (UCX's fragments): once its
 // worker is gone nothing reads the payload, so a send given up on there frees it at once
 // (a slab held for nothing would shrink a worker's pool).
 TEST(UcxRestartTest, ASendUnderWayOverTcpGivesItsPayloadBackWhenTheSenderRestarts) {
   const std::vector<char> payload(64 << 20, 'p');
-  RecordingReceiver receiver;
-  Quiet sender;
-  absl::StatusOr<UcxPair> pair = ConnectUcxPair(WithTls("tcp,self"), &receiver, &sender);
-  ASSERT_TRUE(pair.ok()) << pair.status();
-  absl::Notification sent;
-  absl::Status outcome;
-  pair->client->Send(pair->connection, "payload", Payload{payload.data(), payload.size()},
-                     [&](absl::Status status) {
-                       outcome = std::move(status);
-                       sent.Notify();
-                     });
-  ASSERT_TRUE(receiver.asked.WaitForNotificationWithTimeout(absl::Seconds(10)));
-  absl::SleepFor(absl::Milliseconds(2));
-  pair->client->RestartWorkerForTest(absl::UnavailableError("restarted by the test"));
-  ASSERT_TRUE(sent.WaitForNotificationWithTimeout(absl::Seconds(5)));
-  if (outcome.ok()) GTEST_SKIP() << "the payload had landed before the restart";
-  EXPECT_FALSE(PayloadMayStillBeRead(outcome)) << outcome;
+  absl::StatusOr<absl::Status> outcome =
+      SendThenGiveUp("tcp,self", payload, /*hold=*/false, [](UcxPair& pair) {
+        absl::SleepFor(absl::Milliseconds(2));  // under way
+        Restart(pair);
+      });
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  if (outcome->ok()) GTEST_SKIP() << "the payload had landed before the restart";
+  EXPECT_FALSE(PayloadMayStillBeRead(*outcome)) << *outcome;
 }
 
 // The sender's progress stops (its handler holds its progress thread) once the receiver
