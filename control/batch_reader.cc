@@ -337,6 +337,15 @@ BatchReader::FetchOutcome BatchReader::Examine(Task& task, const transport::Slab
   // Any answer shows the worker reachable, a "retry later" too: an unreachable spell counted
   // from before it would fail the read at the next hiccup (a connect another thread makes).
   task.unreachable_since = absl::InfiniteFuture();
+  if (response->task_error_code() != 0) {
+    const int code = response->task_error_code();
+    Fail(absl::Status(code > 0 && code <= static_cast<int>(absl::StatusCode::kUnauthenticated)
+                          ? static_cast<absl::StatusCode>(code)
+                          : absl::StatusCode::kUnknown,
+                      absl::StrCat("reading ", what(), " from worker ", *task.worker_text, ": ",
+                                   response->task_error_message())));
+    return FetchOutcome::kFailed;
+  }
   const bool carries_batch = !response->retry_later() && !response->end_of_sequence();
   const uint64_t provenance_bytes = response->provenance_bytes_in_payload();
   if (carries_batch && (response->batch_bytes() > result->payload.size ||

@@ -308,12 +308,13 @@ void TaskRunner::Serve() {
   // The client asks again, under its current epoch.
   for (const Waiter& waiter : stale) TellToRetry(waiter);
   for (const Waiter& waiter : ended) {
-    if (!error.ok()) {
-      waiter.call->Reply(error);
-      continue;
-    }
     proto::GetElementResponse response;
-    response.set_end_of_sequence(true);
+    if (error.ok()) {
+      response.set_end_of_sequence(true);
+    } else {
+      response.set_task_error_code(static_cast<int32_t>(error.code()));
+      response.set_task_error_message(std::string(error.message()));
+    }
     waiter.call->Reply(response);
   }
 }

@@ -10,9 +10,10 @@
 namespace sluice::gpu {
 
 ControlBatchSource::ControlBatchSource(std::unique_ptr<control::BatchReader> reader,
-                                       const control::ReadOptions& read_options)
+                                       const control::ReadOptions& read_options, int device)
     : reader_(std::move(reader)),
       slab_bytes_(read_options.slab_bytes),
+      device_(device),
       pin_(ProbeCuda().available && read_options.slab_bytes > 0) {}
 
 absl::StatusOr<std::optional<HostBatch>> ControlBatchSource::Next() {
@@ -36,7 +37,7 @@ absl::StatusOr<std::unique_ptr<DeviceBatchReader>> ReadIntoDevice(
   options.device = device;
   options.buffer_bytes = read_options.slab_bytes;
   return DeviceBatchReader::Create(
-      std::make_unique<ControlBatchSource>(std::move(reader), read_options), options);
+      std::make_unique<ControlBatchSource>(std::move(reader), read_options, device), options);
 }
 
 absl::Status ControlBatchSource::PinSlab(const std::byte* slab) {
@@ -44,7 +45,7 @@ absl::Status ControlBatchSource::PinSlab(const std::byte* slab) {
     return absl::OkStatus();
   }
   absl::StatusOr<HostRegistration> registration =
-      HostRegistration::Register(const_cast<std::byte*>(slab), slab_bytes_);
+      HostRegistration::Register(const_cast<std::byte*>(slab), slab_bytes_, device_);
   if (registration.ok()) {
     pinned_.push_back(*std::move(registration));
   } else if (!absl::IsAlreadyExists(registration.status())) {

@@ -28,9 +28,10 @@ namespace sluice::gpu {
 
 class ControlBatchSource final : public HostBatchSource {
  public:
-  // `read_options` are those `reader` was started with (for slab_bytes).
+  // `read_options` are those `reader` was started with (for slab_bytes); slabs are pinned
+  // in `device`'s context, the one the batches are copied to.
   ControlBatchSource(std::unique_ptr<control::BatchReader> reader,
-                     const control::ReadOptions& read_options);
+                     const control::ReadOptions& read_options, int device = 0);
 
   // HostBatch::owner holds the control::Batch: dropping it returns the landing slab.
   [[nodiscard]] absl::StatusOr<std::optional<HostBatch>> Next() override;
@@ -43,6 +44,7 @@ class ControlBatchSource final : public HostBatchSource {
 
   std::unique_ptr<control::BatchReader> reader_;
   const size_t slab_bytes_;
+  const int device_;
   const bool pin_;
   std::vector<const std::byte*> seen_;  // slabs already pinned (or pinned by someone else)
   // After reader_: unregistered before the reader (and its slab pool) goes away.

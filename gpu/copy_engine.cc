@@ -35,8 +35,8 @@ absl::Status StartCopy(int device, const void* host, size_t bytes, void* device_
                           absl::StrCat("cudaMemcpyAsync(", bytes, " bytes host to device)")));
   if (cudaError_t err = cudaEventRecord(event, stream); err != cudaSuccess) {
     // The copy may still be reading `host`: never hand it back to the caller running.
-    cudaStreamSynchronize(stream);
-    return internal::CudaError(err, "cudaEventRecord");
+    (void)cudaStreamSynchronize(stream);
+    return internal::CudaCheck(err, "cudaEventRecord");
   }
   return absl::OkStatus();
 }

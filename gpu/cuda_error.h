@@ -44,8 +44,13 @@ inline absl::Status CudaError(cudaError_t err, absl::string_view call) {
   }
 }
 
+// A failed call is reported here, as a Status: the runtime's last-error slot is cleared, or
+// the trainer sharing this thread would find our error in its own next launch check
+// (cudaGetLastError after a kernel) and blame its kernel. A sticky error stays sticky.
 inline absl::Status CudaCheck(cudaError_t err, absl::string_view call) {
-  return err == cudaSuccess ? absl::OkStatus() : CudaError(err, call);
+  if (err == cudaSuccess) return absl::OkStatus();
+  (void)cudaGetLastError();
+  return CudaError(err, call);
 }
 
 }  // namespace sluice::gpu::internal

@@ -17,7 +17,7 @@ CudaAvailability ProbeOnce() {
   int count = 0;
   cudaError_t err = cudaGetDeviceCount(&count);
   if (err != cudaSuccess) {
-    result.reason = std::string(internal::CudaError(err, "cudaGetDeviceCount").message());
+    result.reason = std::string(internal::CudaCheck(err, "cudaGetDeviceCount").message());
     return result;
   }
   if (count <= 0) {
@@ -29,7 +29,7 @@ CudaAvailability ProbeOnce() {
   result.reason = absl::StrCat(count, count == 1 ? " CUDA device:" : " CUDA devices:");
   for (int i = 0; i < count; ++i) {
     cudaDeviceProp prop{};
-    if (cudaGetDeviceProperties(&prop, i) == cudaSuccess) {
+    if (internal::CudaCheck(cudaGetDeviceProperties(&prop, i), "cudaGetDeviceProperties").ok()) {
       absl::StrAppend(&result.reason, i == 0 ? " " : ", ", i, " ", prop.name, " (sm_", prop.major,
                       prop.minor, ")");
     } else {

@@ -65,11 +65,16 @@ DeviceBatchReader::~DeviceBatchReader() {
 
 absl::StatusOr<std::optional<DeviceBatch>> DeviceBatchReader::Next() {
   if (!error_.ok()) return error_;
-  if (absl::Status filled = Fill(); !filled.ok()) {
-    error_ = filled;
-    return error_;
+  if (source_error_.ok()) {
+    // Copies already started go out before the error that stopped the next: they were
+    // taken from the service (a shared job counts them read) and are whole on the device.
+    if (absl::Status filled = Fill(); !filled.ok()) source_error_ = filled;
   }
-  if (pending_.empty()) return std::nullopt;  // the source ended and every batch went out
+  if (pending_.empty()) {
+    if (!source_error_.ok()) error_ = source_error_;
+    if (!error_.ok()) return error_;
+    return std::nullopt;  // the source ended and every batch went out
+  }
   std::unique_ptr<Pending> batch = std::move(pending_.front());
   pending_.pop_front();
   absl::Status copied;

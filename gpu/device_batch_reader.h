@@ -120,7 +120,7 @@ class DeviceBatchReader {
 
   // The next batch, its bytes on the device; nullopt at the end. Errors (the source's, a batch
   // that does not parse or exceeds buffer_bytes, a CUDA error) end the read: later calls
-  // return the same error.
+  // return the same error. The source's come after the batches whose copies had started.
   [[nodiscard]] absl::StatusOr<std::optional<DeviceBatch>> Next();
 
   [[nodiscard]] DeviceBatchReaderStats stats() const;
@@ -151,6 +151,8 @@ class DeviceBatchReader {
   absl::Mutex mu_;
   std::deque<std::unique_ptr<Pending>> pending_;  // oldest first; Next()'s thread only
   bool source_done_ = false;
+  // What ended the source; Next() returns it once the batches started before it are out.
+  absl::Status source_error_;
   absl::Status error_;
   // Last: destroyed first, so its callbacks finish while the state above still exists.
   std::unique_ptr<DeviceCopyEngine> engine_;

@@ -172,6 +172,21 @@ TEST(DeviceBatchReaderTest, ErrorsEndTheRead) {
   EXPECT_EQ((*reader)->Next().status().code(), absl::StatusCode::kUnavailable);
   EXPECT_EQ((*reader)->Next().status().code(), absl::StatusCode::kUnavailable);
 
+  // Copying ahead, the first Next() meets the error while filling: the two batches already
+  // taken from the source (in a shared job, read by nobody else) still come out first.
+  auto ahead_source = std::make_unique<FakeSource>(RandomBatches(5, 4));
+  ahead_source->FailAfter(2, absl::UnavailableError("worker went away"));
+  auto ahead = DeviceBatchReader::Create(std::move(ahead_source), {.prefetch_depth = 2});
+  ASSERT_TRUE(ahead.ok()) << ahead.status();
+  for (int64_t index = 0; index < 2; ++index) {
+    absl::StatusOr<std::optional<DeviceBatch>> batch = (*ahead)->Next();
+    ASSERT_TRUE(batch.ok()) << batch.status();
+    ASSERT_TRUE(batch->has_value());
+    EXPECT_EQ((*batch)->index(), index);
+  }
+  EXPECT_EQ((*ahead)->Next().status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ((*ahead)->Next().status().code(), absl::StatusCode::kUnavailable);
+
   // A batch larger than the device buffers, and bytes that are no batch.
   std::vector<std::vector<std::byte>> big = RandomBatches(1, 5);
   auto too_big = DeviceBatchReader::Create(std::make_unique<FakeSource>(big),

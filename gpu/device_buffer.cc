@@ -23,9 +23,20 @@ absl::Status CheckSize(size_t bytes, absl::string_view what) {
 
 #if SLUICE_HAVE_CUDA
 
-void DeviceBuffer::Free::operator()(std::byte* p) const { cudaFree(p); }
-void PinnedHostBuffer::Free::operator()(std::byte* p) const { cudaFreeHost(p); }
-void HostRegistration::Unregister::operator()(std::byte* p) const { cudaHostUnregister(p); }
+void DeviceBuffer::Free::operator()(std::byte* p) const {
+  absl::StatusOr<ScopedCudaDevice> on_device = ScopedCudaDevice::Enter(device);
+  if (cudaFree(p) != cudaSuccess) (void)cudaGetLastError();
+}
+
+void PinnedHostBuffer::Free::operator()(std::byte* p) const {
+  absl::StatusOr<ScopedCudaDevice> on_device = ScopedCudaDevice::Enter(device);
+  if (cudaFreeHost(p) != cudaSuccess) (void)cudaGetLastError();
+}
+
+void HostRegistration::Unregister::operator()(std::byte* p) const {
+  absl::StatusOr<ScopedCudaDevice> on_device = ScopedCudaDevice::Enter(device);
+  if (cudaHostUnregister(p) != cudaSuccess) (void)cudaGetLastError();
+}
 
 absl::StatusOr<DeviceBuffer> DeviceBuffer::Allocate(int device, size_t bytes) {
   SLUICE_RETURN_IF_ERROR(CheckSize(bytes, "DeviceBuffer::Allocate"));
@@ -37,23 +48,25 @@ absl::StatusOr<DeviceBuffer> DeviceBuffer::Allocate(int device, size_t bytes) {
   return DeviceBuffer(static_cast<std::byte*>(p), bytes, device);
 }
 
-absl::StatusOr<PinnedHostBuffer> PinnedHostBuffer::Allocate(size_t bytes) {
+absl::StatusOr<PinnedHostBuffer> PinnedHostBuffer::Allocate(size_t bytes, int device) {
   SLUICE_RETURN_IF_ERROR(CheckSize(bytes, "PinnedHostBuffer::Allocate"));
-  SLUICE_RETURN_IF_ERROR(RequireCudaDevice(0, "PinnedHostBuffer::Allocate"));
+  SLUICE_RETURN_IF_ERROR(RequireCudaDevice(device, "PinnedHostBuffer::Allocate"));
+  SLUICE_ASSIGN_OR_RETURN(ScopedCudaDevice on_device, ScopedCudaDevice::Enter(device));
   void* p = nullptr;
   SLUICE_RETURN_IF_ERROR(internal::CudaCheck(cudaHostAlloc(&p, bytes, cudaHostAllocPortable),
                                              absl::StrCat("cudaHostAlloc(", bytes, " bytes)")));
-  return PinnedHostBuffer(static_cast<std::byte*>(p), bytes);
+  return PinnedHostBuffer(static_cast<std::byte*>(p), bytes, device);
 }
 
-absl::StatusOr<HostRegistration> HostRegistration::Register(void* base, size_t bytes) {
+absl::StatusOr<HostRegistration> HostRegistration::Register(void* base, size_t bytes, int device) {
   SLUICE_RETURN_IF_ERROR(CheckSize(bytes, "HostRegistration::Register"));
   if (base == nullptr) return absl::InvalidArgumentError("HostRegistration::Register: null base");
-  SLUICE_RETURN_IF_ERROR(RequireCudaDevice(0, "HostRegistration::Register"));
+  SLUICE_RETURN_IF_ERROR(RequireCudaDevice(device, "HostRegistration::Register"));
+  SLUICE_ASSIGN_OR_RETURN(ScopedCudaDevice on_device, ScopedCudaDevice::Enter(device));
   SLUICE_RETURN_IF_ERROR(
       internal::CudaCheck(cudaHostRegister(base, bytes, cudaHostRegisterPortable),
                           absl::StrCat("cudaHostRegister(", bytes, " bytes)")));
-  return HostRegistration(static_cast<std::byte*>(base), bytes);
+  return HostRegistration(static_cast<std::byte*>(base), bytes, device);
 }
 
 absl::Status CopyDeviceToHost(int device, const std::byte* device_ptr, size_t bytes,
@@ -76,16 +89,16 @@ absl::StatusOr<DeviceBuffer> DeviceBuffer::Allocate(int device, size_t bytes) {
   return absl::InternalError("unreachable: CUDA reported available in a build without CUDA");
 }
 
-absl::StatusOr<PinnedHostBuffer> PinnedHostBuffer::Allocate(size_t bytes) {
+absl::StatusOr<PinnedHostBuffer> PinnedHostBuffer::Allocate(size_t bytes, int device) {
   SLUICE_RETURN_IF_ERROR(CheckSize(bytes, "PinnedHostBuffer::Allocate"));
-  SLUICE_RETURN_IF_ERROR(RequireCudaDevice(0, "PinnedHostBuffer::Allocate"));
+  SLUICE_RETURN_IF_ERROR(RequireCudaDevice(device, "PinnedHostBuffer::Allocate"));
   return absl::InternalError("unreachable: CUDA reported available in a build without CUDA");
 }
 
-absl::StatusOr<HostRegistration> HostRegistration::Register(void* base, size_t bytes) {
+absl::StatusOr<HostRegistration> HostRegistration::Register(void* base, size_t bytes, int device) {
   SLUICE_RETURN_IF_ERROR(CheckSize(bytes, "HostRegistration::Register"));
   if (base == nullptr) return absl::InvalidArgumentError("HostRegistration::Register: null base");
-  SLUICE_RETURN_IF_ERROR(RequireCudaDevice(0, "HostRegistration::Register"));
+  SLUICE_RETURN_IF_ERROR(RequireCudaDevice(device, "HostRegistration::Register"));
   return absl::InternalError("unreachable: CUDA reported available in a build without CUDA");
 }
 

@@ -5,6 +5,7 @@
 //                     cudaHostUnregister), e.g. a client's UCX landing slabs, so that
 //                     cudaMemcpyAsync from them is truly asynchronous.
 // Without CUDA, or without a GPU, every factory returns FailedPrecondition with the reason.
+// Each is made and released on its `device` (gpu/cuda_handles.h says why).
 //
 //   SLUICE_ASSIGN_OR_RETURN(DeviceBuffer dev, DeviceBuffer::Allocate(/*device=*/0, 1 << 20));
 //   SLUICE_ASSIGN_OR_RETURN(PinnedHostBuffer staging, PinnedHostBuffer::Allocate(1 << 20));
@@ -45,9 +46,11 @@ class DeviceBuffer {
 
  private:
   struct Free {
+    int device;  // no initializer: it would keep the class from being default-constructed
     void operator()(std::byte* p) const;  // cudaFree
   };
-  DeviceBuffer(std::byte* p, size_t size, int device) : memory_(p), size_(size), device_(device) {}
+  DeviceBuffer(std::byte* p, size_t size, int device)
+      : memory_(p, Free{device}), size_(size), device_(device) {}
   std::unique_ptr<std::byte, Free> memory_;
   size_t size_ = 0;
   int device_ = -1;
@@ -55,8 +58,9 @@ class DeviceBuffer {
 
 class PinnedHostBuffer {
  public:
-  // `bytes` > 0, page-locked and usable from every device (cudaHostAllocPortable).
-  [[nodiscard]] static absl::StatusOr<PinnedHostBuffer> Allocate(size_t bytes);
+  // `bytes` > 0, page-locked and usable from every device (cudaHostAllocPortable); made in
+  // `device`'s context.
+  [[nodiscard]] static absl::StatusOr<PinnedHostBuffer> Allocate(size_t bytes, int device = 0);
   PinnedHostBuffer() = default;
   PinnedHostBuffer(PinnedHostBuffer&&) noexcept = default;
   PinnedHostBuffer& operator=(PinnedHostBuffer&&) noexcept = default;
@@ -68,9 +72,10 @@ class PinnedHostBuffer {
 
  private:
   struct Free {
+    int device;  // no initializer: it would keep the class from being default-constructed
     void operator()(std::byte* p) const;  // cudaFreeHost
   };
-  PinnedHostBuffer(std::byte* p, size_t size) : memory_(p), size_(size) {}
+  PinnedHostBuffer(std::byte* p, size_t size, int device) : memory_(p, Free{device}), size_(size) {}
   std::unique_ptr<std::byte, Free> memory_;
   size_t size_ = 0;
 };
@@ -79,7 +84,8 @@ class HostRegistration {
  public:
   // Page-locks [base, base + bytes) for CUDA (cudaHostRegisterPortable). AlreadyExists when
   // part of the range is registered already. The memory must outlive the registration.
-  [[nodiscard]] static absl::StatusOr<HostRegistration> Register(void* base, size_t bytes);
+  [[nodiscard]] static absl::StatusOr<HostRegistration> Register(void* base, size_t bytes,
+                                                                 int device = 0);
   HostRegistration() = default;
   HostRegistration(HostRegistration&&) noexcept = default;
   HostRegistration& operator=(HostRegistration&&) noexcept = default;
@@ -90,9 +96,11 @@ class HostRegistration {
 
  private:
   struct Unregister {
+    int device;  // no initializer: it would keep the class from being default-constructed
     void operator()(std::byte* p) const;  // cudaHostUnregister
   };
-  HostRegistration(std::byte* base, size_t size) : base_(base), size_(size) {}
+  HostRegistration(std::byte* base, size_t size, int device)
+      : base_(base, Unregister{device}), size_(size) {}
   std::unique_ptr<std::byte, Unregister> base_;
   size_t size_ = 0;
 };

@@ -46,7 +46,7 @@ absl::Status DeviceBufferLease::ReleaseAfter(CUstream_st* stream) {
     absl::Status status = internal::CudaCheck(
         cudaEventRecord(pool_->released_[index_].get(), stream), "cudaEventRecord");
     // The slow, safe way: the next holder may write at once.
-    if (!status.ok()) cudaStreamSynchronize(stream);
+    if (!status.ok() && cudaStreamSynchronize(stream) != cudaSuccess) (void)cudaGetLastError();
     return status;
   }();
 #else

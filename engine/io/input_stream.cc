@@ -16,9 +16,11 @@
 namespace sluice::engine {
 namespace {
 
+// Coded by the errno (EACCES PermissionDenied, EMFILE ResourceExhausted, EIO Unknown, ...):
+// never Unavailable for a file the worker cannot read, which reads as a worker out of reach.
 absl::Status IoError(std::string_view what, const std::string& path, int error) {
-  return absl::UnavailableError(
-      absl::StrCat(AbslView(what), " '", path, "' failed: ", std::strerror(error)));
+  return absl::Status(absl::ErrnoToStatusCode(error),
+                      absl::StrCat(AbslView(what), " '", path, "' failed: ", std::strerror(error)));
 }
 
 }  // namespace

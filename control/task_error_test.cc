@@ -1,0 +1,87 @@
+// A task's pipeline error reaches its reader at once, whatever its code. Worker and reader
+// also say Unavailable, DeadlineExceeded, Aborted and Cancelled of a worker out of reach,
+// where the reader waits (up to its request_timeout) for the worker or the dispatcher's word
+// on it; a pipeline's own error with one of those codes (a plugin's lookup service down, a
+// file read interrupted) must not be taken for that.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "control/client.h"
+#include "control/local_cluster.h"
+#include "engine/functions.h"
+#include "engine/pipeline_text.h"
+
+namespace sluice::control {
+namespace {
+
+struct FailingCase {
+  const char* name;
+  absl::StatusCode code;
+  bool coordinated;
+};
+
+class TaskErrorTest : public ::testing::TestWithParam<FailingCase> {};
+
+TEST_P(TaskErrorTest, ReachesTheReaderAtOnceWithItsCode) {
+  const FailingCase& c = GetParam();
+  // In this process, which runs the dispatcher and the worker: both know the function.
+  const std::string function = absl::StrCat("task_error_test.", c.name);
+  ASSERT_TRUE(engine::GlobalFunctions()
+                  .Register(function,
+                            [code = c.code](engine::Element, engine::Element*) {
+                              return absl::Status(code, "the feature store did not answer");
+                            })
+                  .ok());
+
+  LocalClusterOptions options;
+  options.num_workers = 1;
+  options.dispatcher.transport.ucx_tls = "posix,sysv,cma,self";
+  options.worker.transport.ucx_tls = "posix,sysv,cma,self";
+  auto cluster = LocalCluster::Start(options);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  ClientOptions client_options;
+  client_options.dispatcher = (*cluster)->dispatcher_address();
+  client_options.transport.ucx_tls = "posix,sysv,cma,self";
+  auto client = Client::Connect(client_options);
+  ASSERT_TRUE(client.ok()) << client.status();
+  auto pipeline =
+      engine::ParsePipeline(absl::StrCat("range(100) | repeat() | map(", function, ")"));
+  ASSERT_TRUE(pipeline.ok()) << pipeline.status();
+  auto dataset = (*client)->RegisterDataset(*pipeline);
+  ASSERT_TRUE(dataset.ok()) << dataset.status();
+
+  ReadOptions read;
+  read.mode = proto::OFF;
+  // Long enough that an error taken for an unreachable worker would miss the bound below.
+  read.request_timeout = absl::Seconds(40);
+  if (c.coordinated) {
+    read.job_name = absl::StrCat("rounds-", c.name);
+    read.num_consumers = 1;
+    read.consumer_index = 0;
+  }
+  auto reader = (*client)->Read(*dataset, read);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  const absl::Time start = absl::Now();
+  auto batch = (*reader)->Next();
+  const absl::Duration waited = absl::Now() - start;
+  ASSERT_FALSE(batch.ok()) << "a batch came from a pipeline that fails on every element";
+  EXPECT_EQ(batch.status().code(), c.code) << batch.status();
+  EXPECT_THAT(std::string(batch.status().message()),
+              testing::HasSubstr("the feature store did not answer"));
+  EXPECT_LT(waited, absl::Seconds(15)) << batch.status();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Codes, TaskErrorTest,
+    ::testing::Values(FailingCase{"unavailable", absl::StatusCode::kUnavailable, false},
+                      FailingCase{"deadline", absl::StatusCode::kDeadlineExceeded, false},
+                      FailingCase{"aborted_in_rounds", absl::StatusCode::kAborted, true}),
+    [](const ::testing::TestParamInfo<FailingCase>& info) { return std::string(info.param.name); });
+
+}  // namespace
+}  // namespace sluice::control
