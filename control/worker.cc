@@ -12,6 +12,7 @@
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
 #include "common/destroy_in_place.h"
 #include "common/status_macros.h"
 #include "common/thread_name.h"
@@ -200,8 +201,19 @@ absl::StatusOr<std::unique_ptr<Worker>> Worker::Start(const WorkerOptions& optio
                          ? transport::LocalAddressFacing(options.dispatcher.host)
                          : options.advertise_host;
   w->address_ = transport::Address{bound.scheme, host, bound.port}.ToString();
-  // The first heartbeat registers the worker; failing it fails start-up with its reason.
+  // The first heartbeat registers the worker; failing it fails start-up with its reason,
+  // once a dispatcher out of reach has had register_timeout to come up.
   absl::Status registered = w->Heartbeat();
+  const absl::Time give_up = absl::Now() + options.register_timeout;
+  while ((absl::IsUnavailable(registered) || absl::IsDeadlineExceeded(registered)) &&
+         absl::Now() < give_up) {
+    if (!options.on_register_retry) {
+      absl::SleepFor(absl::Seconds(1));
+    } else if (!options.on_register_retry(registered)) {
+      break;
+    }
+    registered = w->Heartbeat();
+  }
   if (absl::IsUnimplemented(registered)) {
     return absl::FailedPreconditionError(absl::StrCat(
         "worker could not register: ", options.dispatcher.ToString(),

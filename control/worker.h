@@ -9,6 +9,7 @@
 #ifndef SLUICE_CONTROL_WORKER_H_
 #define SLUICE_CONTROL_WORKER_H_
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -47,12 +48,20 @@ struct WorkerOptions {
   // How long a task waits for an unreachable dispatcher (e.g. one restarting) before it
   // fails; heartbeats retry for as long as the worker runs.
   absl::Duration outage_timeout = absl::Minutes(5);
+  // How long Start keeps trying to register with a dispatcher it cannot reach (not started
+  // yet, restarting) before it fails; zero: one try. A cluster's workers may start first.
+  absl::Duration register_timeout = absl::ZeroDuration();
+  // While Start retries: called with each failed try's reason, it paces the tries (Start
+  // tries again as soon as it returns; without it Start sleeps a second) and returns false
+  // to give up (`sluice worker` does on Ctrl-C).
+  std::function<bool(const absl::Status& why)> on_register_retry;
   transport::TransportOptions transport;
 };
 
 class Worker {
  public:
-  // Fails if the dispatcher cannot be reached within options.dispatcher_timeout.
+  // Fails if the dispatcher cannot be reached within options.dispatcher_timeout, tried again
+  // until options.register_timeout has passed.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<Worker>> Start(const WorkerOptions& options);
   ~Worker();
 

@@ -15,6 +15,7 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/mutex_checks.h"
 #include "common/private_stdout.h"
@@ -203,6 +204,12 @@ int Main(int argc, char** argv) {
   std::vector<std::string> worker_plugins;
   worker_cmd->add_option("--plugin", worker_plugins,
                          "Shared library of custom functions to load (repeatable)");
+  std::string register_timeout_text = "5m";
+  worker_cmd
+      ->add_option("--register-timeout", register_timeout_text,
+                   "How long to keep trying a dispatcher that is not up yet before giving up "
+                   "(0s: fail at the first try)")
+      ->capture_default_str();
   worker_cmd
       ->add_option("--data-root", worker_options.task.data_roots,
                    "Directory pipelines may read files from (repeatable; none: no files)")
@@ -322,7 +329,43 @@ int Main(int argc, char** argv) {
         transport::Address{dispatcher->scheme, worker_host, static_cast<uint16_t>(worker_port)};
     worker_options.advertise_host = advertise_host;
     worker_options.dispatcher_timeout = *timeout;
+    absl::Duration register_timeout;
+    if (!absl::ParseDuration(register_timeout_text, &register_timeout) ||
+        register_timeout < absl::ZeroDuration()) {
+      return Fail(absl::InvalidArgumentError(
+                      absl::StrCat("--register-timeout expects a duration like 5m or 0s, got '",
+                                   register_timeout_text, "'")),
+                  "worker");
+    }
+    worker_options.register_timeout = register_timeout;
+    int stopped_by = 0;
+    const absl::Time waiting_since = absl::Now();
+    absl::Time next_notice = waiting_since;
+    bool told = false;
+    worker_options.on_register_retry = [&](const absl::Status& why) {
+      const absl::Time now = absl::Now();
+      if (now >= next_notice) {
+        std::cerr << "sluice worker: " << (told ? "still " : "") << "waiting for the dispatcher at "
+                  << dispatcher->ToString() << " (" << why.message() << "); giving up "
+                  << absl::FormatDuration(
+                         absl::Trunc(register_timeout - (now - waiting_since), absl::Seconds(1)))
+                  << " from now (--register-timeout)" << std::endl;
+        next_notice = now + absl::Seconds(30);
+        told = true;
+      }
+      // A second between tries that Ctrl-C or SIGTERM cuts short (they are blocked here,
+      // for sigwait).
+      sigset_t set;
+      sigemptyset(&set);
+      sigaddset(&set, SIGINT);
+      sigaddset(&set, SIGTERM);
+      const timespec one_second{1, 0};
+      const int signal = sigtimedwait(&set, nullptr, &one_second);
+      if (signal > 0) stopped_by = signal;
+      return signal <= 0;
+    };
     auto worker = control::Worker::Start(worker_options);
+    if (stopped_by != 0) return 128 + stopped_by;
     if (!worker.ok()) return Fail(worker.status(), "worker");
     std::cout << "sluice worker serving at " << (*worker)->address() << std::endl;
     std::cout << "sluice worker transport: " << (*worker)->transport_description() << std::endl;

@@ -442,11 +442,14 @@ TEST(ServiceTest, UnreachableDispatcherFailsWithinTheTimeout) {
   EXPECT_LT(absl::Now() - start, absl::Seconds(15));
 }
 
-TEST(ServiceTest, WorkerWithUnreachableDispatcherFailsClearly) {
-  Subprocess worker(
-      {Binary(), "--timeout", "2s", "worker", "--dispatcher", Scheme() + "://127.0.0.1:1"});
+TEST(ServiceTest, WorkerWithUnreachableDispatcherWaitsForItThenFailsClearly) {
+  const absl::Time start = absl::Now();
+  Subprocess worker({Binary(), "--timeout", "2s", "worker", "--dispatcher",
+                     Scheme() + "://127.0.0.1:1", "--register-timeout", "3s"});
   EXPECT_EQ(worker.Wait(absl::Seconds(30)), 1);
+  EXPECT_THAT(worker.stderr_text(), HasSubstr("waiting for the dispatcher at"));
   EXPECT_THAT(worker.stderr_text(), HasSubstr("could not register with the dispatcher"));
+  EXPECT_GE(absl::Now() - start, absl::Seconds(3)) << worker.stderr_text();
 }
 
 // `read --device 0` lands batches in GPU memory. With a GPU the values are exactly those of a
