@@ -59,10 +59,13 @@ Subprocess::~Subprocess() {
 std::string Subprocess::WaitForOutput(const std::string& needle, absl::Duration timeout) {
   absl::Time deadline = absl::Now() + timeout;
   while (absl::Now() < deadline) {
+    // Asked before reading: a child that has ended wrote everything it will.
+    const bool ended = TryWait().has_value();
     std::istringstream lines(ReadFile(stdout_path_));
     for (std::string line; std::getline(lines, line);) {
       if (line.find(needle) != std::string::npos) return line;
     }
+    if (ended) return "";  // not waited out: a worker that failed to start says so at once
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return "";
@@ -89,6 +92,7 @@ int Subprocess::Wait(absl::Duration timeout) {
 
 std::optional<int> Subprocess::TryWait() {
   if (exit_code_) return exit_code_;
+  if (pid_ <= 0) return std::nullopt;  // never started: waitpid(-1) would reap another child
   int status = 0;
   if (waitpid(pid_, &status, WNOHANG) != pid_) return std::nullopt;
   exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);

@@ -24,7 +24,8 @@ class Subprocess {
   Subprocess(const Subprocess&) = delete;
   Subprocess& operator=(const Subprocess&) = delete;
 
-  // The first stdout line containing `needle`; empty if none appeared within `timeout`.
+  // The first stdout line containing `needle`; empty if none appeared within `timeout`, or
+  // the child ended without writing one.
   std::string WaitForOutput(const std::string& needle, absl::Duration timeout);
   // Exit code; -signal if killed by a signal; kills and returns -9 on timeout.
   int Wait(absl::Duration timeout);

@@ -176,6 +176,13 @@ class BatchReader {
   // Tasks of this job the dispatcher declared lost (their workers were lost) so far.
   [[nodiscard]] int64_t tasks_lost() const ABSL_LOCKS_EXCLUDED(mu_);
   [[nodiscard]] int peak_fetches_after_first_batch() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Ends the read from another thread (a Ctrl-C handler): Next() returns `why`, at once if it
+  // waits. Batches handed out already stay valid.
+  void Interrupt(absl::Status why) ABSL_LOCKS_EXCLUDED(mu_);
+  // What the read waits on, in a sentence, for a caller that has had no batch for a while:
+  // "the job has no task yet (the dispatcher lists no live worker; ...)", "waiting on 2 tasks
+  // at ucx://a:1, ucx://b:2 (3 requests in flight)".
+  [[nodiscard]] std::string DescribeWait() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   struct Ready {
@@ -401,6 +408,8 @@ class BatchReader {
   int64_t batches_kept_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t batches_handed_out_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t tasks_lost_ ABSL_GUARDED_BY(mu_) = 0;
+  // Live workers the dispatcher listed in its latest heartbeat reply (-1: none came yet).
+  int64_t workers_listed_ ABSL_GUARDED_BY(mu_) = -1;
   // Static sharding: listed workers the dispatcher says the job awaits, since when; and
   // those said to on_worker_awaited.
   std::map<std::string, absl::Time> awaited_since_ ABSL_GUARDED_BY(mu_);

@@ -236,6 +236,7 @@ absl::Status BatchReader::HeartbeatOnce(absl::Duration timeout) {
       }
     }
     awaited_since_ = std::move(awaited);
+    workers_listed_ = response.num_workers();
     for (Task& task : added) {
       // Another heartbeat, replied to meanwhile, may have added it.
       const bool known = std::any_of(tasks_.begin(), tasks_.end(),

@@ -1,11 +1,15 @@
 // BatchReader::Next(): what it hands out, when the read is done, and how it waits for a
 // fetch (driving the transport itself, polling, or asleep until a reply or a retry is
-// due). The fetches themselves are in batch_reader.cc.
+// due), and what a read that waits is waiting on. The fetches themselves are in
+// batch_reader.cc.
 #include <algorithm>
 #include <optional>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "control/batch_reader.h"
 #include "transport/spin_wait.h"
 
@@ -115,6 +119,45 @@ absl::StatusOr<std::optional<Batch>> BatchReader::Next() {
                                       std::move(ready->worker), ready->index, ready->fetch_latency,
                                       ready->round, ready->task));
   }
+}
+
+void BatchReader::Interrupt(absl::Status why) {
+  absl::MutexLock lock(&mu_);
+  Fail(std::move(why));
+}
+
+std::string BatchReader::DescribeWait() const {
+  absl::MutexLock lock(&mu_);
+  if (!error_.ok()) return absl::StrCat("the read failed: ", error_.message());
+  int64_t open_tasks = 0;
+  int requests = 0;
+  std::vector<std::string> workers;  // the first few, for the sentence
+  for (const Task& task : tasks_) {
+    if (task.ended || task.lost) continue;
+    ++open_tasks;
+    requests += task.outstanding;
+    if (workers.size() < 3 &&
+        std::find(workers.begin(), workers.end(), *task.worker_text) == workers.end()) {
+      workers.push_back(*task.worker_text);
+    }
+  }
+  const std::string lost =
+      tasks_lost_ > 0 ? absl::StrCat("; ", tasks_lost_, " task(s) lost with their workers") : "";
+  if (open_tasks > 0) {
+    return absl::StrCat("waiting on ", open_tasks, " task(s) at ", absl::StrJoin(workers, ", "),
+                        open_tasks > static_cast<int64_t>(workers.size()) ? ", ..." : "", " (",
+                        requests, " request(s) in flight)", lost);
+  }
+  if (workers_listed_ < 0) return "no reply from the dispatcher yet";
+  if (workers_listed_ == 0) {
+    return absl::StrCat("the job has no task to read and the dispatcher lists no live worker", lost,
+                        tasks_.empty()
+                            ? absl::StrCat("; the read fails if none joins within ",
+                                           absl::FormatDuration(options_.no_worker_timeout))
+                            : "");
+  }
+  return absl::StrCat("the job has no task to read yet; the dispatcher lists ", workers_listed_,
+                      " live worker(s)", lost);
 }
 
 }  // namespace sluice::control

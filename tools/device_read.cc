@@ -1,5 +1,6 @@
 #include "tools/device_read.h"
 
+#include <string>
 #include <vector>
 
 #include "common/status_macros.h"
@@ -7,14 +8,18 @@
 #include "gpu/control_batch_source.h"
 #include "gpu/device_batch_reader.h"
 #include "gpu/device_buffer.h"
+#include "tools/read_watch.h"
 
 namespace sluice::tools {
 
-absl::Status ReadThroughDevice(std::unique_ptr<control::BatchReader> reader,
+absl::Status ReadThroughDevice(absl::string_view command,
+                               std::unique_ptr<control::BatchReader> reader,
                                const control::ReadOptions& read_options, int device, int64_t take,
                                const StopRequest& stop, BatchSink& sink) {
+  control::BatchReader* const host_reader = reader.get();  // the device reader's, from here
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<gpu::DeviceBatchReader> device_reader,
                           gpu::ReadIntoDevice(std::move(reader), read_options, device));
+  ReadWatch watch(std::string(command), host_reader, stop);  // gone before device_reader
   std::vector<std::byte> host;
   // Coordinated consumers count rounds, as the host path does (read_command.cc), and a
   // reader bounded by max_batches ends by itself, reporting its last deliveries.
@@ -24,6 +29,7 @@ absl::Status ReadThroughDevice(std::unique_ptr<control::BatchReader> reader,
        ++taken) {
     SLUICE_ASSIGN_OR_RETURN(std::optional<gpu::DeviceBatch> batch, device_reader->Next());
     if (!batch) break;
+    watch.BatchArrived();
     if (coordinated && take >= 0 && batch->round() >= take) break;
     if (coordinated) taken = batch->round();
     host.resize(batch->size());

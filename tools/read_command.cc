@@ -16,6 +16,7 @@
 #include "tools/byte_size.h"
 #include "tools/device_read.h"
 #include "tools/exit_code.h"
+#include "tools/read_watch.h"
 #include "tools/worker_loss_notice.h"
 #include "transport/progress_mode.h"
 
@@ -193,13 +194,15 @@ int ReadAll(absl::string_view command, const transport::Address& dispatcher, con
   }
   BatchSink sink(*format, data, *format == OutputFormat::kSummary && isatty(2));
   if (flags.device >= 0) {
-    absl::Status read =
-        ReadThroughDevice(std::move(*reader), read_options, flags.device, flags.take, stop, sink);
+    absl::Status read = ReadThroughDevice(command, std::move(*reader), read_options, flags.device,
+                                          flags.take, stop, sink);
     if (sink.output_failed()) return 128 + SIGPIPE;
-    if (!read.ok()) return Fail(read, command);
+    // Stopped by a signal, the read's error is that interruption: what it read is printed.
+    if (!read.ok() && !stop.requested()) return Fail(read, command);
     sink.Finish();
     return stop.exit_status();
   }
+  ReadWatch watch(std::string(command), reader->get(), stop);
   // Coordinated consumers count rounds, so all stop at the same one even when some had to
   // skip a round whose worker died. A reader bounded by max_batches ends by itself after
   // them, and its last Next() reports what it got to the dispatcher: a lost worker's splits
@@ -208,8 +211,10 @@ int ReadAll(absl::string_view command, const transport::Address& dispatcher, con
   for (int64_t taken = 0;
        (flags.take < 0 || taken < flags.take || ends_by_itself) && !stop.requested(); ++taken) {
     absl::StatusOr<std::optional<control::Batch>> batch = (*reader)->Next();
+    if (!batch.ok() && stop.requested()) break;  // the watch interrupted it
     if (!batch.ok()) return Fail(batch.status(), command);
     if (!batch->has_value()) break;
+    watch.BatchArrived();
     if (coordinated && flags.take >= 0 && (*batch)->round() >= flags.take) break;
     sink.Add(**batch);
     // Whoever read the output has gone: quietly, as a process SIGPIPE ends would.

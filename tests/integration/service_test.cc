@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -18,6 +19,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "common/subprocess.h"
 #include "nlohmann/json.hpp"
 #include "tests/integration/cluster.h"
@@ -440,6 +442,23 @@ TEST(ServiceTest, UnreachableDispatcherFailsWithinTheTimeout) {
   EXPECT_THAT(read.stderr_text(),
               HasSubstr("cannot reach the dispatcher at " + Scheme() + "://127.0.0.1:1"));
   EXPECT_LT(absl::Now() - start, absl::Seconds(15));
+}
+
+// A read with no worker to read from says what it waits on (it used to wait silently until
+// no_worker_timeout), and Ctrl-C ends its wait with the summary of what it read (it used to
+// be cut off, with no output, after the stop's grace).
+TEST(ServiceTest, AReadWithNoWorkerSaysWhatItWaitsOnAndStopsOnSigint) {
+  Cluster cluster(0);
+  Subprocess read({Binary(), "read", "--dispatcher", cluster.address(), "--pipeline",
+                   "range(100) | batch(10)"});
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  while (read.stderr_text().find("no batch for") == std::string::npos && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  EXPECT_THAT(read.stderr_text(), HasSubstr("the dispatcher lists no live worker"));
+  read.Kill(SIGINT);
+  EXPECT_EQ(read.Wait(absl::Seconds(10)), 128 + SIGINT) << read.stderr_text();
+  EXPECT_THAT(read.stdout_text(), HasSubstr("read 0 batches")) << read.stderr_text();
 }
 
 TEST(ServiceTest, WorkerWithUnreachableDispatcherWaitsForItThenFailsClearly) {

@@ -1,0 +1,60 @@
+#include "tools/read_watch.h"
+
+#include <iostream>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/time/clock.h"
+#include "common/thread_name.h"
+
+namespace sluice::tools {
+namespace {
+
+constexpr absl::Duration kLook = absl::Milliseconds(100);
+constexpr absl::Duration kRepeatNotice = absl::Seconds(30);
+
+}  // namespace
+
+ReadWatch::ReadWatch(std::string command, control::BatchReader* reader, const StopRequest& stop,
+                     absl::Duration quiet_notice)
+    : command_(std::move(command)),
+      reader_(reader),
+      stop_(stop),
+      quiet_notice_(quiet_notice),
+      last_batch_unix_ns_(absl::ToUnixNanos(absl::Now())),
+      watcher_([this] { Watch(); }) {}
+
+ReadWatch::~ReadWatch() {
+  done_.Notify();
+  watcher_.join();
+}
+
+void ReadWatch::BatchArrived() {
+  last_batch_unix_ns_.store(absl::ToUnixNanos(absl::Now()), std::memory_order_relaxed);
+}
+
+void ReadWatch::Watch() {
+  SetCurrentThreadName("sluice-watch");
+  bool interrupted = false;
+  int64_t said_for = -1;  // the quiet spell (its start) last described
+  absl::Time said_at = absl::InfinitePast();
+  while (!done_.WaitForNotificationWithTimeout(kLook)) {
+    if (stop_.requested() && !interrupted) {
+      reader_->Interrupt(absl::CancelledError("stopped by a signal"));
+      interrupted = true;
+    }
+    if (interrupted) continue;
+    const int64_t since_ns = last_batch_unix_ns_.load(std::memory_order_relaxed);
+    const absl::Time now = absl::Now();
+    const absl::Duration quiet = now - absl::FromUnixNanos(since_ns);
+    if (quiet < quiet_notice_) continue;
+    if (said_for == since_ns && now - said_at < kRepeatNotice) continue;
+    std::cerr << "sluice " << command_ << ": no batch for "
+              << absl::FormatDuration(absl::Trunc(quiet, absl::Seconds(1))) << ": "
+              << reader_->DescribeWait() << std::endl;
+    said_for = since_ns;
+    said_at = now;
+  }
+}
+
+}  // namespace sluice::tools

@@ -1,0 +1,54 @@
+// Watches a read for `sluice read` and `sluice local`: once no batch has come for a few
+// seconds it says on stderr what the read waits on (BatchReader::DescribeWait), again every
+// half minute, and a stop request (Ctrl-C, SIGTERM) ends a Next() that waits, so the command
+// still prints what it read instead of being cut off after the StopRequest's grace.
+//
+//   ReadWatch watch("read", reader.get(), stop);   // destroyed before the reader
+//   while (!stop.requested()) {
+//     absl::StatusOr<std::optional<control::Batch>> batch = reader->Next();
+//     if (!batch.ok() && stop.requested()) break;  // interrupted: not a failure
+//     watch.BatchArrived();
+//     ...
+//   }
+#ifndef SLUICE_TOOLS_READ_WATCH_H_
+#define SLUICE_TOOLS_READ_WATCH_H_
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <thread>
+
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
+#include "control/batch_reader.h"
+#include "tools/stop_request.h"
+
+namespace sluice::tools {
+
+class ReadWatch {
+ public:
+  // `reader` must outlive the watch.
+  ReadWatch(std::string command, control::BatchReader* reader, const StopRequest& stop,
+            absl::Duration quiet_notice = absl::Seconds(5));
+  ~ReadWatch();
+  ReadWatch(const ReadWatch&) = delete;
+  ReadWatch& operator=(const ReadWatch&) = delete;
+
+  // A batch came: the quiet spell starts over.
+  void BatchArrived();
+
+ private:
+  void Watch();
+
+  const std::string command_;
+  control::BatchReader* const reader_;
+  const StopRequest& stop_;
+  const absl::Duration quiet_notice_;
+  std::atomic<int64_t> last_batch_unix_ns_;
+  absl::Notification done_;
+  std::thread watcher_;
+};
+
+}  // namespace sluice::tools
+
+#endif  // SLUICE_TOOLS_READ_WATCH_H_
