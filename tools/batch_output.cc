@@ -1,5 +1,6 @@
 #include "tools/batch_output.h"
 
+#include <algorithm>
 #include <cmath>
 #include <iostream>
 
@@ -95,8 +96,22 @@ nlohmann::json BatchViewToJson(const engine::BatchView& view, const std::string&
   return json;
 }
 
-BatchSink::BatchSink(OutputFormat format, std::ostream& out, bool show_progress)
-    : format_(format), out_(out), show_progress_(show_progress) {}
+int BatchNesting(const proto::PipelineDef& pipeline) {
+  int nesting = 0;
+  for (const proto::Stage& stage : pipeline.stages()) {
+    if (stage.has_batch() || stage.has_padded_batch() || stage.has_bucket_by_sequence_length()) {
+      ++nesting;
+    } else if (stage.has_unbatch()) {
+      nesting = std::max(0, nesting - 1);
+    } else if (stage.has_interleave()) {
+      nesting += BatchNesting(stage.interleave().nested());
+    }
+  }
+  return nesting;
+}
+
+BatchSink::BatchSink(OutputFormat format, std::ostream& out, bool show_progress, bool batched)
+    : format_(format), out_(out), show_progress_(show_progress), batched_(batched) {}
 
 void BatchSink::Add(const control::Batch& batch) {
   Add(batch.view(), batch.worker(), batch.index(), batch.round(), batch.task());
@@ -107,7 +122,7 @@ void BatchSink::Add(const engine::BatchView& view, const std::string& worker, in
   ++batches_;
   if (view.num_tensors() > 0) {
     engine::TensorView first = view.tensor(0);
-    elements_ += first.shape.empty() ? 1 : first.shape[0];
+    elements_ += !batched_ || first.shape.empty() ? 1 : first.shape[0];
   }
   for (size_t i = 0; i < view.num_tensors(); ++i) bytes_ += view.tensor(i).nbytes;
   ++per_worker_[worker];

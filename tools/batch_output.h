@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "control/batch_reader.h"
+#include "engine/pipeline.pb.h"
 #include "nlohmann/json.hpp"
 
 namespace sluice::tools {
@@ -32,9 +33,16 @@ enum class OutputFormat { kJsonLines, kSummary };
                                              const std::string& worker, int64_t index,
                                              int64_t round, int64_t task = -1);
 
+// How many batching levels `pipeline`'s elements have: batch, padded_batch and
+// bucket_by_sequence_length add one, unbatch takes one off, interleave adds its nested
+// pipeline's. 0: each element the service sends is one element, not a batch of them.
+[[nodiscard]] int BatchNesting(const proto::PipelineDef& pipeline);
+
 class BatchSink {
  public:
-  BatchSink(OutputFormat format, std::ostream& out, bool show_progress);
+  // `batched`: a batch's elements are the rows of its first tensor (BatchNesting > 0);
+  // otherwise each batch the service sends counts as one element.
+  BatchSink(OutputFormat format, std::ostream& out, bool show_progress, bool batched = true);
   void Add(const control::Batch& batch);
   void Add(const engine::BatchView& view, const std::string& worker, int64_t index, int64_t round,
            int64_t task = -1);
@@ -47,6 +55,7 @@ class BatchSink {
   const OutputFormat format_;
   std::ostream& out_;
   const bool show_progress_;
+  const bool batched_;
   const absl::Time start_ = absl::Now();
   absl::Time last_progress_ = absl::Now();
   int64_t batches_ = 0;

@@ -4,10 +4,12 @@
 
 #include <cmath>
 #include <limits>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "engine/batch_layout.h"
+#include "engine/pipeline_text.h"
 #include "engine/tensor.h"
 
 namespace sluice::tools {
@@ -44,6 +46,41 @@ TEST(BatchOutputTest, BytesThatAreNotUtf8ComeAsBase64) {
   EXPECT_EQ(values[2], nlohmann::json({{"base64", "/9j/AA=="}}));
   EXPECT_EQ(line["index"], 3);
   EXPECT_EQ(line["worker"], "ucx://w:1");
+}
+
+int Nesting(const char* pipeline) {
+  absl::StatusOr<proto::PipelineDef> parsed = engine::ParsePipeline(pipeline);
+  EXPECT_TRUE(parsed.ok()) << parsed.status();
+  return parsed.ok() ? BatchNesting(*parsed) : -1;
+}
+
+TEST(BatchOutputTest, BatchNestingCountsBatchingLevels) {
+  EXPECT_EQ(Nesting("range(10)"), 0);
+  EXPECT_EQ(Nesting("from_tensor_slices([[1, 2, 3], [3, 4, 5]])"), 0);
+  EXPECT_EQ(Nesting("range(10) | batch(2) | map(square)"), 1);
+  EXPECT_EQ(Nesting("range(10) | batch(2) | unbatch()"), 0);
+  EXPECT_EQ(Nesting("range(12) | batch(2) | batch(3)"), 2);
+  EXPECT_EQ(Nesting("range(10) | unbatch()"), 0);
+}
+
+// Elements of an unbatched pipeline are what the service sends, whatever their shape: a
+// record of 10 floats is one element, not ten.
+TEST(BatchOutputTest, SummaryCountsRowsOnlyOfBatches) {
+  alignas(64) static std::byte buffer[1 << 12];
+  absl::StatusOr<size_t> size = engine::EncodeBatch(
+      {engine::Tensor::FromVector<float>({10}, std::vector<float>(10))}, buffer);
+  ASSERT_TRUE(size.ok()) << size.status();
+  absl::StatusOr<engine::BatchView> view =
+      engine::BatchView::Parse(std::span<const std::byte>(buffer, *size));
+  ASSERT_TRUE(view.ok()) << view.status();
+  for (const bool batched : {false, true}) {
+    std::ostringstream out;
+    BatchSink sink(OutputFormat::kSummary, out, /*show_progress=*/false, batched);
+    for (int i = 0; i < 4; ++i) sink.Add(*view, "ucx://w:1", i, -1);
+    EXPECT_EQ(sink.Finish()["elements"], batched ? 40 : 4);
+    EXPECT_NE(out.str().find(batched ? "(40 elements" : "(4 elements"), std::string::npos)
+        << out.str();
+  }
 }
 
 }  // namespace

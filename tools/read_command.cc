@@ -192,7 +192,8 @@ int ReadAll(absl::string_view command, const transport::Address& dispatcher, con
               << "' had already finished: nothing more to read (a new --job-name reads the "
                  "dataset again)\n";
   }
-  BatchSink sink(*format, data, *format == OutputFormat::kSummary && isatty(2));
+  BatchSink sink(*format, data, *format == OutputFormat::kSummary && isatty(2),
+                 BatchNesting(*pipeline) > 0);
   if (flags.device >= 0) {
     absl::Status read = ReadThroughDevice(command, std::move(*reader), read_options, flags.device,
                                           flags.take, stop, sink);
