@@ -52,8 +52,11 @@ void AddTransportFlags(CLI::App* app, TransportFlags& flags) {
   app->add_option("--size", flags.size, "Payload bytes per message (e.g. 1MiB)")
       ->capture_default_str();
   app->add_option("--iterations", flags.iterations, "Messages in the bandwidth run")
+      ->check(AtLeast(1))
       ->capture_default_str();
-  app->add_option("--window", flags.window, "Requests in flight")->capture_default_str();
+  app->add_option("--window", flags.window, "Requests in flight")
+      ->check(AtLeast(1))
+      ->capture_default_str();
   app->add_option("--max-bytes-in-flight", flags.max_bytes_in_flight,
                   "Fewer requests in flight for large messages, as `sluice read` bounds its "
                   "fetches: at most this over --size (at least 1); 0: --window alone")
@@ -84,6 +87,7 @@ void AddTransportFlags(CLI::App* app, TransportFlags& flags) {
 int RunTransportCommand(const TransportFlags& flags) {
   absl::StatusOr<size_t> size = ParseByteSize(flags.size);
   if (!size.ok()) return Usage("transport", size.status().message());
+  if (*size == 0) return Usage("transport", "--size must be at least 1 byte");
   if (flags.transport != "ucx" && flags.transport != "ofi") {
     return Usage("transport", "--transport must be ucx or ofi, got '" + flags.transport + "'");
   }

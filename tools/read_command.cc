@@ -64,7 +64,8 @@ void AddReadFlags(CLI::App* app, ReadFlags& flags) {
   app->add_option(
          "--mode", flags.mode,
          absl::StrCat("Processing mode (sharding policy): ", control::ProcessingModeChoices(),
-                      "; the static ones need the dispatcher's --worker-addresses"))
+                      "; the static ones need a dispatcher started with --worker-addresses "
+                      "(`sluice local` refuses them)"))
       ->capture_default_str();
   app->add_option("--dataset-id", flags.dataset_id,
                   "Register the pipeline under this name (an error if it names another pipeline)")
@@ -89,7 +90,7 @@ void AddReadFlags(CLI::App* app, ReadFlags& flags) {
   app->add_option(
          "--take", flags.take,
          "Stop after this many batches (coordinated reads: rounds). No batch beyond them is "
-         "fetched, so the other readers of a shared job get the rest")
+         "fetched, so the other readers of a shared job get the rest (default: all)")
       ->check(AtLeast(0));
   app->add_option("--format", flags.format, "Output: jsonl (one line per batch) or summary")
       ->capture_default_str();
@@ -107,12 +108,15 @@ void AddReadFlags(CLI::App* app, ReadFlags& flags) {
                   "Fault injection: drop the connection to a worker after every N batches "
                   "(nothing may be lost or duplicated); 0: never")
       ->check(AtLeast(0));
-  app->add_option("--slab-bytes", flags.slab_bytes, "Largest batch the client accepts")
+  app->add_option("--slab-bytes", flags.slab_bytes,
+                  "Largest batch the client accepts; its landing pool maps --max-outstanding + "
+                  "--prefetch slabs of this size")
       ->transform(ByteSize())
       ->capture_default_str();
   app->add_option("--device", flags.device,
                   "Land batches in the memory of this CUDA device (staged through pinned host "
-                  "memory); they are copied back only to be printed");
+                  "memory); they are copied back only to be printed")
+      ->check(AtLeast(0));
   app->add_option("--progress", flags.progress,
                   "How the reader waits for a batch: 'caller' (it drives the transport and "
                   "receives the batch itself), 'thread' (the client's progress thread receives "

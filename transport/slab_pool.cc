@@ -142,7 +142,8 @@ absl::StatusOr<std::shared_ptr<SlabPool>> SlabPool::Create(Transport& transport,
   void* memory = MapAligned(mapped, huge_page);
   if (memory == MAP_FAILED) {
     return absl::ResourceExhaustedError(
-        absl::StrCat("cannot map ", mapped, " bytes for a slab pool: ", std::strerror(errno)));
+        absl::StrCat("cannot map ", mapped, " bytes for a slab pool (", num_slabs, " slabs of ",
+                     rounded, " bytes): ", std::strerror(errno)));
   }
   // Advice only: a kernel that refuses it leaves base pages, which work, slower.
   const bool huge_pages_advised = huge_page != 0 && madvise(memory, mapped, MADV_HUGEPAGE) == 0;
