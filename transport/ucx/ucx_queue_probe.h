@@ -44,6 +44,9 @@ class ReceiveQueueProbe {
   [[nodiscard]] absl::Status Send(uint64_t number);
   // Progresses the probe's own worker (its queued sends, its side of UCX's wire-up).
   void Progress();
+  // The last probe sent is in the watched worker's queue (UCX completed its send), not
+  // waiting in the probe's worker for room.
+  [[nodiscard]] bool left() const { return sends_in_flight_ == 0; }
 
  private:
   ReceiveQueueProbe() = default;

@@ -13,10 +13,16 @@
 namespace sluice::transport::ucx {
 namespace {
 
-// A probe that has not arrived within this long, while the worker was progressed all along,
-// sits behind a dead sender's element. A live queue delivers it within microseconds; a
-// second leaves room for a loaded machine.
+// A late probe sits behind a dead sender's element only if the worker, since the probe went
+// into its queue, has read everything it could and not found it. Time alone is no evidence:
+// on a starved machine (a `sluice local` of 128 workers on 2 cores) the progress thread
+// ran too seldom to read a live queue within a second, and the restart it caused failed
+// every connection. A live queue delivers the probe on the next pass; a second leaves room.
 constexpr auto kProbeTimeout = std::chrono::seconds(1);
+// A probe still waiting for room (the queue is full) after this many ticks that each came
+// after a pass that read everything it could: a live queue, read empty, has room at the
+// next tick.
+constexpr int kFullAfterDrainTicks = 20;
 
 }  // namespace
 
@@ -88,8 +94,22 @@ void UcxTransport::WatchReceiveQueue(absl::string_view dead_peer) {
 
 void UcxTransport::CheckReceiveQueue(std::chrono::steady_clock::time_point now) {
   if (probe_ != nullptr) probe_->Progress();
+  const bool drained_since_last_check = drains_ > drains_at_last_check_;
+  drains_at_last_check_ = drains_;
   if (probes_sent_ > probes_arrived_) {
-    if (now - probe_sent_at_ < kProbeTimeout) return;
+    if (!probe_left_ && probe_->left()) {
+      probe_left_ = true;
+      probe_left_at_ = now;
+      drains_when_probe_left_ = drains_;
+    }
+    if (probe_left_) {
+      if (drains_ == drains_when_probe_left_ || now - probe_left_at_ < kProbeTimeout) return;
+    } else {
+      if (drained_since_last_check) ++full_after_drain_ticks_;
+      if (full_after_drain_ticks_ < kFullAfterDrainTicks || now - probe_sent_at_ < kProbeTimeout) {
+        return;
+      }
+    }
     RestartWorker(absl::UnavailableError(
         absl::StrCat("UCX's shared-memory receive queue stalled after ", last_dead_peer_,
                      " died in the middle of a send; the transport restarted its UCX worker, which "
@@ -122,6 +142,8 @@ void UcxTransport::CheckReceiveQueue(std::chrono::steady_clock::time_point now) 
   }
   ++probes_sent_;
   probe_sent_at_ = now;
+  probe_left_ = false;
+  full_after_drain_ticks_ = 0;
 }
 
 ucs_status_t UcxTransport::ProbeMessageCallback(void* arg, const void*, size_t, void* data,

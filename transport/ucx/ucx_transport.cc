@@ -290,6 +290,7 @@ unsigned UcxTransport::ProgressWorker() {
   in_ucp_progress_ = true;
   const unsigned events = ucp_worker_progress(worker_.get());
   in_ucp_progress_ = false;
+  if (events == 0) ++drains_;
   // Tested here: most polls defer nothing, and a call per poll was 28 instructions each.
   if (!deferred_endpoints_.empty() || !deferred_sends_.empty()) RunDeferred();
   return events;

@@ -365,6 +365,16 @@ class UcxTransport final : public Transport {
   uint64_t probes_sent_ = 0;
   uint64_t probes_arrived_ = 0;
   std::chrono::steady_clock::time_point probe_sent_at_;
+  // The evidence a late probe is judged by (ucx_receive_watch.cc): passes that found the
+  // worker with nothing more to read (ucp_worker_progress returned 0; whoever holds the
+  // baton counts them), when the probe was seen in the queue, and ticks that, while it
+  // waited for room, came after such a pass.
+  uint64_t drains_ = 0;
+  uint64_t drains_at_last_check_ = 0;
+  bool probe_left_ = false;
+  uint64_t drains_when_probe_left_ = 0;
+  std::chrono::steady_clock::time_point probe_left_at_;
+  int full_after_drain_ticks_ = 0;
   std::string last_dead_peer_;
 };
 
