@@ -74,10 +74,20 @@ absl::StatusOr<size_t> ZlibInputStream::Read(char* dest, size_t n) {
   if (!initialised_) {
     return absl::InternalError(absl::StrCat("zlib could not be initialised for ", name_));
   }
+  if (!deferred_error_.ok()) return deferred_error_;
   if (finished_ || n == 0) return 0;
   const size_t want = std::min<size_t>(n, std::numeric_limits<uInt>::max());
   z_.next_out = reinterpret_cast<unsigned char*>(dest);
   z_.avail_out = static_cast<uInt>(want);
+  // inflate can write good output and fail in the same call (a gzip trailer whose check
+  // fails, junk after a zlib stream): that output goes out before the error does, so a
+  // reader skipping bad records keeps the records before the damage.
+  auto fail = [&](absl::Status error) -> absl::StatusOr<size_t> {
+    const size_t produced = want - z_.avail_out;
+    if (produced == 0) return error;
+    deferred_error_ = std::move(error);
+    return produced;
+  };
   while (z_.avail_out == want) {
     if (z_.avail_in == 0) {
       SLUICE_ASSIGN_OR_RETURN(bool more, Refill());
@@ -87,20 +97,22 @@ absl::StatusOr<size_t> ZlibInputStream::Read(char* dest, size_t n) {
     }
     const int rc = inflate(&z_, Z_NO_FLUSH);
     if (rc == Z_STREAM_END) {
-      if (z_.avail_in == 0) SLUICE_RETURN_IF_ERROR(Refill().status());
+      if (z_.avail_in == 0) {
+        if (absl::Status refilled = Refill().status(); !refilled.ok()) return fail(refilled);
+      }
       if (z_.avail_in == 0) {
         finished_ = true;
         break;
       }
       if (format_ == ZlibFormat::kZlib) {
-        return Error("unexpected bytes after the end of the zlib stream");
+        return fail(Error("unexpected bytes after the end of the zlib stream"));
       }
       // Another gzip member follows.
-      if (inflateReset(&z_) != Z_OK) return Error("inflateReset failed");
+      if (inflateReset(&z_) != Z_OK) return fail(Error("inflateReset failed"));
       continue;
     }
     if (rc == Z_BUF_ERROR && z_.avail_in == 0) continue;  // Needs input; the loop refills.
-    if (rc != Z_OK) return Error(z_.msg != nullptr ? z_.msg : "inflate failed");
+    if (rc != Z_OK) return fail(Error(z_.msg != nullptr ? z_.msg : "inflate failed"));
   }
   return want - z_.avail_out;
 }

@@ -54,6 +54,9 @@ class ZlibInputStream : public InputStream {
   bool initialised_ = false;
   bool input_done_ = false;
   bool finished_ = false;
+  // An error met after a Read had already decompressed bytes: those are returned first
+  // (they are good data), the error by the next Read, and every one after it.
+  absl::Status deferred_error_;
   // Compressed bytes handed to inflate so far, minus those still unread in input_.
   uint64_t consumed_base_ = 0;
 };

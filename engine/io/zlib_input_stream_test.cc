@@ -2,6 +2,7 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "engine/test_util.h"
 #include "gmock/gmock.h"
@@ -83,6 +84,43 @@ TEST(ZlibInputStreamTest, TruncationAndCorruptionNameTheStreamAndCompressedOffse
   std::string zl = Compress("abc", false) + "junk";
   EXPECT_THAT(ReadAll(zl, ZlibFormat::kZlib, 1024, 4096).status().message(),
               HasSubstr("unexpected bytes after the end of the zlib stream"));
+}
+
+// What a reader gets before the error: the bytes every Read returned, then the error.
+std::pair<std::string, absl::Status> ReadUntilError(std::string compressed, ZlibFormat format,
+                                                    size_t read_size) {
+  ZlibInputStream in(std::make_unique<StringStream>(std::move(compressed), 1 << 20), format,
+                     "'test.gz'", /*input_buffer_bytes=*/1 << 20);
+  std::string out;
+  std::string buf(read_size, '\0');
+  while (true) {
+    absl::StatusOr<size_t> n = in.Read(buf.data(), buf.size());
+    if (!n.ok()) {
+      // And it stays failed.
+      EXPECT_EQ(in.Read(buf.data(), buf.size()).status(), n.status());
+      return {out, n.status()};
+    }
+    if (*n == 0) return {out, absl::OkStatus()};
+    out.append(buf.data(), *n);
+  }
+}
+
+// inflate writes good output and fails in one call at a gzip trailer whose check fails, or
+// at junk after a zlib stream: the output comes first (it held ~130 good records that a
+// reader skipping bad records lost), then the error.
+TEST(ZlibInputStreamTest, BytesDecompressedBeforeAnErrorComeOutFirst) {
+  const std::string data = Sample();
+  std::string gz = Compress(data, true);
+  gz[gz.size() - 8] ^= 0x5a;  // the trailer's CRC-32
+  auto [from_gzip, gzip_error] = ReadUntilError(gz, ZlibFormat::kGzip, 1 << 20);
+  EXPECT_EQ(from_gzip, data);
+  EXPECT_EQ(gzip_error.code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(gzip_error.message(), HasSubstr("incorrect data check"));
+
+  auto [from_zlib, zlib_error] =
+      ReadUntilError(Compress(data, false) + "junk", ZlibFormat::kZlib, 1 << 20);
+  EXPECT_EQ(from_zlib, data);
+  EXPECT_THAT(zlib_error.message(), HasSubstr("unexpected bytes after the end of the zlib stream"));
 }
 
 }  // namespace
