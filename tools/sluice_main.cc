@@ -264,7 +264,13 @@ int Main(int argc, char** argv) {
   const std::vector<std::string>& plugins = dispatcher_cmd->parsed() ? dispatcher_plugins
                                             : worker_cmd->parsed()   ? worker_plugins
                                                                      : local_plugins;
-  if (absl::Status loaded = LoadPlugins(plugins); !loaded.ok()) return Fail(loaded, "");
+  const char* command = dispatcher_cmd->parsed() ? "dispatcher"
+                        : worker_cmd->parsed()   ? "worker"
+                                                 : "local";
+  // A --plugin that cannot be loaded is the caller's input, as a pipeline that does not parse.
+  if (absl::Status loaded = LoadPlugins(plugins); !loaded.ok()) {
+    return Fail(absl::InvalidArgumentError(absl::StrCat("--plugin: ", loaded.message())), command);
+  }
   if (dispatcher_cmd->parsed()) {
     control::DispatcherOptions options;
     options.config.data_roots = dispatcher_data_roots;

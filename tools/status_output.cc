@@ -78,7 +78,10 @@ void PrintStatus(const proto::GetStatusResponse& status, bool json, std::ostream
     return;
   }
   out << "dispatcher " << status.dispatcher_id() << "\n";
-  out << absl::StrFormat("%d worker(s)\n", status.workers_size());
+  int lost = 0;
+  for (const proto::WorkerStatus& w : status.workers()) lost += w.lost() ? 1 : 0;
+  out << absl::StrFormat("%d worker(s)%s\n", status.workers_size() - lost,
+                         lost > 0 ? absl::StrFormat(", %d lost", lost) : "");
   for (const proto::WorkerStatus& w : status.workers()) {
     out << absl::StrFormat(
         "  %-28s heartbeat %5.1fs ago  %d task(s)  %d batches  %.1f MB%s%s%s%s%s%s\n", w.address(),
