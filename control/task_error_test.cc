@@ -76,6 +76,56 @@ TEST_P(TaskErrorTest, ReachesTheReaderAtOnceWithItsCode) {
   EXPECT_LT(waited, absl::Seconds(15)) << batch.status();
 }
 
+// A shared job whose task failed does not end for the readers that come after the first
+// one met the error: each of them is told the error too, not an end of data.
+TEST(TaskErrorSharedJobTest, EveryReaderOfTheJobIsToldTheError) {
+  ASSERT_TRUE(engine::GlobalFunctions()
+                  .Register("task_error_test.fail_at_50",
+                            [](engine::Element in, engine::Element* out) {
+                              if (in[0].values<int64_t>()[0] == 50) {
+                                return absl::DataLossError("record 50 is corrupt");
+                              }
+                              *out = std::move(in);
+                              return absl::OkStatus();
+                            })
+                  .ok());
+  LocalClusterOptions options;
+  options.num_workers = 1;
+  options.dispatcher.transport.ucx_tls = "posix,sysv,cma,self";
+  options.worker.transport.ucx_tls = "posix,sysv,cma,self";
+  auto cluster = LocalCluster::Start(options);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  ClientOptions client_options;
+  client_options.dispatcher = (*cluster)->dispatcher_address();
+  client_options.transport.ucx_tls = "posix,sysv,cma,self";
+  auto client = Client::Connect(client_options);
+  ASSERT_TRUE(client.ok()) << client.status();
+  auto pipeline = engine::ParsePipeline("range(100) | map(task_error_test.fail_at_50) | batch(10)");
+  ASSERT_TRUE(pipeline.ok()) << pipeline.status();
+  auto dataset = (*client)->RegisterDataset(*pipeline);
+  ASSERT_TRUE(dataset.ok()) << dataset.status();
+
+  ReadOptions read;
+  read.mode = proto::OFF;
+  read.job_name = "shared";
+  auto read_to_the_end = [&]() -> absl::Status {
+    auto reader = (*client)->Read(*dataset, read);
+    if (!reader.ok()) return reader.status();
+    while (true) {
+      auto batch = (*reader)->Next();
+      if (!batch.ok()) return batch.status();
+      if (!batch->has_value()) return absl::OkStatus();
+    }
+  };
+  const absl::Status first = read_to_the_end();
+  EXPECT_EQ(first.code(), absl::StatusCode::kDataLoss) << first;
+  // Time for the worker's heartbeats to report the task (100 ms apart) and the readers'.
+  absl::SleepFor(absl::Seconds(1));
+  const absl::Status second = read_to_the_end();
+  EXPECT_EQ(second.code(), absl::StatusCode::kDataLoss) << second;
+  EXPECT_THAT(std::string(second.message()), testing::HasSubstr("record 50 is corrupt"));
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Codes, TaskErrorTest,
     ::testing::Values(FailingCase{"unavailable", absl::StatusCode::kUnavailable, false},

@@ -81,6 +81,7 @@ void TaskRunner::Produce() {
       error_ =
           absl::Status(status.code(), absl::StrCat("task ", task_.task_id(), " (dataset ",
                                                    task_.dataset_id(), "): ", status.message()));
+      error_is_the_feeds_ = feed_ != nullptr && feed_->failed();
     }
   }
   Serve();
@@ -285,6 +286,7 @@ void TaskRunner::Serve() {
   std::vector<Waiter> ended;
   std::vector<Waiter> stale;
   absl::Status error;
+  bool error_is_the_feeds = false;
   {
     absl::MutexLock lock(&mu_);
     if (task_.num_consumers() > 0) MatchRounds(matched, ended);
@@ -303,11 +305,16 @@ void TaskRunner::Serve() {
       waiters_.clear();
     }
     error = error_;
+    error_is_the_feeds = error_is_the_feeds_;
   }
   for (auto& [waiter, batch] : matched) Reply(waiter, std::move(batch));
   // The client asks again, under its current epoch.
   for (const Waiter& waiter : stale) TellToRetry(waiter);
   for (const Waiter& waiter : ended) {
+    if (error_is_the_feeds) {
+      waiter.call->Reply(error);
+      continue;
+    }
     proto::GetElementResponse response;
     if (error.ok()) {
       response.set_end_of_sequence(true);

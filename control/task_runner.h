@@ -458,6 +458,10 @@ class TaskRunner {
   // Since when Poll saw requests held back from the end (InfiniteFuture: none were).
   absl::Time end_held_since_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
   absl::Status error_ ABSL_GUARDED_BY(mu_);
+  // error_ is the split feed's (SplitFeed::failed: the dispatcher gave the task up, or
+  // stayed out of reach), not the data's: said as the call's status, which a reader takes
+  // for its worker being out of reach and so waits for the dispatcher's word on the task.
+  bool error_is_the_feeds_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   TaskRunnerStats stats_ ABSL_GUARDED_BY(mu_);
   // Replies whose payload the transport has not finished sending; shared with the send

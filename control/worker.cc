@@ -1,6 +1,9 @@
 #include "control/worker.h"
 
+#include <netdb.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <deque>
 #include <iostream>
@@ -66,7 +69,10 @@ class RemoteSplitFeed final : public engine::SplitFeed {
       request.set_max_splits(lease_sizer_.Next(absl::Now()));
       request.set_lease_seq(++lease_seq_);
       proto::GetSplitResponse response;
-      SLUICE_RETURN_IF_ERROR(CallWithRetry(request, &response));
+      if (absl::Status called = CallWithRetry(request, &response); !called.ok()) {
+        failed_.store(true, std::memory_order_release);
+        return called;
+      }
       lease_sizer_.Arrived(absl::Now());
       leased_.assign(response.splits().begin(), response.splits().end());
       exhausted_ = response.end_of_splits();
@@ -90,6 +96,7 @@ class RemoteSplitFeed final : public engine::SplitFeed {
   }
 
   void Cancel() override { cancelled_.Notify(); }
+  bool failed() const override { return failed_.load(std::memory_order_acquire); }
 
  private:
   static constexpr int kMaxSkipsPerPass = 8;
@@ -134,6 +141,7 @@ class RemoteSplitFeed final : public engine::SplitFeed {
 
   transport::RpcEndpoint* rpc_;
   transport::Address dispatcher_;
+  std::atomic<bool> failed_{false};
   proto::TaskDef task_;
   absl::Duration timeout_;
   LeaseSizer lease_sizer_;
@@ -176,6 +184,15 @@ void AddTaskStats(const TaskRunnerStats& task, proto::WorkerStats* worker) {
   worker->set_bytes_spilled(worker->bytes_spilled() + task.bytes_spilled);
 }
 
+bool Resolves(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* result = nullptr;
+  const int rc = getaddrinfo(host.c_str(), nullptr, &hints, &result);
+  if (result != nullptr) freeaddrinfo(result);
+  return rc == 0;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Worker>> Worker::Start(const WorkerOptions& options) {
@@ -197,21 +214,31 @@ absl::StatusOr<std::unique_ptr<Worker>> Worker::Start(const WorkerOptions& optio
       proto::GET_ELEMENT, [w](auto call) { w->HandleGetElement(std::move(call)); },
       transport::HandlerThread::kInline);
   SLUICE_ASSIGN_OR_RETURN(transport::Address bound, w->rpc_->Listen(options.bind));
-  std::string host = options.advertise_host.empty()
-                         ? transport::LocalAddressFacing(options.dispatcher.host)
-                         : options.advertise_host;
-  w->address_ = transport::Address{bound.scheme, host, bound.port}.ToString();
+  // Told again before each try: the IP facing a dispatcher whose name did not resolve yet
+  // would be loopback.
+  auto advertise = [&] {
+    std::string host = options.advertise_host.empty()
+                           ? transport::LocalAddressFacing(options.dispatcher.host)
+                           : options.advertise_host;
+    w->address_ = transport::Address{bound.scheme, host, bound.port}.ToString();
+  };
+  advertise();
   // The first heartbeat registers the worker; failing it fails start-up with its reason,
-  // once a dispatcher out of reach has had register_timeout to come up.
+  // once a dispatcher out of reach (or whose name does not resolve yet: a cluster's DNS
+  // record may come with the dispatcher) has had register_timeout to come up.
+  auto may_come_up = [&options](const absl::Status& status) {
+    return absl::IsUnavailable(status) || absl::IsDeadlineExceeded(status) ||
+           (absl::IsInvalidArgument(status) && !Resolves(options.dispatcher.host));
+  };
   absl::Status registered = w->Heartbeat();
   const absl::Time give_up = absl::Now() + options.register_timeout;
-  while ((absl::IsUnavailable(registered) || absl::IsDeadlineExceeded(registered)) &&
-         absl::Now() < give_up) {
+  while (may_come_up(registered) && absl::Now() < give_up) {
     if (!options.on_register_retry) {
       absl::SleepFor(absl::Seconds(1));
     } else if (!options.on_register_retry(registered)) {
       break;
     }
+    advertise();
     registered = w->Heartbeat();
   }
   if (absl::IsUnimplemented(registered)) {

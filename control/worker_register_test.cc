@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <memory>
+#include <string>
 #include <thread>
 
 #include "absl/time/clock.h"
@@ -86,6 +87,21 @@ TEST(WorkerRegisterTest, GivesUpWhenTheRetryCallbackSaysSoOrAtOnceWithoutATimeou
   retries = 0;
   EXPECT_FALSE(Worker::Start(options).ok());
   EXPECT_EQ(retries, 0);
+}
+
+// A dispatcher whose name does not resolve yet (its DNS record comes with it, as a
+// cluster's service names do) is waited for too, not refused as a bad address.
+TEST(WorkerRegisterTest, ADispatcherNameThatDoesNotResolveYetIsWaitedFor) {
+  WorkerOptions options = WorkerOf(5050);
+  options.dispatcher.host = "sluice-dispatcher.invalid";  // .invalid never resolves
+  options.register_timeout = absl::Minutes(5);
+  int retries = 0;
+  options.on_register_retry = [&retries](const absl::Status&) { return ++retries < 3; };
+  auto worker = Worker::Start(options);
+  EXPECT_FALSE(worker.ok());
+  EXPECT_EQ(retries, 3) << worker.status();
+  EXPECT_NE(worker.status().message().find("sluice-dispatcher.invalid"), std::string::npos)
+      << worker.status();
 }
 
 }  // namespace

@@ -82,6 +82,9 @@ class SplitFeed {
   // Asks a GetNext that is waiting (e.g. retrying a remote call) to give up soon; called
   // from another thread when the pipeline's owner shuts down.
   virtual void Cancel() {}
+  // GetNext has failed: the feed, not the data, ended the pipeline (the dispatcher gave the
+  // task up, or stayed out of reach). Any thread.
+  [[nodiscard]] virtual bool failed() const { return false; }
 };
 
 class PipelineStats;

@@ -4,12 +4,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "common/thread_name.h"
 #include "gpu/cuda_probe.h"
 
 #if SLUICE_HAVE_CUDA
 #include <cuda_runtime_api.h>
 
-#include "common/thread_name.h"
 #include "gpu/cuda_error.h"
 #endif
 

@@ -19,6 +19,7 @@ namespace {
 // A driver function through cudart, so that nothing links libcuda (absent where CUDA is
 // installed without a GPU); null when this driver lacks it.
 void* DriverFunction(const char* name) {
+#if CUDART_VERSION >= 12000
   void* function = nullptr;
   cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
 #if CUDART_VERSION >= 12050
@@ -29,6 +30,10 @@ void* DriverFunction(const char* name) {
 #endif
   if (err != cudaSuccess) (void)cudaGetLastError();
   return err == cudaSuccess && found == cudaDriverEntryPointSuccess ? function : nullptr;
+#else
+  (void)name;
+  return nullptr;  // CUDA 11 cannot say which driver functions it has: restored as before
+#endif
 }
 
 // Whether `device`'s primary context exists, so that making it current creates nothing.

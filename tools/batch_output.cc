@@ -104,7 +104,7 @@ int BatchNesting(const proto::PipelineDef& pipeline) {
     } else if (stage.has_unbatch()) {
       nesting = std::max(0, nesting - 1);
     } else if (stage.has_interleave()) {
-      nesting += BatchNesting(stage.interleave().nested());
+      nesting = BatchNesting(stage.interleave().nested());  // its elements replace the input's
     }
   }
   return nesting;

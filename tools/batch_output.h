@@ -34,7 +34,7 @@ enum class OutputFormat { kJsonLines, kSummary };
                                              int64_t round, int64_t task = -1);
 
 // How many batching levels `pipeline`'s elements have: batch, padded_batch and
-// bucket_by_sequence_length add one, unbatch takes one off, interleave adds its nested
+// bucket_by_sequence_length add one, unbatch takes one off, interleave has its nested
 // pipeline's. 0: each element the service sends is one element, not a batch of them.
 [[nodiscard]] int BatchNesting(const proto::PipelineDef& pipeline);
 

@@ -87,7 +87,6 @@ void AddTransportFlags(CLI::App* app, TransportFlags& flags) {
 int RunTransportCommand(const TransportFlags& flags) {
   absl::StatusOr<size_t> size = ParseByteSize(flags.size);
   if (!size.ok()) return Usage("transport", size.status().message());
-  if (*size == 0) return Usage("transport", "--size must be at least 1 byte");
   if (flags.transport != "ucx" && flags.transport != "ofi") {
     return Usage("transport", "--transport must be ucx or ofi, got '" + flags.transport + "'");
   }

@@ -203,7 +203,7 @@ int ReadAll(absl::string_view command, const transport::Address& dispatcher, con
                                           flags.take, stop, sink);
     if (sink.output_failed()) return 128 + SIGPIPE;
     // Stopped by a signal, the read's error is that interruption: what it read is printed.
-    if (!read.ok() && !stop.requested()) return Fail(read, command);
+    if (!read.ok() && !IsReadInterruption(read)) return Fail(read, command);
     sink.Finish();
     return stop.exit_status();
   }
@@ -216,7 +216,7 @@ int ReadAll(absl::string_view command, const transport::Address& dispatcher, con
   for (int64_t taken = 0;
        (flags.take < 0 || taken < flags.take || ends_by_itself) && !stop.requested(); ++taken) {
     absl::StatusOr<std::optional<control::Batch>> batch = (*reader)->Next();
-    if (!batch.ok() && stop.requested()) break;  // the watch interrupted it
+    if (!batch.ok() && IsReadInterruption(batch.status())) break;  // Ctrl-C, SIGTERM
     if (!batch.ok()) return Fail(batch.status(), command);
     if (!batch->has_value()) break;
     watch.BatchArrived();

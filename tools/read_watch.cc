@@ -12,8 +12,13 @@ namespace {
 
 constexpr absl::Duration kLook = absl::Milliseconds(100);
 constexpr absl::Duration kRepeatNotice = absl::Seconds(30);
+constexpr absl::string_view kInterrupted = "stopped by a signal";
 
 }  // namespace
+
+bool IsReadInterruption(const absl::Status& status) {
+  return absl::IsCancelled(status) && status.message() == kInterrupted;
+}
 
 ReadWatch::ReadWatch(std::string command, control::BatchReader* reader, const StopRequest& stop,
                      absl::Duration quiet_notice)
@@ -40,7 +45,7 @@ void ReadWatch::Watch() {
   absl::Time said_at = absl::InfinitePast();
   while (!done_.WaitForNotificationWithTimeout(kLook)) {
     if (stop_.requested() && !interrupted) {
-      reader_->Interrupt(absl::CancelledError("stopped by a signal"));
+      reader_->Interrupt(absl::CancelledError(kInterrupted));
       interrupted = true;
     }
     if (interrupted) continue;

@@ -6,7 +6,7 @@
 //   ReadWatch watch("read", reader.get(), stop);   // destroyed before the reader
 //   while (!stop.requested()) {
 //     absl::StatusOr<std::optional<control::Batch>> batch = reader->Next();
-//     if (!batch.ok() && stop.requested()) break;  // interrupted: not a failure
+//     if (!batch.ok() && IsReadInterruption(batch.status())) break;  // not a failure
 //     watch.BatchArrived();
 //     ...
 //   }
@@ -18,12 +18,17 @@
 #include <string>
 #include <thread>
 
+#include "absl/status/status.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "control/batch_reader.h"
 #include "tools/stop_request.h"
 
 namespace sluice::tools {
+
+// The error a reader the watch interrupted returns (and nothing else is): a read that failed
+// for a reason of its own as a stop came still says why.
+[[nodiscard]] bool IsReadInterruption(const absl::Status& status);
 
 class ReadWatch {
  public:

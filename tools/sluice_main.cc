@@ -9,6 +9,8 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <iostream>
 #include <string>
 
@@ -345,30 +347,40 @@ int Main(int argc, char** argv) {
     }
     worker_options.register_timeout = register_timeout;
     int stopped_by = 0;
-    const absl::Time waiting_since = absl::Now();
-    absl::Time next_notice = waiting_since;
-    bool told = false;
+    // From the first failed try, as Worker::Start counts register_timeout.
+    absl::Time waiting_since = absl::InfinitePast();
+    absl::Time next_notice = absl::InfinitePast();
     worker_options.on_register_retry = [&](const absl::Status& why) {
       const absl::Time now = absl::Now();
+      const bool first = waiting_since == absl::InfinitePast();
+      if (first) waiting_since = now;
       if (now >= next_notice) {
-        std::cerr << "sluice worker: " << (told ? "still " : "") << "waiting for the dispatcher at "
-                  << dispatcher->ToString() << " (" << why.message() << "); giving up "
-                  << absl::FormatDuration(
-                         absl::Trunc(register_timeout - (now - waiting_since), absl::Seconds(1)))
+        const absl::Duration left =
+            std::max(absl::ZeroDuration(), register_timeout - (now - waiting_since));
+        std::cerr << "sluice worker: " << (first ? "" : "still ")
+                  << "waiting for the dispatcher at " << dispatcher->ToString() << " ("
+                  << why.message() << "); giving up "
+                  << absl::FormatDuration(absl::Trunc(left, absl::Seconds(1)))
                   << " from now (--register-timeout)" << std::endl;
         next_notice = now + absl::Seconds(30);
-        told = true;
       }
       // A second between tries that Ctrl-C or SIGTERM cuts short (they are blocked here,
-      // for sigwait).
+      // for sigwait); a wait another signal interrupts (EINTR) goes on for the rest.
       sigset_t set;
       sigemptyset(&set);
       sigaddset(&set, SIGINT);
       sigaddset(&set, SIGTERM);
-      const timespec one_second{1, 0};
-      const int signal = sigtimedwait(&set, nullptr, &one_second);
-      if (signal > 0) stopped_by = signal;
-      return signal <= 0;
+      const absl::Time until = now + absl::Seconds(1);
+      for (absl::Time at = now; at < until; at = absl::Now()) {
+        const timespec rest = absl::ToTimespec(until - at);
+        const int signal = sigtimedwait(&set, nullptr, &rest);
+        if (signal > 0) {
+          stopped_by = signal;
+          return false;
+        }
+        if (errno != EINTR) break;  // EAGAIN: the second passed
+      }
+      return true;
     };
     auto worker = control::Worker::Start(worker_options);
     if (stopped_by != 0) return 128 + stopped_by;

@@ -93,6 +93,9 @@ void UcxTransport::WatchReceiveQueue(absl::string_view dead_peer) {
 }
 
 void UcxTransport::CheckReceiveQueue(std::chrono::steady_clock::time_point now) {
+  // A watch that cannot probe, or whose restart failed, leaves the worker as it is: calls
+  // on a stuck queue then time out as they would without it.
+  if (probe_broken_) return;
   if (probe_ != nullptr) probe_->Progress();
   const bool drained_since_last_check = drains_ > drains_at_last_check_;
   drains_at_last_check_ = drains_;
@@ -116,7 +119,7 @@ void UcxTransport::CheckReceiveQueue(std::chrono::steady_clock::time_point now) 
                      "ended all of its connections")));
     return;
   }
-  if (!probe_wanted_ || probe_broken_) return;
+  if (!probe_wanted_) return;
   probe_wanted_ = false;
   if (probe_ == nullptr) {
     std::string address;
