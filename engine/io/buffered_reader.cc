@@ -18,11 +18,17 @@ BufferedReader::BufferedReader(std::unique_ptr<InputStream> stream, size_t buffe
       capacity_(buffer_bytes_) {}
 
 absl::Status BufferedReader::Fill(size_t n) {
-  // A very large record grew the buffer; release it once that record is consumed.
-  if (begin_ == end_ && capacity_ > kKeepGrownBytes && n <= buffer_bytes_) {
-    buffer_.reset(new char[buffer_bytes_]);
+  // A very large record grew the buffer; release it once that record is consumed, moving
+  // what was read past it (at most a normal buffer's worth, as it grew by that much) into
+  // a buffer of the normal size. Kept, every later read would fill all of it.
+  if (const size_t have = end_ - begin_;
+      capacity_ > kKeepGrownBytes && n <= buffer_bytes_ && have <= buffer_bytes_) {
+    std::unique_ptr<char[]> normal(new char[buffer_bytes_]);
+    if (have > 0) std::memcpy(normal.get(), buffer_.get() + begin_, have);
+    buffer_ = std::move(normal);
     capacity_ = buffer_bytes_;
-    begin_ = end_ = 0;
+    begin_ = 0;
+    end_ = have;
   }
   while (end_ - begin_ < n && !stream_done_) {
     if (capacity_ - begin_ < n) {

@@ -11,7 +11,8 @@
 //
 // Memory stays bounded: the buffer holds buffer_bytes, growing only to the
 // largest single Peek (one record) or line (capped by max_line_bytes); a buffer grown
-// beyond kKeepGrownBytes is released once the large request has been consumed.
+// beyond kKeepGrownBytes is released once the large request has been consumed, whatever
+// was read past it moving to a buffer of the normal size.
 #ifndef SLUICE_ENGINE_IO_BUFFERED_READER_H_
 #define SLUICE_ENGINE_IO_BUFFERED_READER_H_
 
@@ -50,6 +51,8 @@ class BufferedReader {
 
   // Bytes consumed so far: the offset of the next byte in the stream.
   uint64_t offset() const { return offset_; }
+  // The buffer's size now: buffer_bytes, or more while a large record or line needs it.
+  [[nodiscard]] size_t buffer_capacity() const { return capacity_; }
 
  private:
   // Makes at least `n` bytes available unless the stream ends first.

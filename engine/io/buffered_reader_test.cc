@@ -68,5 +68,30 @@ TEST(BufferedReaderTest, LinesLongerThanTheLimitFailWithTheirOffset) {
   EXPECT_EQ(s.message(), "line at offset 3 is longer than the 32-byte limit");
 }
 
+// One record of 20 MiB grows the buffer; the small records after it are read through a
+// buffer of the normal size again. (The grown one was kept for the rest of the file, and
+// every read filled all of it, when bytes past the large record were already buffered,
+// as they nearly always are.)
+TEST(BufferedReaderTest, ABufferGrownForOneLargeRecordShrinksAfterIt) {
+  constexpr size_t kLarge = 20 << 20;
+  constexpr size_t kSmall = 1000;
+  std::string data(kLarge, 'L');
+  for (int i = 0; i < 2000; ++i) data += std::string(kSmall, static_cast<char>('a' + i % 26));
+  BufferedReader in(Stream(std::move(data), /*chunk=*/3 << 20));
+  absl::StatusOr<std::string_view> large = in.Peek(kLarge);
+  ASSERT_TRUE(large.ok()) << large.status();
+  ASSERT_EQ(large->size(), kLarge);
+  EXPECT_GT(in.buffer_capacity(), kLarge);
+  in.Consume(kLarge);
+  for (int i = 0; i < 2000; ++i) {
+    absl::StatusOr<std::string_view> small = in.Peek(kSmall);
+    ASSERT_TRUE(small.ok()) << small.status();
+    ASSERT_EQ(*small, std::string(kSmall, static_cast<char>('a' + i % 26))) << "record " << i;
+    in.Consume(kSmall);
+    ASSERT_LE(in.buffer_capacity(), BufferedReader::kDefaultBufferBytes) << "record " << i;
+  }
+  EXPECT_TRUE(in.Peek(1)->empty());
+}
+
 }  // namespace
 }  // namespace sluice::engine
