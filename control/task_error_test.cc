@@ -8,9 +8,11 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/status_macros.h"
 #include "control/client.h"
 #include "control/local_cluster.h"
 #include "engine/functions.h"
@@ -18,6 +20,31 @@
 
 namespace sluice::control {
 namespace {
+
+// One worker in this process (which runs the dispatcher too, so both know the functions
+// registered here), a client of it, and `pipeline` registered.
+struct Served {
+  std::unique_ptr<LocalCluster> cluster;
+  std::unique_ptr<Client> client;  // after the cluster: gone before it
+  std::string dataset;
+};
+
+absl::StatusOr<Served> Serve(std::string_view pipeline_text) {
+  constexpr const char* kTls = "posix,sysv,cma,self";
+  LocalClusterOptions options;
+  options.num_workers = 1;
+  options.dispatcher.transport.ucx_tls = kTls;
+  options.worker.transport.ucx_tls = kTls;
+  Served served;
+  SLUICE_ASSIGN_OR_RETURN(served.cluster, LocalCluster::Start(options));
+  ClientOptions client_options;
+  client_options.dispatcher = served.cluster->dispatcher_address();
+  client_options.transport.ucx_tls = kTls;
+  SLUICE_ASSIGN_OR_RETURN(served.client, Client::Connect(client_options));
+  SLUICE_ASSIGN_OR_RETURN(proto::PipelineDef pipeline, engine::ParsePipeline(pipeline_text));
+  SLUICE_ASSIGN_OR_RETURN(served.dataset, served.client->RegisterDataset(pipeline));
+  return served;
+}
 
 struct FailingCase {
   const char* name;
@@ -38,22 +65,10 @@ TEST_P(TaskErrorTest, ReachesTheReaderAtOnceWithItsCode) {
                             })
                   .ok());
 
-  LocalClusterOptions options;
-  options.num_workers = 1;
-  options.dispatcher.transport.ucx_tls = "posix,sysv,cma,self";
-  options.worker.transport.ucx_tls = "posix,sysv,cma,self";
-  auto cluster = LocalCluster::Start(options);
-  ASSERT_TRUE(cluster.ok()) << cluster.status();
-  ClientOptions client_options;
-  client_options.dispatcher = (*cluster)->dispatcher_address();
-  client_options.transport.ucx_tls = "posix,sysv,cma,self";
-  auto client = Client::Connect(client_options);
-  ASSERT_TRUE(client.ok()) << client.status();
-  auto pipeline =
-      engine::ParsePipeline(absl::StrCat("range(100) | repeat() | map(", function, ")"));
-  ASSERT_TRUE(pipeline.ok()) << pipeline.status();
-  auto dataset = (*client)->RegisterDataset(*pipeline);
-  ASSERT_TRUE(dataset.ok()) << dataset.status();
+  auto served = Serve(absl::StrCat("range(100) | repeat() | map(", function, ")"));
+  ASSERT_TRUE(served.ok()) << served.status();
+  Client* client = served->client.get();
+  const std::string& dataset = served->dataset;
 
   ReadOptions read;
   read.mode = proto::OFF;
@@ -64,7 +79,7 @@ TEST_P(TaskErrorTest, ReachesTheReaderAtOnceWithItsCode) {
     read.num_consumers = 1;
     read.consumer_index = 0;
   }
-  auto reader = (*client)->Read(*dataset, read);
+  auto reader = client->Read(dataset, read);
   ASSERT_TRUE(reader.ok()) << reader.status();
   const absl::Time start = absl::Now();
   auto batch = (*reader)->Next();
@@ -89,27 +104,16 @@ TEST(TaskErrorSharedJobTest, EveryReaderOfTheJobIsToldTheError) {
                               return absl::OkStatus();
                             })
                   .ok());
-  LocalClusterOptions options;
-  options.num_workers = 1;
-  options.dispatcher.transport.ucx_tls = "posix,sysv,cma,self";
-  options.worker.transport.ucx_tls = "posix,sysv,cma,self";
-  auto cluster = LocalCluster::Start(options);
-  ASSERT_TRUE(cluster.ok()) << cluster.status();
-  ClientOptions client_options;
-  client_options.dispatcher = (*cluster)->dispatcher_address();
-  client_options.transport.ucx_tls = "posix,sysv,cma,self";
-  auto client = Client::Connect(client_options);
-  ASSERT_TRUE(client.ok()) << client.status();
-  auto pipeline = engine::ParsePipeline("range(100) | map(task_error_test.fail_at_50) | batch(10)");
-  ASSERT_TRUE(pipeline.ok()) << pipeline.status();
-  auto dataset = (*client)->RegisterDataset(*pipeline);
-  ASSERT_TRUE(dataset.ok()) << dataset.status();
+  auto served = Serve("range(100) | map(task_error_test.fail_at_50) | batch(10)");
+  ASSERT_TRUE(served.ok()) << served.status();
+  Client* client = served->client.get();
+  const std::string& dataset = served->dataset;
 
   ReadOptions read;
   read.mode = proto::OFF;
   read.job_name = "shared";
   auto read_to_the_end = [&]() -> absl::Status {
-    auto reader = (*client)->Read(*dataset, read);
+    auto reader = client->Read(dataset, read);
     if (!reader.ok()) return reader.status();
     while (true) {
       auto batch = (*reader)->Next();
