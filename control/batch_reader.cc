@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "control/serialized_bytes.h"
+#include "engine/pipeline_stats.h"
 
 namespace sluice::control {
 namespace {
@@ -337,6 +338,20 @@ BatchReader::FetchOutcome BatchReader::Examine(Task& task, const transport::Slab
   // Any answer shows the worker reachable, a "retry later" too: an unreachable spell counted
   // from before it would fail the read at the next hiccup (a connect another thread makes).
   task.unreachable_since = absl::InfiniteFuture();
+  // Each reply carries the task's running count: a reply that overtook a later one carries
+  // less, and adds nothing.
+  if (response->bad_records_skipped() > task.bad_records_skipped) {
+    bad_records_skipped_ += response->bad_records_skipped() - task.bad_records_skipped;
+    task.bad_records_skipped = response->bad_records_skipped();
+  }
+  // Every request in flight at the task's end is answered with its examples: taken once.
+  if (response->bad_record_examples_size() > 0 && !task.bad_record_examples_taken) {
+    task.bad_record_examples_taken = true;
+    for (const std::string& example : response->bad_record_examples()) {
+      if (bad_record_examples_.size() >= engine::kBadRecordExamples) break;
+      bad_record_examples_.push_back(example);
+    }
+  }
   if (response->task_error_code() != 0) {
     const int code = response->task_error_code();
     Fail(absl::Status(code > 0 && code <= static_cast<int>(absl::StatusCode::kUnauthenticated)

@@ -176,6 +176,11 @@ class BatchReader {
   // Tasks of this job the dispatcher declared lost (their workers were lost) so far.
   [[nodiscard]] int64_t tasks_lost() const ABSL_LOCKS_EXCLUDED(mu_);
   [[nodiscard]] int peak_fetches_after_first_batch() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Records the workers' pipelines skipped as corrupt (tfrecord's skip_bad_records=true) in
+  // the tasks this reader read from, as of their latest replies; and why, for the first
+  // kBadRecordExamples of those whose task ended (the reply that ends a task says).
+  [[nodiscard]] int64_t bad_records_skipped() const ABSL_LOCKS_EXCLUDED(mu_);
+  [[nodiscard]] std::vector<std::string> bad_record_examples() const ABSL_LOCKS_EXCLUDED(mu_);
   // Ends the read from another thread (a Ctrl-C handler): Next() returns `why`, at once if it
   // waits. Batches handed out already stay valid.
   void Interrupt(absl::Status why) ABSL_LOCKS_EXCLUDED(mu_);
@@ -225,6 +230,9 @@ class BatchReader {
     bool recovery = false;
     // The connection its latest fetch went out on (given up on when the task is lost).
     transport::ConnectionId connection = transport::kNoConnection;
+    // The latest count of records its pipeline skipped as corrupt (bad_records_skipped).
+    int64_t bad_records_skipped = 0;
+    bool bad_record_examples_taken = false;
     // Delivery without loss (GetElementRequest fields 7 and 8): batch indices received and
     // not confirmed yet (a reply confirms those its request carried), and the epoch, raised
     // when a request to the task failed so that the worker serves lost batches again.
@@ -408,6 +416,8 @@ class BatchReader {
   int64_t batches_kept_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t batches_handed_out_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t tasks_lost_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t bad_records_skipped_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<std::string> bad_record_examples_ ABSL_GUARDED_BY(mu_);
   // Live workers the dispatcher listed in its latest heartbeat reply (-1: none came yet).
   int64_t workers_listed_ ABSL_GUARDED_BY(mu_) = -1;
   // Static sharding: listed workers the dispatcher says the job awaits, since when; and

@@ -338,6 +338,16 @@ int64_t BatchReader::tasks_lost() const {
   return tasks_lost_;
 }
 
+int64_t BatchReader::bad_records_skipped() const {
+  absl::MutexLock lock(&mu_);
+  return bad_records_skipped_;
+}
+
+std::vector<std::string> BatchReader::bad_record_examples() const {
+  absl::MutexLock lock(&mu_);
+  return bad_record_examples_;
+}
+
 void BatchReader::HeartbeatLoop() {
   absl::Time last_success = absl::Now();
   while (heartbeat_pacer_.Wait()) {

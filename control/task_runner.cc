@@ -316,6 +316,12 @@ void TaskRunner::Serve() {
       continue;
     }
     proto::GetElementResponse response;
+    if (const int64_t skipped = pipeline_stats_.bad_records_skipped(); skipped > 0) {
+      response.set_bad_records_skipped(skipped);
+      std::vector<std::string> examples = pipeline_stats_.bad_record_messages();
+      examples.resize(std::min<size_t>(examples.size(), engine::kBadRecordExamples));
+      for (std::string& example : examples) response.add_bad_record_examples(std::move(example));
+    }
     if (error.ok()) {
       response.set_end_of_sequence(true);
     } else {
@@ -339,6 +345,8 @@ void TaskRunner::Reply(const Waiter& waiter, ReadyBatch batch) {
   proto::GetElementResponse response;
   response.set_batch_bytes(batch.size);
   response.set_batch_index(batch.index);
+  // Nothing on the wire while there is none (proto3 leaves zero out).
+  response.set_bad_records_skipped(pipeline_stats_.bad_records_skipped());
   if (batch.sequence > 0) {
     response.set_client_sequence(batch.sequence);
     response.set_sequence_floor(batch.sequence_floor);

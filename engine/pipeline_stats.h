@@ -23,6 +23,9 @@
 
 namespace sluice::engine {
 
+// How many of a task's bad-record messages travel to its readers (GetElementResponse).
+inline constexpr size_t kBadRecordExamples = 3;
+
 class PipelineStats {
  public:
   // Messages kept by RecordBadRecord; later ones are only counted.

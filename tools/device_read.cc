@@ -39,6 +39,7 @@ absl::Status ReadThroughDevice(absl::string_view command,
     sink.Add(view, batch->worker(), batch->index(), batch->round());
     if (sink.output_failed()) break;  // the caller tells a closed pipe
   }
+  watch.SaySkippedRecords();  // before the caller's summary, unlike the host path
   return absl::OkStatus();
 }
 

@@ -227,6 +227,7 @@ int ReadAll(absl::string_view command, const transport::Address& dispatcher, con
     if (coordinated) taken = (*batch)->round();
   }
   sink.Finish();
+  watch.SaySkippedRecords();
   if (auto cut_short = CutShortNotice(*mode, (*reader)->tasks_lost())) {
     std::cerr << "sluice " << command << ": " << *cut_short << "\n";
   }

@@ -2,6 +2,7 @@
 
 #include <iostream>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/time/clock.h"
@@ -60,6 +61,20 @@ void ReadWatch::Watch() {
     said_for = since_ns;
     said_at = now;
   }
+}
+
+void ReadWatch::SaySkippedRecords() const {
+  const int64_t skipped = reader_->bad_records_skipped();
+  if (skipped == 0) return;
+  std::cerr << "sluice " << command_ << ": the workers skipped " << skipped
+            << (skipped == 1 ? " corrupt record" : " corrupt records")
+            << " of this read (skip_bad_records=true)";
+  const std::vector<std::string> examples = reader_->bad_record_examples();
+  std::cerr << (examples.empty()                                   ? ""
+                : static_cast<int64_t>(examples.size()) == skipped ? ":"
+                                                                   : ", among them:")
+            << "\n";
+  for (const std::string& example : examples) std::cerr << "  " << example << "\n";
 }
 
 }  // namespace sluice::tools

@@ -10,6 +10,7 @@
 //     watch.BatchArrived();
 //     ...
 //   }
+//   watch.SaySkippedRecords();
 #ifndef SLUICE_TOOLS_READ_WATCH_H_
 #define SLUICE_TOOLS_READ_WATCH_H_
 
@@ -41,6 +42,11 @@ class ReadWatch {
 
   // A batch came: the quiet spell starts over.
   void BatchArrived();
+
+  // Once the read's output is out: how many records the workers skipped as corrupt
+  // (skip_bad_records=true), and why for the first few. Nothing when none was, but
+  // otherwise a read of a corrupt file would look whole.
+  void SaySkippedRecords() const;
 
  private:
   void Watch();

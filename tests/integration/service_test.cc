@@ -344,8 +344,9 @@ TEST_F(TaxiShardsTest, WorkersRefuseFilesOutsideTheirDataRoots) {
   EXPECT_THAT(read->stderr_text(), HasSubstr("/etc/passwd"));
 }
 
-// A record whose data CRC no longer matches: with skip_bad_records the read goes on and the
-// worker reports the skip in `sluice status`; without it the read fails naming the file.
+// A record whose data CRC no longer matches: with skip_bad_records the read goes on, and the
+// reader (on stderr) and the worker (in `sluice status`) report the skip; without it the read
+// fails naming the file.
 TEST(ServiceTest, SkippedBadRecordsAreCountedAndReported) {
   const std::string source =
       TestDataRoot() + "/tfrecord/pytorch-data/test/_fakedata/tfrecord/example.tfrecord";
@@ -365,6 +366,13 @@ TEST(ServiceTest, SkippedBadRecordsAreCountedAndReported) {
       StartRead(cluster.address(),
                 "tfrecord(files=['" + path + "'], skip_bad_records=true) | batch(1)", "off");
   EXPECT_EQ(Total(Records(*skipping)), 3) << "4 records, one corrupt";
+  // The reader says so too, with the file and offset of the record.
+  EXPECT_THAT(skipping->stderr_text(),
+              HasSubstr("the workers skipped 1 corrupt record of this read"));
+  EXPECT_THAT(skipping->stderr_text(), HasSubstr(path + "' at offset "));
+  const std::string said = skipping->stderr_text();
+  EXPECT_EQ(said.find("at offset "), said.rfind("at offset "))
+      << "said once, not for every reply that ended the task: " << said;
   nlohmann::json s = StatusWhen(cluster.address(), [](const nlohmann::json& s) {
     return s.is_object() && s.contains("workers") && s["workers"].size() == 1 &&
            s["workers"][0].value("bad_records_skipped", int64_t{0}) >= 1;
