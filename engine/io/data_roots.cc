@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
@@ -32,6 +33,21 @@ absl::Status NoRoots(std::string_view path) {
       "cannot access '", AbslView(path),
       "': this process has no data roots, so file access is disabled; start the worker (and, "
       "for DYNAMIC sharding over list_files, the dispatcher) with --data-root=DIR"));
+}
+
+// The first directory glob could not read, for GlobDataFiles: glob's error callback takes no
+// argument of ours, and each thread globs on its own.
+struct UnreadableDirectory {
+  std::string path;
+  int error = 0;
+};
+thread_local UnreadableDirectory unreadable_directory;
+
+int NoteUnreadableDirectory(const char* path, int error) {
+  // A directory removed while it was listed (a writer's temporary) held no file to read.
+  if (error == ENOENT) return 0;
+  unreadable_directory = UnreadableDirectory{path, error};
+  return 1;  // stop: the listing is incomplete either way
 }
 
 std::string RootList(std::span<const std::string> roots) {
@@ -144,12 +160,22 @@ absl::StatusOr<std::vector<std::string>> GlobDataFiles(std::string_view pattern,
   }
 
   glob_t matches;
-  const int rc = ::glob(absolute.c_str(), 0, nullptr, &matches);
+  unreadable_directory = UnreadableDirectory{};
+  const int rc = ::glob(absolute.c_str(), 0, NoteUnreadableDirectory, &matches);
   std::vector<std::string> names;
   if (rc == 0) {
     for (size_t i = 0; i < matches.gl_pathc; ++i) names.emplace_back(matches.gl_pathv[i]);
   }
   ::globfree(&matches);
+  // glob would go on past a directory it cannot read: the files under it would be missing
+  // from the data without a word.
+  if (rc == GLOB_ABORTED && unreadable_directory.error != 0) {
+    return absl::Status(
+        absl::ErrnoToStatusCode(unreadable_directory.error),
+        absl::StrCat("pattern '", AbslView(pattern), "': cannot list the directory '",
+                     unreadable_directory.path, "': ", std::strerror(unreadable_directory.error),
+                     " (its files would be missing from the data)"));
+  }
   if (rc != 0 && rc != GLOB_NOMATCH) {
     return absl::InternalError(
         absl::StrCat("glob('", AbslView(pattern), "') failed with code ", rc));

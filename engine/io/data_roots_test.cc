@@ -1,8 +1,10 @@
 #include "engine/io/data_roots.h"
 
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -125,6 +127,39 @@ TEST_F(DataRootsTest, GlobSkipsDanglingSymlinks) {
   absl::StatusOr<std::vector<std::string>> listed = GlobDataFiles(root_ + "/*.tfrecord", roots_);
   ASSERT_TRUE(listed.ok()) << listed.status();
   EXPECT_THAT(*listed, ElementsAre(root_ + "/a.tfrecord", root_ + "/b.tfrecord"));
+}
+
+// A directory the process may not read: glob passes over it, and its files went missing from
+// the listing without a word. Root reads any directory, so the listing runs in a child that
+// is nobody then.
+TEST_F(DataRootsTest, GlobFailsOnADirectoryItCannotList) {
+  std::filesystem::create_directories(root_ + "/locked");
+  WriteFile(root_ + "/locked/e.tfrecord", "x");
+  for (const std::string& dir : {base_, root_, root_ + "/sub", root_ + "/d.tfrecord"}) {
+    ASSERT_EQ(::chmod(dir.c_str(), 0755), 0) << dir;
+  }
+  ASSERT_EQ(::chmod((root_ + "/locked").c_str(), 0), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (::geteuid() == 0 && (::setgid(65534) != 0 || ::setuid(65534) != 0)) ::_exit(3);
+    absl::StatusOr<std::vector<std::string>> listed = GlobDataFiles("*/*.tfrecord", roots_);
+    if (listed.ok()) {
+      std::fprintf(stderr, "listed %zu files\n", listed->size());
+      ::_exit(1);
+    }
+    std::fprintf(stderr, "%s\n", listed.status().ToString().c_str());
+    const bool named = listed.status().message().find("cannot list the directory '" + root_ +
+                                                      "/locked'") != std::string_view::npos;
+    ::_exit(listed.status().code() == absl::StatusCode::kPermissionDenied && named ? 0 : 2);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ::chmod((root_ + "/locked").c_str(), 0755);  // for the clean-up
+  ASSERT_TRUE(WIFEXITED(status));
+  ASSERT_NE(WEXITSTATUS(status), 3) << "could not become nobody";
+  EXPECT_EQ(WEXITSTATUS(status), 0)
+      << "1: the listing left the directory out silently; 2: another error (stderr above)";
 }
 
 TEST_F(DataRootsTest, GlobRefusesPatternsAndMatchesOutsideTheRoots) {
