@@ -20,6 +20,7 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
     worker_options.advertise_host = "127.0.0.1";
     SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Worker> worker, Worker::Start(worker_options));
     cluster->workers_.push_back(std::move(worker));
+    if (options.on_worker_started) options.on_worker_started(i + 1);
   }
   return cluster;
 }

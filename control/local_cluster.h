@@ -9,6 +9,7 @@
 #ifndef SLUICE_CONTROL_LOCAL_CLUSTER_H_
 #define SLUICE_CONTROL_LOCAL_CLUSTER_H_
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -22,6 +23,8 @@ struct LocalClusterOptions {
   std::string scheme = "ucx";  // or "ofi"
   DispatcherOptions dispatcher;
   WorkerOptions worker;  // `dispatcher` and `bind` are filled in
+  // Called after each worker started, with how many have: many take a while to start.
+  std::function<void(int started)> on_worker_started;
 };
 
 class LocalCluster {

@@ -35,6 +35,17 @@ CLI::Validator ByteSize() {
       "BYTES (e.g. 16MiB)");
 }
 
+CLI::Validator ByteBound() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        absl::StatusOr<size_t> bytes = tools::ParseByteBound(text);
+        if (!bytes.ok()) return std::string(bytes.status().message());
+        text = std::to_string(*bytes);
+        return "";
+      },
+      "BYTES (e.g. 256MiB, or 0)");
+}
+
 int Fail(const absl::Status& status, absl::string_view context) {
   std::cerr << "sluice" << (context.empty() ? "" : " ") << context << ": " << status.message()
             << "\n";
@@ -112,7 +123,7 @@ void AddReadFlags(CLI::App* app, ReadFlags& flags) {
                   "Largest batch the client accepts; its landing pool maps --max-outstanding + "
                   "--prefetch slabs of this size")
       ->transform(ByteSize())
-      ->capture_default_str();
+      ->default_str(FormatByteSize(flags.slab_bytes));
   app->add_option("--device", flags.device,
                   "Land batches in the memory of this CUDA device (staged through pinned host "
                   "memory); they are copied back only to be printed")

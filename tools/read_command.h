@@ -51,6 +51,8 @@ struct ReadFlags {
 // A positive byte count with an optional unit ("1MiB", "64KiB", "1048576"), turned into the
 // number the option stores.
 [[nodiscard]] CLI::Validator ByteSize();
+// As ByteSize, and 0 too, for a bound whose help says what 0 means.
+[[nodiscard]] CLI::Validator ByteBound();
 
 // Prints "sluice CONTEXT: message" on stderr; returns ExitCodeFor(status).
 int Fail(const absl::Status& status, absl::string_view context);

@@ -74,6 +74,9 @@ absl::Status LoadPlugins(const std::vector<std::string>& paths) {
   return absl::OkStatus();
 }
 
+// `sluice local --workers` at most this many times the usable CPUs.
+constexpr int kLocalWorkersPerCpu = 64;
+
 // Blocks until SIGINT or SIGTERM.
 void WaitForTerminationSignal() {
   sigset_t set;
@@ -188,7 +191,7 @@ int Main(int argc, char** argv) {
                          "Host clients should use (default: the IP facing the dispatcher)");
   worker_cmd->add_option("--slab-bytes", worker_options.slab_bytes, "Largest batch")
       ->transform(ByteSize())
-      ->capture_default_str();
+      ->default_str(FormatByteSize(worker_options.slab_bytes));
   worker_cmd->add_option("--slabs", worker_options.num_slabs, "Registered slabs in the pool")
       ->check(AtLeast(1))
       ->capture_default_str();
@@ -201,8 +204,8 @@ int Main(int argc, char** argv) {
       ->add_option("--spill-bytes", worker_options.max_spilled_bytes,
                    "Heap the buffers of readers that stopped may move to, freeing their slabs "
                    "for other jobs (0: they keep their slabs)")
-      ->transform(ByteSize())
-      ->capture_default_str();
+      ->transform(ByteBound())
+      ->default_str(FormatByteSize(worker_options.max_spilled_bytes));
   std::vector<std::string> worker_plugins;
   worker_cmd->add_option("--plugin", worker_plugins,
                          "Shared library of custom functions to load (repeatable)");
@@ -253,6 +256,21 @@ int Main(int argc, char** argv) {
       ->description(
           "Largest batch: the size of the reader's landing slabs and of the workers' slabs "
           "(each worker registers 16 of them: 16 x this of memory)");
+
+  // Shown as DURATION in --help: TEXT said nothing of the unit a bare number lacks.
+  for (CLI::Option* duration :
+       {app.get_option("--timeout"), dispatcher_cmd->get_option("--job-gc-timeout"),
+        dispatcher_cmd->get_option("--client-timeout"),
+        dispatcher_cmd->get_option("--worker-timeout"), dispatcher_cmd->get_option("--round-wait"),
+        worker_cmd->get_option("--register-timeout")}) {
+    duration->type_name("DURATION");
+  }
+  // A subcommand's --help lists only its own options; these are taken after it too.
+  for (CLI::App* command : {dispatcher_cmd, worker_cmd, read_cmd, status_cmd, local_cmd}) {
+    command->footer(
+        "Global options, also taken after the command: --transport ucx|ofi, --timeout "
+        "DURATION (default 10s); see sluice --help");
+  }
 
   try {
     app.parse(argc, argv);
@@ -323,6 +341,17 @@ int Main(int argc, char** argv) {
     }
     std::cout << "sluice dispatcher listening on " << (*dispatcher)->address().ToString() << " (id "
               << (*dispatcher)->id() << ")" << std::endl;
+    // 0.0.0.0 is where it listens, not an address a worker can be given.
+    if (const std::string host = (*dispatcher)->address().host;
+        host == "0.0.0.0" || host == "::" || host.empty()) {
+      char name[256] = {};
+      if (gethostname(name, sizeof(name) - 1) == 0 && name[0] != '\0') {
+        transport::Address reachable = (*dispatcher)->address();
+        reachable.host = name;
+        std::cout << "sluice dispatcher: on every interface; give workers and clients "
+                  << "--dispatcher " << reachable.ToString() << " (or this host's IP)" << std::endl;
+      }
+    }
     std::cout << "sluice dispatcher transport: " << (*dispatcher)->transport_description()
               << std::endl;
     WaitForTerminationSignal();
@@ -430,8 +459,29 @@ int Main(int argc, char** argv) {
   if (auto p = ParseAndValidate(local_flags.pipeline, *mode); !p.ok()) {
     return Fail(p.status(), "local");
   }
+  // Each worker polls its transport on its own thread: far more of them than CPUs starve
+  // each other (300 on 2 CPUs had not started after a minute, 128 took 8 s).
+  if (const int most = kLocalWorkersPerCpu * transport::UsableCpus(); local_workers > most) {
+    return Fail(absl::InvalidArgumentError(absl::StrCat(
+                    "--workers ", local_workers,
+                    ": a local cluster runs every worker in this "
+                    "process, and more than ",
+                    kLocalWorkersPerCpu, " per usable CPU (", most,
+                    " here) starve each other; run `sluice dispatcher` and `sluice worker` "
+                    "processes on more hosts instead")),
+                "local");
+  }
   control::LocalClusterOptions options;
   options.num_workers = local_workers;
+  const absl::Time starting = absl::Now();
+  absl::Time next_notice = starting + absl::Seconds(2);
+  options.on_worker_started = [&](int started) {
+    if (const absl::Time now = absl::Now(); now >= next_notice && started < local_workers) {
+      std::cerr << "sluice local: started " << started << " of " << local_workers << " workers"
+                << std::endl;
+      next_notice = now + absl::Seconds(2);
+    }
+  };
   options.scheme = scheme;
   options.worker.task.data_roots = local_data_roots;
   options.worker.slab_bytes = local_flags.slab_bytes;

@@ -15,6 +15,7 @@ namespace sluice::testing {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 std::string SluiceBinary() {
   const char* path = std::getenv("SLUICE_BINARY");
@@ -125,6 +126,30 @@ TEST(CliTest, LocalReadsBatchesLargerThanTheDefaultSlab) {
                     "--pipeline", "range(2500000) | batch(2500000)", "--format", "summary"});
   EXPECT_EQ(local.Wait(absl::Seconds(60)), 0) << local.stderr_text();
   EXPECT_THAT(local.stdout_text(), HasSubstr("read 1 batches"));
+}
+
+// A value the help documents is taken: --spill-bytes 0 ("they keep their slabs") was refused
+// as "must be >= 1". And the help shows units: byte defaults as sizes (--slab-bytes showed
+// 16777216), durations as DURATION, and a subcommand's help names the global options.
+TEST(CliTest, DocumentedValuesAreTakenAndTheHelpShowsUnits) {
+  Subprocess zero({SluiceBinary(), "worker", "--dispatcher", "ucx://127.0.0.1:1", "--spill-bytes",
+                   "0", "--register-timeout", "0s"});
+  EXPECT_EQ(zero.Wait(absl::Seconds(30)), 1)
+      << "the dispatcher, not the flag: " << zero.stderr_text();
+  EXPECT_THAT(zero.stderr_text(), Not(HasSubstr("--spill-bytes")));
+  Subprocess help({SluiceBinary(), "worker", "--help"});
+  EXPECT_EQ(help.Wait(absl::Seconds(30)), 0);
+  EXPECT_THAT(help.stdout_text(), HasSubstr("=16MiB"));
+  EXPECT_THAT(help.stdout_text(), HasSubstr("--register-timeout DURATION=5m"));
+  EXPECT_THAT(help.stdout_text(), HasSubstr("--timeout DURATION"));
+}
+
+// Workers of a local cluster share this process's CPUs, each polling its transport: 300 on
+// 2 CPUs had not started after a minute, in silence.
+TEST(CliTest, LocalRefusesMoreWorkersThanItsCpusCanRun) {
+  Subprocess local({SluiceBinary(), "local", "--workers", "1000000", "--take", "1"});
+  EXPECT_EQ(local.Wait(absl::Seconds(30)), 2) << local.stderr_text();
+  EXPECT_THAT(local.stderr_text(), HasSubstr("per usable CPU"));
 }
 
 }  // namespace
