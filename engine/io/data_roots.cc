@@ -32,7 +32,8 @@ absl::Status NoRoots(std::string_view path) {
   return absl::PermissionDeniedError(absl::StrCat(
       "cannot access '", AbslView(path),
       "': this process has no data roots, so file access is disabled; start the worker (and, "
-      "for DYNAMIC sharding over list_files, the dispatcher) with --data-root=DIR"));
+      "for DYNAMIC sharding over list_files, the dispatcher) with --data-root=DIR; `sluice "
+      "local --data-root=DIR` gives it to both"));
 }
 
 // The first directory glob could not read, for GlobDataFiles: glob's error callback takes no
@@ -146,7 +147,7 @@ absl::StatusOr<std::string> ResolveDataPath(std::string_view path,
 absl::StatusOr<std::vector<std::string>> GlobDataFiles(std::string_view pattern,
                                                        std::span<const std::string> roots) {
   if (roots.empty()) return NoRoots(pattern);
-  if (pattern.empty()) return absl::InvalidArgumentError("expected a glob pattern, got ''");
+  SLUICE_RETURN_IF_ERROR(CheckGlobPattern(pattern));
   const std::string absolute = Absolute(pattern, roots);
   // The directory before the first component with a wildcard must be inside the roots, so
   // globbing never walks directories outside them.
@@ -194,6 +195,17 @@ absl::StatusOr<std::vector<std::string>> GlobDataFiles(std::string_view pattern,
   }
   std::sort(files.begin(), files.end());
   return files;
+}
+
+absl::Status CheckGlobPattern(std::string_view pattern) {
+  if (pattern.empty()) return absl::InvalidArgumentError("expected a glob pattern, got ''");
+  if (pattern.find("**") != std::string_view::npos) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "pattern '", AbslView(pattern),
+        "': '**' does not descend into subdirectories here (glob reads it as '*', one level), "
+        "so deeper files would be missing; spell each depth, e.g. 'dir/*/*.tfrecord'"));
+  }
+  return absl::OkStatus();
 }
 
 bool MatchesGlob(std::string_view pattern, std::string_view name) {

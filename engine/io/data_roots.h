@@ -46,9 +46,14 @@ namespace sluice::engine {
 // pattern gives absolute names, a relative one names relative to the first root. The
 // pattern's fixed leading directory must lie inside the roots (PermissionDenied) and so
 // must every match (PermissionDenied naming it, e.g. a symlink escaping a root). No
-// matches is an empty list.
+// matches is an empty list. A directory it cannot list fails it (its files would be
+// missing), and so does a pattern CheckGlobPattern refuses.
 [[nodiscard]] absl::StatusOr<std::vector<std::string>> GlobDataFiles(
     std::string_view pattern, std::span<const std::string> roots);
+
+// InvalidArgument for an empty pattern, or one with '**': glob(3) reads it as '*', one
+// directory level, and a user who meant "any depth" would silently miss deeper files.
+[[nodiscard]] absl::Status CheckGlobPattern(std::string_view pattern);
 
 // True when `name` matches the glob `pattern` with the semantics GlobDataFiles uses.
 bool MatchesGlob(std::string_view pattern, std::string_view name);

@@ -171,9 +171,7 @@ OpDef ListFilesOpDef() {
   };
   def.validate = [](const proto::Stage& stage, const FunctionRegistry*) -> absl::Status {
     const proto::ListFilesOp& op = stage.list_files();
-    if (op.pattern().empty()) {
-      return absl::InvalidArgumentError("expected a glob pattern, got ''");
-    }
+    SLUICE_RETURN_IF_ERROR(CheckGlobPattern(op.pattern()));
     if (!op.has_seed() && op.seed() != 0) {
       return absl::InvalidArgumentError(
           absl::StrCat("seed is ", op.seed(), " but has_seed is false; set has_seed to use it"));

@@ -78,6 +78,17 @@ TEST_F(ListFilesOpTest, NoMatchesAndPatternsOutsideTheRootsAreErrors) {
   EXPECT_EQ(DrainText("list_files('*.gz')").status().code(), absl::StatusCode::kPermissionDenied);
 }
 
+// glob(3) reads '**' as '*': a pattern meant to reach every depth listed one level, and the
+// files further down were missing without a word.
+TEST_F(ListFilesOpTest, ARecursiveWildcardIsRefused) {
+  std::filesystem::create_directories(root_ + "/x/y");
+  WriteFile(root_ + "/x/y/deep.gz", "x");
+  absl::Status refused = DrainText("list_files('**/*.gz')", context_).status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument) << refused;
+  EXPECT_THAT(refused.message(), HasSubstr("'**' does not descend into subdirectories"));
+  EXPECT_THAT(List("'*/*/*.gz'"), ElementsAre("x/y/deep.gz"));
+}
+
 TEST_F(ListFilesOpTest, TextFormRoundTrips) {
   const char* text = "list_files('/data/*.gz', shuffle=true, seed=7, shard_count=3, shard_index=2)";
   absl::StatusOr<proto::PipelineDef> def = ParsePipeline(text);
