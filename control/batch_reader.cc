@@ -344,11 +344,13 @@ BatchReader::FetchOutcome BatchReader::Examine(Task& task, const transport::Slab
     bad_records_skipped_ += response->bad_records_skipped() - task.bad_records_skipped;
     task.bad_records_skipped = response->bad_records_skipped();
   }
-  // Every request in flight at the task's end is answered with its examples: taken once.
-  if (response->bad_record_examples_size() > 0 && !task.bad_record_examples_taken) {
-    task.bad_record_examples_taken = true;
-    for (const std::string& example : response->bad_record_examples()) {
-      if (bad_record_examples_.size() >= engine::kBadRecordExamples) break;
+  // Each is kept once: every request in flight at a task's end is answered with its
+  // examples, and tasks that read the same file (OFF: every worker reads all of it) skip
+  // the same records.
+  for (const std::string& example : response->bad_record_examples()) {
+    if (bad_record_examples_.size() >= engine::kBadRecordExamples) break;
+    if (std::find(bad_record_examples_.begin(), bad_record_examples_.end(), example) ==
+        bad_record_examples_.end()) {
       bad_record_examples_.push_back(example);
     }
   }

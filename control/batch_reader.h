@@ -232,7 +232,6 @@ class BatchReader {
     transport::ConnectionId connection = transport::kNoConnection;
     // The latest count of records its pipeline skipped as corrupt (bad_records_skipped).
     int64_t bad_records_skipped = 0;
-    bool bad_record_examples_taken = false;
     // Delivery without loss (GetElementRequest fields 7 and 8): batch indices received and
     // not confirmed yet (a reply confirms those its request carried), and the epoch, raised
     // when a request to the task failed so that the worker serves lost batches again.

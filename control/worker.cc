@@ -402,7 +402,9 @@ absl::Status Worker::Heartbeat() {
                 << "the heap (after a second or two); raise --slabs to serve more tasks at "
                 << "once\n";
     }
-    if (task_options_.spill_budget->refusals() > 0 && !warned_spill_budget_) {
+    // --spill-bytes 0 refuses every spill by choice: nothing to warn of.
+    if (options_.max_spilled_bytes > 0 && task_options_.spill_budget->refusals() > 0 &&
+        !warned_spill_budget_) {
       warned_spill_budget_ = true;
       std::cerr << "sluice worker " << address_ << ": the buffers of readers that stopped "
                 << "fill the heap they may move to (" << options_.max_spilled_bytes

@@ -9,7 +9,9 @@
 
 namespace sluice::tools {
 
-absl::StatusOr<size_t> ParseByteSize(const std::string& text) {
+namespace {
+
+absl::StatusOr<size_t> ParseBytes(const std::string& text, bool zero_allowed) {
   std::string t(absl::StripAsciiWhitespace(text));
   size_t i = 0;
   while (i < t.size() && (absl::ascii_isdigit(t[i]) || t[i] == '.')) ++i;
@@ -41,16 +43,22 @@ absl::StatusOr<size_t> ParseByteSize(const std::string& text) {
                                                    "', expected B, KiB, MiB, GiB, KB, MB or GB"));
   }
   double bytes = value * scale;
-  if (bytes < 1 || bytes > 1e15 || bytes != std::floor(bytes)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("byte size '", text, "' must be a whole number of bytes >= 1"));
+  const double least = zero_allowed ? 0 : 1;
+  if (bytes < least || bytes > 1e15 || bytes != std::floor(bytes)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "byte size '", text, "' must be a whole number of bytes >= ", zero_allowed ? 0 : 1));
   }
   return static_cast<size_t>(bytes);
 }
 
+}  // namespace
+
+absl::StatusOr<size_t> ParseByteSize(const std::string& text) {
+  return ParseBytes(text, /*zero_allowed=*/false);
+}
+
 absl::StatusOr<size_t> ParseByteBound(const std::string& text) {
-  if (text == "0") return 0;
-  return ParseByteSize(text);
+  return ParseBytes(text, /*zero_allowed=*/true);
 }
 
 absl::StatusOr<std::vector<size_t>> ParseByteSizeList(const std::string& text) {

@@ -28,6 +28,8 @@ TEST(ByteSizeTest, RejectsNonsense) {
 
 TEST(ByteSizeTest, ABoundMayBeZeroForNone) {
   EXPECT_EQ(*ParseByteBound("0"), 0u);
+  EXPECT_EQ(*ParseByteBound("0MiB"), 0u);
+  EXPECT_FALSE(ParseByteSize("0MiB").ok());
   EXPECT_EQ(*ParseByteBound("4MiB"), 4u << 20);
   EXPECT_FALSE(ParseByteBound("-1").ok());
   EXPECT_FALSE(ParseByteBound("none").ok());

@@ -27,7 +27,12 @@ absl::Status ReadThroughDevice(absl::string_view command,
   const bool ends_by_itself = read_options.max_batches > 0;
   for (int64_t taken = 0; (take < 0 || taken < take || ends_by_itself) && !stop.requested();
        ++taken) {
-    SLUICE_ASSIGN_OR_RETURN(std::optional<gpu::DeviceBatch> batch, device_reader->Next());
+    absl::StatusOr<std::optional<gpu::DeviceBatch>> next = device_reader->Next();
+    if (!next.ok()) {
+      watch.SaySkippedRecords();  // perhaps why the data looked wrong
+      return next.status();
+    }
+    std::optional<gpu::DeviceBatch>& batch = *next;
     if (!batch) break;
     watch.BatchArrived();
     if (coordinated && take >= 0 && batch->round() >= take) break;
@@ -39,7 +44,8 @@ absl::Status ReadThroughDevice(absl::string_view command,
     sink.Add(view, batch->worker(), batch->index(), batch->round());
     if (sink.output_failed()) break;  // the caller tells a closed pipe
   }
-  watch.SaySkippedRecords();  // before the caller's summary, unlike the host path
+  // Before the caller's summary, unlike the host path; not to a reader that went away.
+  if (!sink.output_failed()) watch.SaySkippedRecords();
   return absl::OkStatus();
 }
 

@@ -228,7 +228,10 @@ int ReadAll(absl::string_view command, const transport::Address& dispatcher, con
        (flags.take < 0 || taken < flags.take || ends_by_itself) && !stop.requested(); ++taken) {
     absl::StatusOr<std::optional<control::Batch>> batch = (*reader)->Next();
     if (!batch.ok() && IsReadInterruption(batch.status())) break;  // Ctrl-C, SIGTERM
-    if (!batch.ok()) return Fail(batch.status(), command);
+    if (!batch.ok()) {
+      watch.SaySkippedRecords();  // perhaps why the data looked wrong
+      return Fail(batch.status(), command);
+    }
     if (!batch->has_value()) break;
     watch.BatchArrived();
     if (coordinated && flags.take >= 0 && (*batch)->round() >= flags.take) break;

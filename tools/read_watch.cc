@@ -66,9 +66,9 @@ void ReadWatch::Watch() {
 void ReadWatch::SaySkippedRecords() const {
   const int64_t skipped = reader_->bad_records_skipped();
   if (skipped == 0) return;
-  std::cerr << "sluice " << command_ << ": the workers skipped " << skipped
+  std::cerr << "sluice " << command_ << ": the tasks this read drew from skipped " << skipped
             << (skipped == 1 ? " corrupt record" : " corrupt records")
-            << " of this read (skip_bad_records=true)";
+            << " (skip_bad_records=true)";
   const std::vector<std::string> examples = reader_->bad_record_examples();
   std::cerr << (examples.empty()                                   ? ""
                 : static_cast<int64_t>(examples.size()) == skipped ? ":"

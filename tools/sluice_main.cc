@@ -268,8 +268,9 @@ int Main(int argc, char** argv) {
   // A subcommand's --help lists only its own options; these are taken after it too.
   for (CLI::App* command : {dispatcher_cmd, worker_cmd, read_cmd, status_cmd, local_cmd}) {
     command->footer(
-        "Global options, also taken after the command: --transport ucx|ofi, --timeout "
-        "DURATION (default 10s); see sluice --help");
+        absl::StrCat("Global options, also taken after the command: --transport ucx|ofi, --timeout "
+                     "DURATION (default ",
+                     timeout_text, "); see sluice --help"));
   }
 
   try {

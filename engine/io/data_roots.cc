@@ -45,8 +45,11 @@ struct UnreadableDirectory {
 thread_local UnreadableDirectory unreadable_directory;
 
 int NoteUnreadableDirectory(const char* path, int error) {
-  // A directory removed while it was listed (a writer's temporary) held no file to read.
+  // A directory removed while it was listed (a writer's temporary) held no file to read,
+  // and a file system's lost+found (root's alone, at a mount point that is a data root)
+  // holds none of the data.
   if (error == ENOENT) return 0;
+  if (error == EACCES && std::string_view(path).ends_with("/lost+found")) return 0;
   unreadable_directory = UnreadableDirectory{path, error};
   return 1;  // stop: the listing is incomplete either way
 }

@@ -368,7 +368,7 @@ TEST(ServiceTest, SkippedBadRecordsAreCountedAndReported) {
   EXPECT_EQ(Total(Records(*skipping)), 3) << "4 records, one corrupt";
   // The reader says so too, with the file and offset of the record.
   EXPECT_THAT(skipping->stderr_text(),
-              HasSubstr("the workers skipped 1 corrupt record of this read"));
+              HasSubstr("the tasks this read drew from skipped 1 corrupt record"));
   EXPECT_THAT(skipping->stderr_text(), HasSubstr(path + "' at offset "));
   const std::string said = skipping->stderr_text();
   EXPECT_EQ(said.find("at offset "), said.rfind("at offset "))
