@@ -143,6 +143,15 @@ std::string BatchReader::DescribeWait() const {
   }
   const std::string lost =
       tasks_lost_ > 0 ? absl::StrCat("; ", tasks_lost_, " task(s) lost with their workers") : "";
+  if (open_tasks > 0 && options_.num_consumers > 1) {
+    // The usual cause: a round's worker serves it only once every consumer asked for it.
+    return absl::StrCat("waiting for round ", next_round_, " as consumer ", options_.consumer_index,
+                        " of ", options_.num_consumers, " of job '", options_.job_name,
+                        "': its worker serves a round once every consumer has asked for it, or "
+                        "after the dispatcher's --round-wait (1.5 x --worker-timeout + 1s by "
+                        "default); are the other consumers reading? (",
+                        open_tasks, " task(s), ", requests, " request(s) in flight", lost, ")");
+  }
   if (open_tasks > 0) {
     return absl::StrCat("waiting on ", open_tasks, " task(s) at ", absl::StrJoin(workers, ", "),
                         open_tasks > static_cast<int64_t>(workers.size()) ? ", ..." : "", " (",

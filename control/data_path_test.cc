@@ -316,6 +316,9 @@ TEST_P(DataPathTest, AStoppingReaderGivesUpTheRoundsItAskedFor) {
   ASSERT_TRUE(reader.ok()) << reader.status();
   // It requests its first rounds as soon as a heartbeat names the task (every 100 ms).
   absl::SleepFor(absl::Seconds(1));
+  // What `sluice read` says of the wait: "waiting on 1 task(s)" told nothing of the rounds.
+  EXPECT_THAT((*reader)->DescribeWait(),
+              ::testing::HasSubstr("waiting for round 0 as consumer 0 of 2 of job 'rounds'"));
   const absl::Time stop = absl::Now();
   reader->reset();
   EXPECT_LT(absl::Now() - stop, absl::Seconds(10)) << "it waited for the rounds it asked for";
