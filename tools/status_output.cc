@@ -1,5 +1,12 @@
 #include "tools/status_output.h"
 
+#include <algorithm>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
@@ -10,6 +17,43 @@ namespace {
 
 double SecondsSince(int64_t unix_ms) {
   return static_cast<double>(absl::ToUnixMillis(absl::Now()) - unix_ms) / 1000.0;
+}
+
+// Runs of digits compare as numbers: ds2 before ds12, as people number things.
+bool NaturallyBefore(std::string_view a, std::string_view b) {
+  size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    if (absl::ascii_isdigit(a[i]) && absl::ascii_isdigit(b[j])) {
+      const size_t a_start = i, b_start = j;
+      while (i < a.size() && absl::ascii_isdigit(a[i])) ++i;
+      while (j < b.size() && absl::ascii_isdigit(b[j])) ++j;
+      std::string_view x = a.substr(a_start, i - a_start), y = b.substr(b_start, j - b_start);
+      while (x.size() > 1 && x[0] == '0') x.remove_prefix(1);
+      while (y.size() > 1 && y[0] == '0') y.remove_prefix(1);
+      if (x.size() != y.size()) return x.size() < y.size();
+      if (x != y) return x < y;
+      continue;
+    }
+    if (a[i] != b[j]) return a[i] < b[j];
+    ++i;
+    ++j;
+  }
+  return a.size() - i < b.size() - j;
+}
+
+// The dispatcher lists datasets as its table holds them (no order).
+std::vector<const proto::DatasetStatus*> SortedDatasets(const proto::GetStatusResponse& status) {
+  std::vector<const proto::DatasetStatus*> sorted;
+  for (const proto::DatasetStatus& d : status.datasets()) sorted.push_back(&d);
+  std::stable_sort(sorted.begin(), sorted.end(), [](const auto* a, const auto* b) {
+    return NaturallyBefore(a->dataset_id(), b->dataset_id());
+  });
+  return sorted;
+}
+
+std::string PadRight(std::string text, size_t width) {
+  if (text.size() < width) text.append(width - text.size(), ' ');
+  return text;
 }
 
 }  // namespace
@@ -44,8 +88,8 @@ nlohmann::json StatusToJson(const proto::GetStatusResponse& status) {
          {"lost", w.lost()}});
   }
   nlohmann::json datasets = nlohmann::json::array();
-  for (const proto::DatasetStatus& d : status.datasets()) {
-    datasets.push_back({{"dataset_id", d.dataset_id()}, {"pipeline", d.pipeline()}});
+  for (const proto::DatasetStatus* d : SortedDatasets(status)) {
+    datasets.push_back({{"dataset_id", d->dataset_id()}, {"pipeline", d->pipeline()}});
   }
   nlohmann::json jobs = nlohmann::json::array();
   for (const proto::JobStatus& j : status.jobs()) {
@@ -110,10 +154,22 @@ void PrintStatus(const proto::GetStatusResponse& status, bool json, std::ostream
             : "");
   }
   out << absl::StrFormat("%d dataset(s)\n", status.datasets_size());
-  for (const proto::DatasetStatus& d : status.datasets()) {
-    out << "  " << d.dataset_id() << ": " << d.pipeline() << "\n";
+  for (const proto::DatasetStatus* d : SortedDatasets(status)) {
+    out << "  " << d->dataset_id() << ": " << d->pipeline() << "\n";
   }
   out << absl::StrFormat("%d job(s)\n", status.jobs_size());
+  // Columns as wide as their widest entry, so that job 2 and job 11 line up.
+  size_t job_width = 0, name_width = 0, dataset_width = 0, mode_width = 0;
+  auto name_of = [](const proto::JobStatus& j) {
+    return j.job_name().empty() ? std::string("(anonymous)") : j.job_name();
+  };
+  for (const proto::JobStatus& j : status.jobs()) {
+    job_width = std::max(job_width, absl::StrCat("job ", j.job_id()).size());
+    name_width = std::max(name_width, name_of(j).size());
+    dataset_width = std::max(dataset_width, j.dataset_id().size());
+    mode_width =
+        std::max(mode_width, std::string_view(control::ProcessingModeName(j.mode())).size());
+  }
   for (const proto::JobStatus& j : status.jobs()) {
     // A lost task is neither done nor running: said apart, with what was handed out again
     // and how much of that had been read (those elements are skipped, not read twice).
@@ -132,11 +188,13 @@ void PrintStatus(const proto::GetStatusResponse& status, bool json, std::ostream
     const std::string joined = j.clients_joined() > j.num_clients()
                                    ? absl::StrFormat(" (%d joined)", j.clients_joined())
                                    : std::string();
-    out << absl::StrFormat(
-        "  job %d %-16s dataset %s  mode %s  %d client(s)%s  tasks %d/%d done%s%s\n", j.job_id(),
-        j.job_name().empty() ? "(anonymous)" : j.job_name(), j.dataset_id(),
-        control::ProcessingModeName(j.mode()), j.num_clients(), joined, j.finished_tasks(),
-        j.num_tasks(), lost, j.released() ? "  released" : (j.finished() ? "  finished" : ""));
+    out << absl::StrFormat("  %s %s  dataset %s  mode %s  %d client(s)%s  tasks %d/%d done%s%s\n",
+                           PadRight(absl::StrCat("job ", j.job_id()), job_width),
+                           PadRight(name_of(j), name_width),
+                           PadRight(j.dataset_id(), dataset_width),
+                           PadRight(control::ProcessingModeName(j.mode()), mode_width),
+                           j.num_clients(), joined, j.finished_tasks(), j.num_tasks(), lost,
+                           j.released() ? "  released" : (j.finished() ? "  finished" : ""));
     if (!j.workers_awaited().empty()) {
       out << "    waiting for listed worker(s) that have not joined: "
           << absl::StrJoin(j.workers_awaited(), ", ") << "\n";
