@@ -281,11 +281,17 @@ void UcxTransport::CloseUcxEndpoint(ucp_ep_h ep, bool force) {
   param.flags = force ? UCP_EP_CLOSE_FLAG_FORCE : 0;
   param.user_data = this;
   param.cb.send = [](void* request, ucs_status_t, void* user_data) {
-    --static_cast<UcxTransport*>(user_data)->inflight_closes_;
+    // Not ours any more when a restart released it (ReleaseCloseRequests).
+    if (static_cast<UcxTransport*>(user_data)->close_requests_.erase(request) == 0) return;
     ucp_request_free(request);
   };
   ucs_status_ptr_t request = ucp_ep_close_nbx(ep, &param);
-  if (UCS_PTR_IS_PTR(request)) ++inflight_closes_;
+  if (UCS_PTR_IS_PTR(request)) close_requests_.insert(request);
+}
+
+void UcxTransport::ReleaseCloseRequests() {
+  for (void* request : close_requests_) ucp_request_free(request);
+  close_requests_.clear();
 }
 
 void UcxTransport::Close(ConnectionId connection) {

@@ -213,6 +213,9 @@ void UcxTransport::RestartWorker(const absl::Status& why) {
     ucs_status_ptr_t request = ucp_ep_close_nbx(ep, &param);
     if (UCS_PTR_IS_PTR(request)) ucp_request_free(request);
   }
+  // Closes under way on the old worker, forced above or flushing before (their requests
+  // wait in its callback queue) are dropped with it.
+  ReleaseCloseRequests();
   // UCX lists what the old worker still held (the requests above) as leaks: expected here.
   {
     ScopedUcxLogLevel quiet(UCS_LOG_LEVEL_FATAL);
@@ -233,7 +236,6 @@ void UcxTransport::RestartWorker(const absl::Status& why) {
     payload.owned = std::move(op->owned);
     handler_->OnMessage(op->from, op->header, std::move(payload));
   }
-  inflight_closes_ = 0;
   for (ConnectionId id : told) handler_->OnDisconnect(id, why);
 }
 

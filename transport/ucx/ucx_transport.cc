@@ -145,7 +145,7 @@ UcxTransport::~UcxTransport() {
         if (ucx_watches) CloseUcxEndpoint(ep, /*force=*/true);
       }
     });
-    wait_until([this] { return inflight_closes_ == 0; });
+    wait_until([this] { return close_requests_.empty(); });
     stopping_.store(true, std::memory_order_seq_cst);
     has_posts_.store(true, std::memory_order_seq_cst);  // makes the loop look once more
     uint64_t one = 1;
@@ -161,6 +161,7 @@ UcxTransport::~UcxTransport() {
     quiet.emplace(UCS_LOG_LEVEL_ERROR);
   probe_.reset();
   AbandonSends(kNoConnection, std::nullopt);
+  ReleaseCloseRequests();  // those a peer did not let finish within the wait above
   worker_.reset();
   // What the worker took with it; nobody is told any more (the handler may be going too).
   ForgetSends();

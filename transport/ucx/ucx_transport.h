@@ -198,6 +198,8 @@ class UcxTransport final : public Transport {
   // refuses it otherwise, with UCS_ERR_INVALID_PARAM) and the peer is dead: forcing the
   // close of a live tcp peer's endpoint crashed a later ucp_worker_progress (docs/design.md).
   void CloseUcxEndpoint(ucp_ep_h ep, bool force);
+  // Releases every close request (close_requests_) before the worker they belong to goes.
+  void ReleaseCloseRequests();
   void TrackSend(SendOp* op);
   void UntrackSend(SendOp* op);
   [[nodiscard]] bool HasSendsInFlight(ConnectionId id) const;
@@ -351,7 +353,11 @@ class UcxTransport final : public Transport {
   std::vector<std::unique_ptr<SendOp>> spare_deferred_sends_;
   absl::flat_hash_map<ucp_ep_h, ConnectionId> connection_by_ep_;
   absl::flat_hash_map<int, ConnectionId> connection_by_socket_;
-  int inflight_closes_ = 0;
+  // ucp_ep_close_nbx requests not completed yet. A close whose flush is done waits in the
+  // worker's callback queue for its next progress; a worker destroyed first asserts that
+  // the request was released (ucp_ep.c:382), so a restart or the destructor releases them
+  // (ReleaseCloseRequests) and their callbacks, should UCX still call them, do nothing.
+  absl::flat_hash_set<void*> close_requests_;
   // Rendezvous receives UCX has not completed yet (progress thread), so that a worker
   // restart can release their requests.
   absl::flat_hash_set<RecvOp*> receives_in_flight_;
