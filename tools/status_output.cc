@@ -45,8 +45,11 @@ bool NaturallyBefore(std::string_view a, std::string_view b) {
 std::vector<const proto::DatasetStatus*> SortedDatasets(const proto::GetStatusResponse& status) {
   std::vector<const proto::DatasetStatus*> sorted;
   for (const proto::DatasetStatus& d : status.datasets()) sorted.push_back(&d);
-  std::stable_sort(sorted.begin(), sorted.end(), [](const auto* a, const auto* b) {
-    return NaturallyBefore(a->dataset_id(), b->dataset_id());
+  std::sort(sorted.begin(), sorted.end(), [](const auto* a, const auto* b) {
+    // ds02 and ds2 are naturally equal: bytewise, so that the order is always the same.
+    if (NaturallyBefore(a->dataset_id(), b->dataset_id())) return true;
+    if (NaturallyBefore(b->dataset_id(), a->dataset_id())) return false;
+    return a->dataset_id() < b->dataset_id();
   });
   return sorted;
 }
@@ -159,9 +162,16 @@ void PrintStatus(const proto::GetStatusResponse& status, bool json, std::ostream
   }
   out << absl::StrFormat("%d job(s)\n", status.jobs_size());
   // Columns as wide as their widest entry, so that job 2 and job 11 line up.
-  size_t job_width = 0, name_width = 0, dataset_width = 0, mode_width = 0;
+  size_t job_width = 0, name_width = 0, dataset_width = 0, mode_width = 0, clients_width = 0;
   auto name_of = [](const proto::JobStatus& j) {
     return j.job_name().empty() ? std::string("(anonymous)") : j.job_name();
+  };
+  // Clients that left are not counted, but said while the job has seen more.
+  auto clients_of = [](const proto::JobStatus& j) {
+    return absl::StrCat(j.num_clients(), " client(s)",
+                        j.clients_joined() > j.num_clients()
+                            ? absl::StrFormat(" (%d joined)", j.clients_joined())
+                            : std::string());
   };
   for (const proto::JobStatus& j : status.jobs()) {
     job_width = std::max(job_width, absl::StrCat("job ", j.job_id()).size());
@@ -169,6 +179,7 @@ void PrintStatus(const proto::GetStatusResponse& status, bool json, std::ostream
     dataset_width = std::max(dataset_width, j.dataset_id().size());
     mode_width =
         std::max(mode_width, std::string_view(control::ProcessingModeName(j.mode())).size());
+    clients_width = std::max(clients_width, clients_of(j).size());
   }
   for (const proto::JobStatus& j : status.jobs()) {
     // A lost task is neither done nor running: said apart, with what was handed out again
@@ -184,17 +195,13 @@ void PrintStatus(const proto::GetStatusResponse& status, bool json, std::ostream
       }
       lost += ")";
     }
-    // Clients that left are not counted, but said while the job has seen more.
-    const std::string joined = j.clients_joined() > j.num_clients()
-                                   ? absl::StrFormat(" (%d joined)", j.clients_joined())
-                                   : std::string();
-    out << absl::StrFormat("  %s %s  dataset %s  mode %s  %d client(s)%s  tasks %d/%d done%s%s\n",
-                           PadRight(absl::StrCat("job ", j.job_id()), job_width),
-                           PadRight(name_of(j), name_width),
-                           PadRight(j.dataset_id(), dataset_width),
-                           PadRight(control::ProcessingModeName(j.mode()), mode_width),
-                           j.num_clients(), joined, j.finished_tasks(), j.num_tasks(), lost,
-                           j.released() ? "  released" : (j.finished() ? "  finished" : ""));
+    out << absl::StrFormat(
+        "  %s %s  dataset %s  mode %s  %s  tasks %d/%d done%s%s\n",
+        PadRight(absl::StrCat("job ", j.job_id()), job_width), PadRight(name_of(j), name_width),
+        PadRight(j.dataset_id(), dataset_width),
+        PadRight(control::ProcessingModeName(j.mode()), mode_width),
+        PadRight(clients_of(j), clients_width), j.finished_tasks(), j.num_tasks(), lost,
+        j.released() ? "  released" : (j.finished() ? "  finished" : ""));
     if (!j.workers_awaited().empty()) {
       out << "    waiting for listed worker(s) that have not joined: "
           << absl::StrJoin(j.workers_awaited(), ", ") << "\n";

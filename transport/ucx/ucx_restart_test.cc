@@ -282,8 +282,6 @@ TEST(UcxRestartTest, AConnectUnderWayWhenTheWorkerRestartsFailsRatherThanLosingR
   EXPECT_TRUE(client_handler.AwaitPongs(1, absl::Seconds(3)));
 }
 
-}  // namespace
-
 // Answers each "req" with a rendezvous-sized "rep".
 class Echo final : public MessageHandler {
  public:
@@ -309,13 +307,13 @@ TEST(UcxRestartTest, RestartsWithClosesUnderWayDoNotAbort) {
     SCOPED_TRACE(tls);
     Echo server_handler;
     Echo client_handler;
+    const std::vector<char> payload(64 << 10, 'p');  // outlives the transports' sends
     absl::StatusOr<UcxPair> pair = ConnectUcxPair(WithTls(tls), &server_handler, &client_handler);
     ASSERT_TRUE(pair.ok()) << pair.status();
     server_handler.transport = pair->server.get();
     client_handler.transport = pair->client.get();
     absl::StatusOr<Address> bound = pair->server->Listen(Address{"ucx", "127.0.0.1", 0});
     ASSERT_TRUE(bound.ok()) << bound.status();
-    const std::vector<char> payload(64 << 10, 'p');
     int connected = 0;
     for (int round = 0; round < 20; ++round) {
       std::vector<ConnectionId> connections;
@@ -342,4 +340,5 @@ TEST(UcxRestartTest, RestartsWithClosesUnderWayDoNotAbort) {
   }
 }
 
+}  // namespace
 }  // namespace sluice::transport::ucx
