@@ -14,6 +14,9 @@
 #ifndef SLUICE_TRANSPORT_PROGRESS_MODE_H_
 #define SLUICE_TRANSPORT_PROGRESS_MODE_H_
 
+#include <cstdint>
+#include <optional>
+
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
@@ -35,9 +38,16 @@ inline constexpr int kMaxCpusForCallerProgress = 2;
 // Whether a thread waiting under `mode` drives the transport, on `usable_cpus` CPUs.
 [[nodiscard]] bool UsesCallerDrivenProgress(ProgressMode mode, int usable_cpus);
 
-// The CPUs the calling thread may run on (its affinity mask, so `taskset` and cgroup
-// cpusets count); at least 1.
+// The CPUs the calling thread may run on: its affinity mask (so `taskset` and cgroup
+// cpusets count), and no more than a cgroup CPU quota allows (a container given 2 CPUs'
+// time on a 96-CPU host has 2); at least 1.
 [[nodiscard]] int UsableCpus();
+
+// The CPUs a CPU quota of `quota` per `period` allows, rounded up (150000 per 100000: 2);
+// nullopt for no quota (a quota or period that is not positive).
+[[nodiscard]] std::optional<int> CpusOfQuota(int64_t quota, int64_t period);
+// As CpusOfQuota, from cgroup v2's cpu.max text ("200000 100000"; "max 100000": none).
+[[nodiscard]] std::optional<int> CpusOfCgroupCpuMax(absl::string_view cpu_max);
 
 }  // namespace sluice::transport
 

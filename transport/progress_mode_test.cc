@@ -34,10 +34,24 @@ TEST(ProgressModeTest, AutoDrivesFromTheCallerOnlyWhereCpusAreScarce) {
   }
 }
 
+// A container's CPU quota: 2 CPUs' time on a 96-CPU host is 2 CPUs, however many its
+// affinity mask lists (auto then chose thread progress, meant for many CPUs).
+TEST(ProgressModeTest, ACpuQuotaCountsAsTheCpusItsTimeIsWorth) {
+  EXPECT_EQ(CpusOfCgroupCpuMax("200000 100000\n"), 2);
+  EXPECT_EQ(CpusOfCgroupCpuMax("150000 100000"), 2) << "rounded up";
+  EXPECT_EQ(CpusOfCgroupCpuMax("50000 100000"), 1);
+  EXPECT_EQ(CpusOfCgroupCpuMax("max 100000\n"), std::nullopt);
+  EXPECT_EQ(CpusOfCgroupCpuMax(""), std::nullopt);
+  EXPECT_EQ(CpusOfQuota(-1, 100000), std::nullopt) << "cgroup v1's 'no quota'";
+  EXPECT_EQ(CpusOfQuota(400000, 100000), 4);
+}
+
 TEST(ProgressModeTest, UsableCpusFollowsTheThreadsAffinity) {
   cpu_set_t all;
   ASSERT_EQ(sched_getaffinity(0, sizeof(all), &all), 0);
-  EXPECT_EQ(UsableCpus(), CPU_COUNT(&all));
+  const int usable = UsableCpus();  // at most the affinity's; fewer under a CPU quota
+  EXPECT_GE(usable, 1);
+  EXPECT_LE(usable, CPU_COUNT(&all));
   // A thread pinned to one CPU (as under `taskset -c 0`) sees one, and so does auto.
   int first = 0;
   while (!CPU_ISSET(first, &all)) ++first;
@@ -50,7 +64,7 @@ TEST(ProgressModeTest, UsableCpusFollowsTheThreadsAffinity) {
   });
   pinned.join();
   EXPECT_EQ(seen, 1);
-  EXPECT_EQ(UsableCpus(), CPU_COUNT(&all)) << "pinning another thread changed this one";
+  EXPECT_EQ(UsableCpus(), usable) << "pinning another thread changed this one";
 }
 
 }  // namespace
