@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -48,6 +49,11 @@ inline constexpr int kMaxCpusForCallerProgress = 2;
 [[nodiscard]] std::optional<int> CpusOfQuota(int64_t quota, int64_t period);
 // As CpusOfQuota, from cgroup v2's cpu.max text ("200000 100000"; "max 100000": none).
 [[nodiscard]] std::optional<int> CpusOfCgroupCpuMax(absl::string_view cpu_max);
+// The CPUs the cgroup quotas of a process allow: `proc_self_cgroup` is its
+// /proc/self/cgroup, `sysfs_cgroup` where cgroups are mounted (/sys/fs/cgroup). The
+// smallest quota from its cgroup up to the root counts; nullopt for none.
+[[nodiscard]] std::optional<int> CgroupCpuQuota(absl::string_view proc_self_cgroup,
+                                                const std::string& sysfs_cgroup);
 
 }  // namespace sluice::transport
 
