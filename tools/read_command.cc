@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <iostream>
+#include <utility>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -22,29 +23,27 @@
 
 namespace sluice::tools {
 
-// Units as sluice-perf's sizes take them (these took none).
-CLI::Validator ByteSize() {
+namespace {
+
+// Replaces the option's text with the number of bytes `parse` makes of it.
+CLI::Validator ByteValidator(absl::StatusOr<size_t> (*parse)(const std::string&),
+                             std::string description) {
   return CLI::Validator(
-      [](std::string& text) -> std::string {
-        absl::StatusOr<size_t> bytes = tools::ParseByteSize(text);
+      [parse](std::string& text) -> std::string {
+        absl::StatusOr<size_t> bytes = parse(text);
         if (!bytes.ok()) return std::string(bytes.status().message());
-        if (*bytes == 0) return "must be at least 1 byte, got '" + text + "'";
         text = std::to_string(*bytes);
         return "";
       },
-      "BYTES (e.g. 16MiB)");
+      std::move(description));
 }
 
-CLI::Validator ByteBound() {
-  return CLI::Validator(
-      [](std::string& text) -> std::string {
-        absl::StatusOr<size_t> bytes = tools::ParseByteBound(text);
-        if (!bytes.ok()) return std::string(bytes.status().message());
-        text = std::to_string(*bytes);
-        return "";
-      },
-      "BYTES (e.g. 256MiB, or 0)");
-}
+}  // namespace
+
+// Units as sluice-perf's sizes take them (these took none).
+CLI::Validator ByteSize() { return ByteValidator(ParseByteSize, "BYTES (e.g. 16MiB)"); }
+
+CLI::Validator ByteBound() { return ByteValidator(ParseByteBound, "BYTES (e.g. 256MiB, or 0)"); }
 
 int Fail(const absl::Status& status, absl::string_view context) {
   std::cerr << "sluice" << (context.empty() ? "" : " ") << context << ": " << status.message()

@@ -13,16 +13,14 @@
 #include "tools/byte_size.h"
 #include "tools/cli_checks.h"
 #include "tools/read_command.h"
+#include "tools/stop_request.h"
 
 namespace sluice::tools {
 namespace {
 
 // Blocks until SIGINT or SIGTERM.
 void WaitForTerminationSignal() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
+  const sigset_t set = TerminationSignals();
   int signal = 0;
   sigwait(&set, &signal);
 }
@@ -247,10 +245,7 @@ int RunWorker(const WorkerFlags& flags, const std::string& scheme, bool transpor
     }
     // A second between tries that Ctrl-C or SIGTERM cuts short (they are blocked here,
     // for sigwait); a wait another signal interrupts (EINTR) goes on for the rest.
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
+    const sigset_t set = TerminationSignals();
     const absl::Time until = now + absl::Seconds(1);
     for (absl::Time at = now; at < until; at = absl::Now()) {
       const timespec rest = absl::ToTimespec(until - at);

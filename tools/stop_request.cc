@@ -10,7 +10,6 @@
 #include "absl/time/clock.h"
 
 namespace sluice::tools {
-namespace {
 
 sigset_t TerminationSignals() {
   sigset_t set;
@@ -19,8 +18,6 @@ sigset_t TerminationSignals() {
   sigaddset(&set, SIGTERM);
   return set;
 }
-
-}  // namespace
 
 void BlockTerminationSignals() {
   const sigset_t set = TerminationSignals();

@@ -12,6 +12,8 @@
 #ifndef SLUICE_TOOLS_STOP_REQUEST_H_
 #define SLUICE_TOOLS_STOP_REQUEST_H_
 
+#include <signal.h>
+
 #include <atomic>
 #include <thread>
 
@@ -22,6 +24,9 @@ namespace sluice::tools {
 // Blocks SIGINT and SIGTERM in the calling thread and in every thread it starts later, so
 // that they wait for sigwait (a dispatcher or worker) or a StopRequest.
 void BlockTerminationSignals();
+
+// SIGINT and SIGTERM, for sigwait and sigtimedwait once they are blocked.
+[[nodiscard]] sigset_t TerminationSignals();
 
 class StopRequest {
  public:
