@@ -84,6 +84,27 @@ Tensor SliceRow(const Tensor& t, int64_t index) {
   return out;
 }
 
+absl::Status CheckPaddingValue(DType dtype, const proto::ScalarValue& padding) {
+  const bool is_string = dtype == DType::kString;
+  const bool padding_is_string = padding.value_case() == proto::ScalarValue::kStringValue;
+  if (padding.value_case() != proto::ScalarValue::VALUE_NOT_SET && is_string != padding_is_string) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "padding value ", padding_is_string ? "'" + padding.string_value() + "'" : "number",
+        " does not match the component's dtype ", AbslView(DTypeName(dtype))));
+  }
+  if (is_string) return absl::OkStatus();
+  const bool fits = VisitDType(
+      dtype, [&](auto tag) { return PaddingIsAValueOf<typename decltype(tag)::type>(padding); });
+  if (!fits) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "padding value ",
+        padding.value_case() == proto::ScalarValue::kIntValue ? absl::StrCat(padding.int_value())
+                                                              : absl::StrCat(padding.float_value()),
+        " is not a value of the component's dtype ", AbslView(DTypeName(dtype))));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<Tensor> PadTo(const Tensor& t, std::span<const int64_t> shape,
                              const proto::ScalarValue& padding) {
   if (shape.size() != t.shape().size()) {
@@ -97,13 +118,8 @@ absl::StatusOr<Tensor> PadTo(const Tensor& t, std::span<const int64_t> shape,
                                                      " would shrink"));
     }
   }
+  SLUICE_RETURN_IF_ERROR(CheckPaddingValue(t.dtype(), padding));
   const bool is_string = t.dtype() == DType::kString;
-  const bool padding_is_string = padding.value_case() == proto::ScalarValue::kStringValue;
-  if (padding.value_case() != proto::ScalarValue::VALUE_NOT_SET && is_string != padding_is_string) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "padding value ", padding_is_string ? "'" + padding.string_value() + "'" : "number",
-        " does not match the component's dtype ", AbslView(DTypeName(t.dtype()))));
-  }
   std::vector<int64_t> out_shape(shape.begin(), shape.end());
   if (is_string) {
     SLUICE_ASSIGN_OR_RETURN(int64_t n, NumElementsOf(out_shape));
@@ -116,16 +132,6 @@ absl::StatusOr<Tensor> PadTo(const Tensor& t, std::span<const int64_t> shape,
       for (int64_t i = 0; i < count; ++i) values[dst + i] = t.string_value(src + i);
     });
     return Tensor::FromStrings(std::move(out_shape), values);
-  }
-  const bool fits = VisitDType(t.dtype(), [&](auto tag) {
-    return PaddingIsAValueOf<typename decltype(tag)::type>(padding);
-  });
-  if (!fits) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "padding value ",
-        padding.value_case() == proto::ScalarValue::kIntValue ? absl::StrCat(padding.int_value())
-                                                              : absl::StrCat(padding.float_value()),
-        " is not a value of the component's dtype ", AbslView(DTypeName(t.dtype()))));
   }
   SLUICE_ASSIGN_OR_RETURN(Tensor out, Tensor::Create(t.dtype(), out_shape));
   VisitDType(t.dtype(), [&](auto tag) {

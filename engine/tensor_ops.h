@@ -23,6 +23,10 @@ namespace sluice::engine {
 // 0 <= index < t.shape()[0].
 Tensor SliceRow(const Tensor& t, int64_t index);
 
+// Whether `padding` can fill a tensor of `dtype`: a string for strings, a number for the
+// rest, in range of an integer dtype (an integral float included). Unset always can (0 / "").
+[[nodiscard]] absl::Status CheckPaddingValue(DType dtype, const proto::ScalarValue& padding);
+
 // `t` in the leading corner of a tensor of `shape` (same rank, every dim >= t's), the
 // rest filled with `padding` cast to t's dtype (0 / "" when it is unset).
 // InvalidArgument for a rank mismatch, a dim smaller than t's, or a padding value of

@@ -77,27 +77,40 @@ absl::StatusOr<uint64_t> BufferedReader::Skip(uint64_t n) {
   return skipped;
 }
 
+namespace {
+
+// Removes every '\r' from the `len` bytes at `line`, in place; returns the length left.
+size_t DropCarriageReturns(char* line, size_t len) {
+  char* cr = static_cast<char*>(std::memchr(line, '\r', len));
+  if (cr == nullptr) return len;
+  char* out = cr;
+  for (const char* in = cr; in != line + len; ++in) {
+    if (*in != '\r') *out++ = *in;
+  }
+  return static_cast<size_t>(out - line);
+}
+
+}  // namespace
+
 absl::Status BufferedReader::ReadLine(std::string_view* line, bool* eof) {
   size_t scanned = 0;  // Bytes already searched for '\n'.
   while (true) {
-    const char* start = buffer_.get() + begin_;
+    char* start = buffer_.get() + begin_;
     const size_t have = end_ - begin_;
     if (const void* nl = std::memchr(start + scanned, '\n', have - scanned); nl != nullptr) {
       const size_t len = static_cast<size_t>(static_cast<const char*>(nl) - start);
-      *line = std::string_view(start, len > 0 && start[len - 1] == '\r' ? len - 1 : len);
+      *line = std::string_view(start, DropCarriageReturns(start, len));
       Consume(len + 1);
       *eof = false;
       return absl::OkStatus();
     }
     scanned = have;
     if (stream_done_) {
-      if (have == 0) {
-        *eof = true;
-        return absl::OkStatus();
-      }
-      *line = std::string_view(start, have > 0 && start[have - 1] == '\r' ? have - 1 : have);
+      const size_t len = DropCarriageReturns(start, have);
       Consume(have);
-      *eof = false;
+      // As tf.data's: a last line without "\n" counts unless nothing is left of it.
+      *eof = len == 0;
+      *line = std::string_view(start, len);
       return absl::OkStatus();
     }
     if (have >= max_line_bytes_) {

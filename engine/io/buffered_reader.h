@@ -44,9 +44,10 @@ class BufferedReader {
   void Consume(size_t n);
   // Reads and drops up to `n` bytes; returns how many there were (< n at the end).
   [[nodiscard]] absl::StatusOr<uint64_t> Skip(uint64_t n);
-  // The next line without its "\n" or "\r\n"; a last line without "\n" counts. *eof
-  // when no bytes are left. ResourceExhausted (with the offset) for a line longer than
-  // max_line_bytes.
+  // The next line without its "\n" and without any '\r' in it (tf.data's TextLineDataset
+  // drops them all, not only a "\r\n"'s); a last line without "\n" counts unless nothing
+  // is left of it. *eof when no line is left. ResourceExhausted (with the offset) for a line
+  // longer than max_line_bytes.
   [[nodiscard]] absl::Status ReadLine(std::string_view* line, bool* eof);
 
   // Bytes consumed so far: the offset of the next byte in the stream.

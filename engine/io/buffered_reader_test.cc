@@ -57,6 +57,27 @@ TEST(BufferedReaderTest, ReadLineHandlesCrLfAndAFinalLineWithoutNewline) {
   EXPECT_THAT(lines, ElementsAre("alpha", "", "beta gamma", "last"));
 }
 
+// As tf.data's TextLineDataset (BufferedInputStream::ReadLine): every '\r' goes, not only
+// the one before "\n", and a last line of nothing but '\r's is no line.
+TEST(BufferedReaderTest, ReadLineDropsEveryCarriageReturnAsTfDataDoes) {
+  for (size_t buffer_bytes : {16, 64}) {  // 16: the first line crosses a refill
+    BufferedReader in(Stream("0123456789\r0123456789\na\rb\nx\r\r\n\r\n\r\r"), buffer_bytes);
+    std::vector<std::string> lines;
+    uint64_t offset_after_third = 0;
+    while (true) {
+      std::string_view line;
+      bool eof = false;
+      ASSERT_TRUE(in.ReadLine(&line, &eof).ok());
+      if (eof) break;
+      lines.emplace_back(line);
+      if (lines.size() == 3) offset_after_third = in.offset();
+    }
+    EXPECT_THAT(lines, ElementsAre("01234567890123456789", "ab", "x", "")) << buffer_bytes;
+    EXPECT_EQ(offset_after_third, 30u) << "offsets count the bytes in the file";
+    EXPECT_EQ(in.offset(), 34u);
+  }
+}
+
 TEST(BufferedReaderTest, LinesLongerThanTheLimitFailWithTheirOffset) {
   BufferedReader in(Stream("ok\n" + std::string(100, 'x') + "\n"), 16, /*max_line_bytes=*/32);
   std::string_view line;

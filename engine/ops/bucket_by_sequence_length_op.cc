@@ -1,6 +1,7 @@
 #include "engine/ops/bucket_by_sequence_length_op.h"
 
 #include <algorithm>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -62,10 +63,13 @@ class BucketIterator : public ElementIterator {
     std::vector<int64_t> dim0(static_cast<size_t>(op_.length_component()) + 1, -1);
     if (op_.pad_to_bucket_boundary()) {
       if (b == buckets_.size() - 1) {
+        // validate refuses no boundaries, but a stage built in C++ may not have been validated.
         return absl::InvalidArgumentError(absl::StrCat(
             "bucket_by_sequence_length: with pad_to_bucket_boundary every length must be below "
             "the last boundary ",
-            op_.bucket_boundaries(op_.bucket_boundaries_size() - 1)));
+            op_.bucket_boundaries().empty()
+                ? std::string("(there is none)")
+                : absl::StrCat(op_.bucket_boundaries(op_.bucket_boundaries_size() - 1))));
       }
       dim0.back() = op_.bucket_boundaries(static_cast<int>(b)) - 1;
     }
@@ -150,6 +154,12 @@ OpDef BucketBySequenceLengthOpDef() {
       if (n <= 0) {
         return absl::InvalidArgumentError(absl::StrCat("bucket_batch_sizes must be > 0, got ", n));
       }
+    }
+    if (op.pad_to_bucket_boundary() && op.bucket_boundaries_size() == 0) {
+      // Every length falls in the one open-ended bucket, which has no boundary to pad to.
+      return absl::InvalidArgumentError(
+          "pad_to_bucket_boundary needs bucket_boundaries: without one every element falls in "
+          "the last, open-ended bucket, which has no boundary to pad to");
     }
     if (op.length_component() < 0) {
       return absl::InvalidArgumentError(

@@ -12,7 +12,12 @@
 // padding_values) as soon as it holds its batch size; at the end of the input the
 // partly filled buckets follow in bucket order, unless drop_remainder.
 // pad_to_bucket_boundary pads the length dim to the bucket's upper boundary - 1
-// instead of the batch's longest (elements of the last bucket are then an error).
+// instead of the batch's longest (elements of the last bucket are then an error, and so is
+// the option without boundaries). Only that dim: other components, and the length
+// component's other dims, pad to the batch's longest. tf.data pads every dim its static
+// shapes leave unknown to the boundary; Sluice's tensors carry no static shapes to tell
+// which: a component that lines up with the length (a mask per token) comes out padded to
+// the batch's longest, not to the boundary.
 #ifndef SLUICE_ENGINE_OPS_BUCKET_BY_SEQUENCE_LENGTH_OP_H_
 #define SLUICE_ENGINE_OPS_BUCKET_BY_SEQUENCE_LENGTH_OP_H_
 

@@ -81,6 +81,14 @@ TEST(BucketBySequenceLengthOpTest, ValidationAndTextForm) {
                   .message(),
               HasSubstr("expected component 0 to have rank >= 1 (its dim 0 is the length), got "
                         "int64[]{0}"));
+  // It used to pass validation and abort the worker on the first batch (the error message
+  // read bucket_boundaries(-1)).
+  EXPECT_THAT(DrainText("from_tensor_slices(['a b']) | map(split_whitespace) | "
+                        "bucket_by_sequence_length(bucket_boundaries=[], bucket_batch_sizes=[1], "
+                        "pad_to_bucket_boundary=true)")
+                  .status()
+                  .message(),
+              HasSubstr("pad_to_bucket_boundary needs bucket_boundaries"));
   const char* text =
       "range(0, 3, 1) | bucket_by_sequence_length(bucket_boundaries=[3], "
       "bucket_batch_sizes=[1, 2], length_component=1, padding_values=[0, -1], "

@@ -75,6 +75,12 @@ absl::StatusOr<Element> PadAndStack(
       target[0] = dim0_override[c];
     }
   }
+  // Checked once per component, not only where a row needs padding: a padding value of the
+  // wrong kind fails the first batch, not whichever batch first happens to be ragged.
+  for (size_t c = 0; c < static_cast<size_t>(padding_values.size()); ++c) {
+    absl::Status fits = CheckPaddingValue(rows[0][c].dtype(), padding_values[static_cast<int>(c)]);
+    if (!fits.ok()) return PrefixStatus(absl::StrCat("component ", c), fits);
+  }
   std::vector<Element> padded(rows.size());
   const proto::ScalarValue unset;
   for (size_t r = 0; r < rows.size(); ++r) {

@@ -93,6 +93,17 @@ TEST(PaddedBatchOpTest, HugePaddedShapesAndPaddingsOutsideTheDtypeFail) {
                   .status()
                   .message(),
               HasSubstr("is not a value of the component's dtype int64"));
+  // Whether a batch needs padding does not decide whether a wrong padding value fails: rows
+  // of equal length used to pass, and the read failed later, at its first ragged batch.
+  EXPECT_THAT(DrainText("from_tensor_slices(['a b', 'c d']) | map(split_whitespace) | "
+                        "padded_batch(2, padding_values=[0])")
+                  .status()
+                  .message(),
+              HasSubstr("component 0: padding value number does not match the component's dtype "
+                        "string"));
+  EXPECT_THAT(
+      DrainText("range(4) | batch(2) | padded_batch(2, padding_values=[0.5])").status().message(),
+      HasSubstr("padding value 0.5 is not a value of the component's dtype int64"));
   absl::StatusOr<std::vector<Element>> whole = DrainText(
       "range(3) | batch(1) | padded_batch(2, padded_shapes=[[2]], padding_values=[-2.0])");
   ASSERT_TRUE(whole.ok()) << whole.status();  // a whole number in a float's form is fine

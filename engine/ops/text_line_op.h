@@ -1,6 +1,7 @@
 // The `text_line` source: the lines of text files as string scalars, without their
-// line ending ("\n" or "\r\n"), like tf.data.TextLineDataset. A last line without a
-// newline counts; an empty file yields nothing.
+// line ending, like tf.data.TextLineDataset: lines end at "\n" and every '\r' is dropped
+// (so "\r\n" ends a line, and "a\rb" reads "ab"). A last line without a newline counts
+// unless nothing is left of it; an empty file yields nothing.
 //
 //   text_line(files=['/data/a.txt', '/data/b.txt.gz'])
 //   list_files('/data/*.csv') | interleave(text_line(), cycle_length=2)
