@@ -95,10 +95,16 @@ BatchReader::~BatchReader() {
   heartbeat_pacer_.Stop();
   if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
   // Best effort: tell the dispatcher this client is gone, so the job does not wait for it
-  // (a client that dies instead times out).
+  // (a client that dies instead times out). With what it received since its last report:
+  // a released client's reports are no longer waited for, so those elements would be read
+  // again by the job's other readers should their worker be lost.
   proto::ReleaseClientRequest release;
   release.set_job_id(job_id_);
   release.set_client_id(client_id_);
+  {
+    absl::MutexLock lock(&mu_);
+    release.mutable_delivered()->Swap(&unreported_);
+  }
   proto::ReleaseClientResponse released;
   (void)rpc_->CallProto(dispatcher_, proto::RELEASE_CLIENT, release, &released, absl::Seconds(1));
   // Calls in flight hold `this` in their callbacks; each ends by reply, failure or deadline.

@@ -324,6 +324,37 @@ TEST_P(DataPathTest, AStoppingReaderGivesUpTheRoundsItAskedFor) {
   EXPECT_LT(absl::Now() - stop, absl::Seconds(10)) << "it waited for the rounds it asked for";
 }
 
+// A reader that stops mid-read reports with its release what it received since its last
+// heartbeat: the dispatcher stops waiting for a released reader's reports, so without them
+// those elements would be read again by the job's other readers after a worker loss.
+TEST_P(DataPathTest, AStoppingReaderReportsItsLastDeliveries) {
+  auto cluster = StartCluster(GetParam());
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  auto client = ConnectClient(**cluster, GetParam());
+  ASSERT_TRUE(client.ok()) << client.status();
+  absl::StatusOr<std::string> dataset = Register(**client, "range(1000) | batch(10)");
+  ASSERT_TRUE(dataset.ok()) << dataset.status();
+  ReadOptions read;
+  read.mode = proto::DYNAMIC;
+  read.job_name = "shared";  // kept (with its log) after this reader leaves
+  read.slab_bytes = 1 << 16;
+  read.heartbeat_interval = absl::Seconds(30);  // no heartbeat reports what it reads
+  const absl::Time started = absl::Now();
+  auto reader = (*client)->Read(*dataset, read);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  for (int i = 0; i < 3; ++i) {
+    auto batch = (*reader)->Next();
+    ASSERT_TRUE(batch.ok()) << batch.status();
+    ASSERT_TRUE(batch->has_value());
+  }
+  reader->reset();
+  ASSERT_LT(absl::Now() - started, absl::Seconds(20)) << "a heartbeat may have reported them";
+  absl::StatusOr<proto::GetStatusResponse> status = (*client)->GetStatus();
+  ASSERT_TRUE(status.ok()) << status.status();
+  ASSERT_EQ(status->jobs_size(), 1);
+  EXPECT_GT(status->jobs(0).delivery_log_entries(), 0) << "what it read was not reported";
+}
+
 // After reading 256 KiB batches with max_outstanding_requests = 8: a 768 KiB `budget`
 // allowed two fetches in flight; none (0) let the reader keep more going.
 void ExpectFetchesInFlight(const BatchReader& reader, size_t budget) {

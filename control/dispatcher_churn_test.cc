@@ -163,6 +163,44 @@ TEST(DispatcherChurnTest, LostTasksSplitsAreReissuedOnceClientsConfirm) {
   EXPECT_EQ(state.GetSplit(late).status().code(), absl::StatusCode::kAborted);
 }
 
+// A reader that stops reports with its release what it received since its last heartbeat:
+// the dispatcher stops waiting for a released reader, so those elements were re-issued,
+// and read again by the job's other readers, once the worker that served them was lost.
+TEST(DispatcherChurnTest, AReleasingReadersLastDeliveriesAreNotReadAgain) {
+  DispatcherState state({.elements_per_split = 10, .worker_timeout = absl::Milliseconds(50)});
+  proto::GetOrCreateJobRequest request;
+  request.set_dataset_id(*state.RegisterDataset(*engine::ParsePipeline("range(100)")));
+  request.set_mode(proto::DYNAMIC);
+  request.set_job_name("shared");
+  absl::StatusOr<proto::GetOrCreateJobResponse> leaving = state.GetOrCreateJob(request);
+  absl::StatusOr<proto::GetOrCreateJobResponse> staying = state.GetOrCreateJob(request);
+  ASSERT_TRUE(leaving.ok() && staying.ok());
+  ASSERT_EQ(leaving->job_id(), staying->job_id());
+  const int64_t doomed = Heartbeat(state, "ucx://a:1").new_tasks(0).task_id();
+  Heartbeat(state, "ucx://b:1");
+  const proto::GetSplitResponse leased = Lease(state, leaving->job_id(), doomed, 2);
+  ASSERT_EQ(leased.splits_size(), 2);
+
+  proto::ReleaseClientRequest release;
+  release.set_job_id(leaving->job_id());
+  release.set_client_id(leaving->client_id());
+  proto::ProvenanceRun* run = release.add_delivered();
+  run->set_split_key(leased.splits(0).key());
+  run->set_count(10);
+  ASSERT_TRUE(state.ReleaseClient(release).ok());
+
+  proto::WorkerHeartbeatResponse survivor;
+  LoseWorkerA(state, *staying, doomed, &survivor);
+  ASSERT_GE(survivor.new_tasks_size(), 1);
+  const int64_t recovery = survivor.new_tasks(survivor.new_tasks_size() - 1).task_id();
+  const proto::GetSplitResponse reissued = Lease(state, leaving->job_id(), recovery, 8);
+  ASSERT_EQ(reissued.splits_size(), 2);
+  ASSERT_EQ(reissued.splits(0).delivered_size(), 1) << "the released reader's elements";
+  EXPECT_EQ(reissued.splits(0).delivered(0).begin(), 0);
+  EXPECT_EQ(reissued.splits(0).delivered(0).end(), 10);
+  EXPECT_EQ(reissued.splits(1).delivered_size(), 0);
+}
+
 TEST(DispatcherChurnTest, DeliveredRangesMergeAcrossReports) {
   DispatcherState state({.elements_per_split = 10, .worker_timeout = absl::Milliseconds(50)});
   const proto::GetOrCreateJobResponse job = DynamicJob(state, "range(100)");

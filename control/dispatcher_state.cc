@@ -57,6 +57,7 @@ absl::Status DispatcherState::ReleaseClient(const proto::ReleaseClientRequest& r
   auto it = jobs_.find(request.job_id());
   if (it == jobs_.end()) return absl::OkStatus();  // already collected
   Job& job = it->second;
+  RecordDelivered(job, request.delivered());  // journaled before the release, as a heartbeat's
   ForgetClient(job, request.client_id());
   proto::Update release;
   release.mutable_release_client()->set_job_id(job.id);
