@@ -153,12 +153,24 @@ int BatchReader::FetchLimit() const {
   const int limit = options_.max_outstanding_requests;
   if (options_.max_bytes_in_flight == 0 || largest_batch_bytes_ == 0) return limit;
   const size_t by_bytes = std::max<size_t>(1, options_.max_bytes_in_flight / largest_batch_bytes_);
-  // One fetch per worker still serving, so that each worker's stream keeps going.
-  const auto serving = std::count_if(tasks_.begin(), tasks_.end(), [](const Task& task) {
-    return !task.ended && !task.end_seen && !task.lost;
-  });
-  const size_t floor = std::min<size_t>(static_cast<size_t>(serving), limit);
-  return static_cast<int>(std::max(floor, std::min<size_t>(by_bytes, limit)));
+  if (by_bytes >= static_cast<size_t>(limit)) return limit;
+  // One fetch per worker that can be asked now, so that each worker's stream keeps going.
+  // Workers, not tasks (a worker serving a lost task's splits too holds two), and not one
+  // being connected to or backing off: Pump would send those fetches to the others, past
+  // the budget (two 16 MiB batches in flight to one worker while another was unreachable).
+  const absl::Time now = absl::Now();
+  absl::InlinedVector<const std::string*, 8> askable;
+  for (const Task& task : tasks_) {
+    if (task.ended || task.end_seen || task.lost || task.connecting || task.retry_at > now) {
+      continue;
+    }
+    if (std::none_of(askable.begin(), askable.end(),
+                     [&task](const std::string* worker) { return *worker == *task.worker_text; })) {
+      askable.push_back(task.worker_text.get());
+    }
+  }
+  const size_t floor = std::min<size_t>(askable.size(), limit);
+  return static_cast<int>(std::max(floor, by_bytes));
 }
 
 int BatchReader::fetch_limit() const {

@@ -173,6 +173,7 @@ TEST_F(UnreachableWorkerTest, DynamicReadsGoOnWithoutTheUnreachableWorker) {
   ReadOptions options;
   options.mode = proto::DYNAMIC;
   options.slab_bytes = 1 << 16;
+  options.max_bytes_in_flight = 1;  // one fetch in flight, or one per worker it can ask
   std::unique_ptr<BatchReader> reader = Read("range(200) | batch(10)", options);
   ASSERT_NE(reader, nullptr);
   absl::Duration slowest;
@@ -180,6 +181,10 @@ TEST_F(UnreachableWorkerTest, DynamicReadsGoOnWithoutTheUnreachableWorker) {
   EXPECT_LT(slowest, kPromptly) << "a Next() waited for the silent worker";
   EXPECT_EQ(std::set<int64_t>(firsts.begin(), firsts.end()).size(), 20u);
   EXPECT_TRUE(lost().empty());
+  // The silent worker's task counted as a worker serving: two fetches went to the one
+  // worker the reader could ask, twice the byte budget.
+  EXPECT_EQ(reader->fetch_limit(), 1);
+  EXPECT_EQ(reader->peak_fetches_after_first_batch(), 1);
 
   SilentWorkerLeaves();
   absl::Duration took;
