@@ -62,6 +62,7 @@ void TaskRunner::Produce() {
   engine::PipelineContext context;
   context.split_feed = feed_.get();
   context.seed_salt = static_cast<uint64_t>(task_.task_id());
+  context.replay_seed = static_cast<uint64_t>(task_.job_id());
   context.data_roots = options_.data_roots;
   context.stats = &pipeline_stats_;
   absl::StatusOr<std::unique_ptr<engine::ElementIterator>> iterator =

@@ -97,6 +97,12 @@ struct PipelineContext {
   // Mixed into shuffle seeds when no seed is given, e.g. a worker id, so that workers
   // started together never share a permutation.
   uint64_t seed_salt = 0;
+  // The same on every worker of a job (TaskRunner gives the job's id): seeds what a split
+  // must replay alike wherever it is re-issued. An interleave that numbers a DYNAMIC
+  // split's elements by their place in its nested pipelines seeds each from this, the split
+  // and the outer element, so that an unseeded shuffle in there orders them the same on
+  // the worker that takes a lost task over (engine/provenance.h).
+  uint64_t replay_seed = 0;
   // Directories whose files the pipeline may read (a worker's --data-root flags). Empty:
   // no file access at all; file sources fail with an error naming the path that says to
   // start the worker with --data-root. Relative paths in pipelines are relative to the

@@ -15,7 +15,9 @@
 // element-wise stages between), the source tags its elements (the outer ordinals) without
 // dropping anything, and that interleave re-tags and drops (BuildPipeline decides, see
 // OpBuildArgs::final_ordinals). The nested pipeline must yield the same elements in the
-// same order on every worker (no unseeded shuffle inside it).
+// same order on every worker: that interleave seeds it from the job, the split and the
+// outer element (PipelineContext::replay_seed), so an unseeded shuffle inside it replays
+// alike on the worker a lost task's splits go to.
 //
 // Elements carry their provenance on component 0 (Tensor::provenance, ElementProvenance).
 // map, filter and parse_example keep it; batch, padded_batch and bucket_by_sequence_length

@@ -1,5 +1,7 @@
 // Element provenance through whole DYNAMIC pipelines (engine/provenance.h): a fake split
 // feed hands out keyed splits, some re-issued with delivered ordinals.
+#include <algorithm>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -319,6 +321,42 @@ TEST(ProvenancePipelineTest, InterleaveNestsOrdinalsUnderItsOuterElement) {
               UnorderedElementsAre(Id{1, Nested(0, 0)}, Id{1, Nested(0, 1)}, Id{1, Nested(0, 2)},
                                    Id{1, Nested(1, 0)}, Id{1, Nested(3, 0)}, Id{1, Nested(3, 1)},
                                    Id{1, Nested(3, 2)}));
+}
+
+// An unseeded shuffle inside the interleave that numbers a split's elements: the worker
+// that takes the split over must shuffle each outer element's nested pipeline as the dead
+// one did, or the places it drops as delivered hold other values (some lost, some twice).
+// Each build draws its own random seed, as two workers do.
+TEST(ProvenancePipelineTest, AShuffleInsideTheInterleaveReplaysOnTheWorkerThatTakesOver) {
+  constexpr char kPipeline[] =
+      "range(20) | interleave(range(100) | shuffle(100), cycle_length=2) | batch(50)";
+  absl::StatusOr<std::vector<Element>> delivered;
+  DeliveryLog log;
+  DeliverThenDie(kPipeline, 5, &delivered, &log);
+  ASSERT_TRUE(delivered.ok()) << delivered.status();
+  absl::StatusOr<std::vector<Element>> rest = ReissueToWorkerB(kPipeline, log);
+  ASSERT_TRUE(rest.ok()) << rest.status();
+  // (split, outer ordinal) -> how often each value 0..99 came.
+  std::map<std::pair<int64_t, int64_t>, std::vector<int>> seen;
+  int64_t elements = 0;
+  for (const std::vector<Element>* part : {&*delivered, &*rest}) {
+    for (const Element& batch : *part) {
+      const std::vector<Id> ids = Ids(batch);
+      ASSERT_EQ(static_cast<int64_t>(ids.size()), batch[0].shape()[0]);
+      for (size_t r = 0; r < ids.size(); ++r) {
+        std::vector<int>& counts = seen[{ids[r].first, ids[r].second >> 32}];
+        counts.resize(100);
+        ++counts[static_cast<size_t>(batch[0].values<int64_t>()[r])];
+        ++elements;
+      }
+    }
+  }
+  EXPECT_EQ(elements, 2000);
+  ASSERT_EQ(seen.size(), 20u);
+  for (const auto& [outer, counts] : seen) {
+    EXPECT_EQ(std::count(counts.begin(), counts.end(), 1), 100)
+        << "split " << outer.first << " outer " << outer.second << ": a value lost or twice";
+  }
 }
 
 TEST(ProvenancePipelineTest, InterleaveAfterBatchKeepsTheSourceOrdinals) {

@@ -39,7 +39,10 @@ class InterleaveIterator : public ElementIterator {
         // alive; nested iterators refer to its stages.
         nested_(&args.stage.interleave().nested()),
         build_nested_(args.build_nested),
-        seed_(args.stage_seed),
+        // Per instance, as shuffle's: a repeat rebuilds this stage, and its nested
+        // pipelines' unseeded shuffles must not replay the last pass's orders.
+        seed_(CombineSeeds(args.stage_seed, static_cast<uint64_t>(args.instance))),
+        replay_seed_(args.context.replay_seed),
         final_ordinals_(args.final_ordinals),
         registry_(args.context.delivered),
         slots_(static_cast<size_t>(op_.cycle_length())) {}
@@ -72,7 +75,15 @@ class InterleaveIterator : public ElementIterator {
         }
         bool all_delivered = false;
         SLUICE_RETURN_IF_ERROR(Prepare(element, &next, &all_delivered));
-        const uint64_t seed = CombineSeeds(seed_, opened_++);
+        // A split's nested elements are numbered by their place, so every worker must
+        // yield them in the same order: seeded from the job, the split and the outer
+        // element, not from this worker (split keys name the repetition: passes differ).
+        const uint64_t seed =
+            next.retag
+                ? CombineSeeds(CombineSeeds(replay_seed_, static_cast<uint64_t>(next.split_key)),
+                               static_cast<uint64_t>(next.outer_ordinal))
+                : CombineSeeds(seed_, opened_);
+        ++opened_;
         if (all_delivered) continue;
         SLUICE_ASSIGN_OR_RETURN(next.it, build_nested_(*nested_, std::move(element), seed));
         if (op_.parallel()) {
@@ -254,6 +265,7 @@ class InterleaveIterator : public ElementIterator {
   const proto::PipelineDef* const nested_;
   const decltype(OpBuildArgs::build_nested) build_nested_;
   const uint64_t seed_;
+  const uint64_t replay_seed_;
   const bool final_ordinals_;
   const std::shared_ptr<DeliveredRegistry> registry_;
   // Read by the consumer without the lock; replaced under it, which DescribeElement holds.

@@ -1,4 +1,5 @@
 #include "engine/ops/interleave_op.h"
+#include <algorithm>
 
 #include <atomic>
 #include <string>
@@ -188,6 +189,24 @@ TEST_F(InterleaveOpTest, TextFormRoundTripsNestedPipelines) {
   ASSERT_TRUE(def.ok()) << def.status();
   EXPECT_EQ(def->stages(1).interleave().nested().stages_size(), 2);
   EXPECT_EQ(FormatPipeline(*def), text);
+}
+
+// An unseeded shuffle in the nested pipelines reshuffles each pass, as at the top level
+// (reshuffle_each_iteration): every pass's nested pipelines were seeded alike.
+TEST(InterleaveSeedTest, ANestedShuffleReshufflesEachPass) {
+  absl::StatusOr<std::vector<Element>> out =
+      DrainText("range(2) | interleave(range(50) | shuffle(50), cycle_length=2) | repeat(2)");
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ(out->size(), 200u);
+  const std::vector<int64_t> all = testing::ScalarInt64s(*out);
+  const std::vector<int64_t> first(all.begin(), all.begin() + 100);
+  const std::vector<int64_t> second(all.begin() + 100, all.end());
+  EXPECT_NE(first, second) << "the second pass replayed the first's order";
+  std::vector<int64_t> sorted = second;
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<int64_t> sorted_first = first;
+  std::sort(sorted_first.begin(), sorted_first.end());
+  EXPECT_EQ(sorted, sorted_first) << "the same elements, in another order";
 }
 
 // parallel=true reads ahead of each open pipeline by a block, but not without bound: with
