@@ -1,5 +1,8 @@
 #include "engine/pipeline_validate.h"
 
+#include <algorithm>
+#include <cstdint>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
@@ -7,6 +10,54 @@
 
 namespace sluice::engine {
 namespace {
+
+// Counts stop here: cycle_length (at most 4096) times this still fits in 64 bits.
+constexpr int64_t kSaturated = int64_t{1} << 40;
+
+int64_t StageThreads(const proto::Stage& stage) {
+  auto parallel = [](int64_t n) { return n > 1 ? std::min(n, kSaturated) : int64_t{0}; };
+  switch (stage.op_case()) {
+    case proto::Stage::kMap:
+      return parallel(stage.map().parallel());
+    case proto::Stage::kFilter:
+      return parallel(stage.filter().parallel());
+    case proto::Stage::kParseExample:
+      return parallel(stage.parse_example().parallel());
+    case proto::Stage::kPrefetch:
+      return 1;
+    case proto::Stage::kInterleave: {
+      const proto::InterleaveOp& op = stage.interleave();
+      const int64_t per_slot = PipelineThreads(op.nested()) + (op.parallel() ? 1 : 0);
+      const int64_t slots = std::clamp<int64_t>(op.cycle_length(), 0, kSaturated);
+      return std::min(kSaturated, slots * per_slot);
+    }
+    default:
+      return 0;
+  }
+}
+
+absl::Status CheckThreads(const proto::PipelineDef& def) {
+  int64_t total = 0;
+  int most = 0;
+  int64_t most_threads = 0;
+  for (int i = 0; i < def.stages_size(); ++i) {
+    const int64_t threads = StageThreads(def.stages(i));
+    total = std::min(kSaturated, total + threads);
+    if (threads > most_threads) {
+      most = i;
+      most_threads = threads;
+    }
+  }
+  if (total <= kMaxPipelineThreads) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      StageLabel(most, def.stages(most)), ": the pipeline would run ",
+      total == kSaturated ? "at least " : "", total, " threads at once",
+      def.stages(most).has_interleave()
+          ? " (an interleave runs its nested pipeline's parallel stages once per open slot: "
+            "cycle_length times their parallel)"
+          : "",
+      ", more than the ", kMaxPipelineThreads, " one pipeline may; lower the parallelism"));
+}
 
 absl::Status ValidateStages(const proto::PipelineDef& def, const FunctionRegistry* functions,
                             bool nested) {
@@ -42,10 +93,19 @@ absl::Status ValidateStages(const proto::PipelineDef& def, const FunctionRegistr
     }
     SLUICE_RETURN_IF_ERROR(PrefixStatus(label, (*op)->validate(stage, functions)));
   }
-  return absl::OkStatus();
+  // Nested pipelines count in their interleave, once per slot.
+  return nested ? absl::OkStatus() : CheckThreads(def);
 }
 
 }  // namespace
+
+int64_t PipelineThreads(const proto::PipelineDef& def) {
+  int64_t total = 0;
+  for (const proto::Stage& stage : def.stages()) {
+    total = std::min(kSaturated, total + StageThreads(stage));
+  }
+  return total;
+}
 
 absl::Status ValidatePipelineStructure(const proto::PipelineDef& def) {
   return ValidateStages(def, nullptr, /*nested=*/false);

@@ -23,7 +23,8 @@ namespace sluice::engine {
 
 // Non-empty; stage 0 is a source and no other stage is; the top-level source does not
 // need an outer element (tfrecord without files=[...] only works inside interleave);
-// each op's fields are in range; every function named is in `functions`.
+// each op's fields are in range; every function named is in `functions`; the pipeline runs
+// at most kMaxPipelineThreads threads.
 [[nodiscard]] absl::Status ValidatePipeline(const proto::PipelineDef& def,
                                             const FunctionRegistry& functions);
 
@@ -31,6 +32,17 @@ namespace sluice::engine {
 // `functions` may be null (structure only). Errors are prefixed "nested stage i (op)".
 [[nodiscard]] absl::Status ValidateNestedPipeline(const proto::PipelineDef& def,
                                                   const FunctionRegistry* functions);
+
+// Most threads one pipeline may run at once (a worker runs one per task). A parallel stage
+// inside an interleave runs once per open slot, so limits on each stage alone allowed
+// cycle_length 4096 × map(parallel=1024): four million threads, and the worker died when
+// thread creation failed.
+inline constexpr int64_t kMaxPipelineThreads = 8192;
+
+// Threads one instance of `def` may run at once: a parallel map, filter or parse_example
+// `parallel` of them, a prefetch one, an interleave cycle_length times its nested
+// pipeline's (plus one per slot with parallel=true). Saturates at 2^40.
+[[nodiscard]] int64_t PipelineThreads(const proto::PipelineDef& def);
 
 // For DYNAMIC sharding: the source must have a split provider (be addressable by element
 // or file index) and no stage may be one that breaks under it (cache); the error names

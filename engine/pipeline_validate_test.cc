@@ -74,6 +74,47 @@ TEST(ValidatePipelineTest, FieldRangesNameTheStage) {
             "stage 1 (shuffle): seed is 5 but has_seed is false; set has_seed to use it");
 }
 
+// Each stage's own limit allowed an interleave of 4096 slots each running a map of 1024
+// threads: four million threads, and the worker died when thread creation failed.
+TEST(ValidatePipelineTest, NestedParallelismIsBoundedAsAProduct) {
+  EXPECT_EQ(PipelineThreads(MustParse("range(10) | map(square, parallel=8) | prefetch(2)")), 9);
+  EXPECT_EQ(PipelineThreads(MustParse("range(10) | interleave(range(3) | map(square, parallel=4) "
+                                      "| prefetch(1), cycle_length=3, parallel=true)")),
+            3 * (4 + 1 + 1));
+  EXPECT_EQ(PipelineThreads(MustParse("range(10) | map(square, parallel=1) | batch(2)")), 0);
+  // As many as allowed, and one stage's worth more.
+  for (std::string_view text :
+       {"range(10) | interleave(range(3) | map(square, parallel=1024), cycle_length=8)",
+        "range(10) | interleave(range(3), cycle_length=4096, parallel=true) | "
+        "map(square, parallel=1024)"}) {
+    absl::Status s = ValidatePipeline(MustParse(text), FunctionRegistry::Builtins());
+    EXPECT_TRUE(s.ok()) << text << ": " << s;
+  }
+  EXPECT_EQ(ValidationError("range(4096) | interleave(range(1) | map(square, parallel=1024), "
+                            "cycle_length=4096)"),
+            "stage 1 (interleave): the pipeline would run 4194304 threads at once (an interleave "
+            "runs its nested pipeline's parallel stages once per open slot: cycle_length times "
+            "their parallel), more than the 8192 one pipeline may; lower the parallelism");
+  EXPECT_EQ(PipelineThreads(MustParse(
+                "range(9) | interleave(range(9) | interleave(range(9) | interleave(range(9) | "
+                "interleave(range(1) | map(square, parallel=1024), cycle_length=4096), "
+                "cycle_length=4096), cycle_length=4096), cycle_length=4096)")),
+            int64_t{1} << 40)
+      << "saturates rather than overflows";
+  // A nested pipeline is counted in its interleave, not on its own.
+  EXPECT_TRUE(ValidateNestedPipeline(MustParse("range(3) | map(square, parallel=1024) | "
+                                               "map(square, parallel=1024) | "
+                                               "map(square, parallel=1024) | "
+                                               "map(square, parallel=1024) | "
+                                               "map(square, parallel=1024) | "
+                                               "map(square, parallel=1024) | "
+                                               "map(square, parallel=1024) | "
+                                               "map(square, parallel=1024) | "
+                                               "map(square, parallel=1024)"),
+                                     nullptr)
+                  .ok());
+}
+
 TEST(ValidatePipelineTest, MapFunctionsMustExistInTheGivenRegistry) {
   EXPECT_EQ(ValidationError("range(3) | map(cube)"),
             "stage 1 (map): unknown function 'cube'; known functions: cast_float32, "
