@@ -225,7 +225,7 @@ absl::StatusOr<transport::Slab> TaskRunner::AcquireSlab() {
 void TaskRunner::Fetch(std::shared_ptr<transport::ServerCall> call, uint64_t max_batch_bytes,
                        int32_t consumer, int64_t round) {
   if (consumer >= 0) {
-    Fetch(std::move(call), max_batch_bytes, RoundRequest{consumer, round, false, {}});
+    Fetch(std::move(call), max_batch_bytes, RoundRequest{consumer, round, 0, {}});
     return;
   }
   if (task_.num_consumers() > 0) {

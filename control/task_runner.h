@@ -122,7 +122,9 @@ struct Delivery {
 struct RoundRequest {
   int32_t consumer = 0;
   int64_t round = 0;
-  bool acknowledges = false;  // delivery_epoch > 0: its batches are kept until acknowledged
+  // delivery_epoch: > 0, its batches are kept until acknowledged, and a request of an older
+  // epoch than one already seen from this consumer was sent before a break (stale).
+  int64_t epoch = 0;
   absl::InlinedVector<int64_t, 4> acked_rounds;
 };
 
@@ -149,6 +151,9 @@ class TaskRunner {
   // waits for replaces the earlier one (whose connection broke).
   void Fetch(std::shared_ptr<transport::ServerCall> call, uint64_t max_batch_bytes,
              RoundRequest request);
+  // Coordinated reads: rounds this task remembers (asked for, holding a batch, or served to
+  // some of its consumers). Bounded by the rounds in flight, whoever stopped asking.
+  [[nodiscard]] size_t rounds_remembered() const;
   // Coordinated reads: lets a round that waited round_wait_ for missing consumers go on.
   // Uncoordinated: tells requests held back from the end (another client's lost batches
   // wait to be served again, see Serve) to retry once the end was held back for
@@ -332,6 +337,9 @@ class TaskRunner {
   static void TellToRetry(const Waiter& waiter);
   // Serve() for coordinated reads; fills `matched` and `ended` under mu_.
   void MatchRounds(Matches& matched, std::vector<Waiter>& ended) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Forgets rounds every consumer had its batch of, or went ahead without (noted in
+  // went_ahead_below_), and, past a minute, rounds a missing consumer never came back for.
+  void ForgetRounds(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Reply(const Waiter& waiter, ReadyBatch batch) ABSL_LOCKS_EXCLUDED(mu_);
   // Reply() for a batch whose provenance does not fit the reply's header.
   void ReplyWithProvenanceInPayload(const Waiter& waiter, ReadyBatch batch,
@@ -440,6 +448,13 @@ class TaskRunner {
   // Coordinated reads: by consumer, whether a round went ahead without it and it has not
   // asked since (MatchRounds).
   std::vector<bool> absent_ ABSL_GUARDED_BY(mu_);
+  // Coordinated reads, by consumer: rounds below this one that went ahead without it were
+  // forgotten once the others had their batches (kept, a dead consumer's rounds piled up
+  // for a minute and every match walked them); asked for late, such a round gets the next
+  // batch at once, as it did while remembered.
+  std::vector<int64_t> went_ahead_below_ ABSL_GUARDED_BY(mu_);
+  // Coordinated reads, by consumer: the newest delivery_epoch it sent.
+  std::vector<int64_t> consumer_epochs_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, ClientDeliveries> deliveries_ ABSL_GUARDED_BY(mu_);  // by client id
   // Coordinated reads, by consumer, then round: batches sent and not acknowledged yet.
   std::map<int32_t, std::map<int64_t, ReadyBatch>> kept_rounds_ ABSL_GUARDED_BY(mu_);

@@ -24,18 +24,42 @@ void TaskRunner::Fetch(std::shared_ptr<transport::ServerCall> call, uint64_t max
   std::optional<ReadyBatch> again;
   std::optional<Waiter> evicted;
   std::shared_ptr<transport::ServerCall> superseded;
-  Waiter waiter{std::move(call), max_batch_bytes, consumer, round, -1, request.acknowledges};
+  std::vector<Waiter> stale;
+  bool stale_on_arrival = false;
+  Waiter waiter{std::move(call), max_batch_bytes, consumer, round, -1, request.epoch};
   {
     absl::MutexLock lock(&mu_);
+    const size_t n = static_cast<size_t>(task_.num_consumers());
+    if (consumer_epochs_.size() != n) consumer_epochs_.assign(n, 0);
+    if (went_ahead_below_.size() != n) went_ahead_below_.assign(n, 0);
     std::map<int64_t, ReadyBatch>& kept = kept_rounds_[consumer];
     std::set<int64_t>& let_go = rounds_let_go_[consumer];
     stats_.acknowledgements_received += static_cast<int64_t>(request.acked_rounds.size());
-    for (int64_t acked : request.acked_rounds) {
+    for (int64_t acked : request.acked_rounds) {  // true whatever the epoch
       kept.erase(acked);
       let_go.erase(acked);
     }
     VerifyKeptSlabs();
-    if (auto it = kept.find(round); it != kept.end()) {
+    // A request sent before its consumer saw a connection break, overtaken by the ones it
+    // sent after (over tcp they may): it would supersede the live request for its round,
+    // or, once that round was served, open it again and take a batch no one receives.
+    int64_t& latest = consumer_epochs_[static_cast<size_t>(consumer)];
+    if (request.epoch > 0 && request.epoch < latest) {
+      stale_on_arrival = true;
+    } else if (request.epoch > latest) {
+      latest = request.epoch;
+      for (auto it = waiters_.begin(); it != waiters_.end();) {
+        if (it->consumer == consumer && it->epoch > 0 && it->epoch < latest) {
+          stale.push_back(std::move(*it));
+          it = waiters_.erase(it);
+        } else {
+          ++it;
+        }
+      }
+    }
+    if (stale_on_arrival) {
+      // Told to retry below, with no batch.
+    } else if (auto it = kept.find(round); it != kept.end()) {
       // Served before, and the reply went nowhere (the consumer asks only once otherwise).
       again.emplace(CopyOf(it->second));
       ++requests_;
@@ -52,10 +76,14 @@ void TaskRunner::Fetch(std::shared_ptr<transport::ServerCall> call, uint64_t max
         superseded = std::move(same->call);
         waiters_.erase(same);
       }
-      if (let_go.erase(round) > 0) ServeRoundAfresh(consumer, round);
+      const bool went_ahead =
+          round < went_ahead_below_[static_cast<size_t>(consumer)] && !rounds_.contains(round);
+      if (let_go.erase(round) > 0 || went_ahead) ServeRoundAfresh(consumer, round);
       evicted = Park(std::move(waiter));
     }
   }
+  if (stale_on_arrival) TellToRetry(waiter);
+  for (const Waiter& old : stale) TellToRetry(old);
   if (superseded != nullptr) {
     superseded->Reply(absl::AbortedError(
         absl::StrCat("consumer ", consumer, " asked for round ", round, " again")));
@@ -65,6 +93,11 @@ void TaskRunner::Fetch(std::shared_ptr<transport::ServerCall> call, uint64_t max
   // Also after serving a round again: its acknowledgements may have let a kept batch go,
   // which a parked request waited on.
   Serve();
+}
+
+size_t TaskRunner::rounds_remembered() const {
+  absl::MutexLock lock(&mu_);
+  return rounds_.size();
 }
 
 void TaskRunner::NoteRoundLetGo(int32_t consumer, int64_t round) {
@@ -175,14 +208,30 @@ void TaskRunner::MatchRounds(Matches& matched, std::vector<Waiter>& ended) {
     ++round->second.served;
     it = waiters_.erase(it);
   }
-  // Forget served rounds, and rounds a missing consumer never came back for.
+  ForgetRounds(now);
+}
+
+void TaskRunner::ForgetRounds(absl::Time now) {
+  const size_t n = static_cast<size_t>(task_.num_consumers());
+  if (went_ahead_below_.size() != n) went_ahead_below_.assign(n, 0);
   for (auto it = rounds_.begin(); it != rounds_.end();) {
-    const Round& round = it->second;
+    const auto& [id, round] = *it;
     bool holds_batch = false;
-    for (const auto& batch : round.batches) holds_batch = holds_batch || batch.has_value();
-    const bool done =
-        round.served == n || (round.assigned && !holds_batch &&
-                              now - round.opened > std::max(absl::Minutes(1), 5 * round_wait_));
+    bool complete = round.assigned;  // every consumer had its batch, or it went ahead
+    for (size_t c = 0; c < n; ++c) {
+      holds_batch = holds_batch || round.batches[c].has_value();
+      complete = complete && (round.given[c] || !round.requested[c]);
+    }
+    bool done = round.served == n;
+    if (!done && complete && !holds_batch) {
+      done = true;
+      for (size_t c = 0; c < n; ++c) {
+        if (!round.requested[c]) went_ahead_below_[c] = std::max(went_ahead_below_[c], id + 1);
+      }
+    }
+    // A consumer's batch that was given but not served, its request gone: after a minute.
+    done = done || (round.assigned && !holds_batch &&
+                    now - round.opened > std::max(absl::Minutes(1), 5 * round_wait_));
     it = done ? rounds_.erase(it) : std::next(it);
   }
 }

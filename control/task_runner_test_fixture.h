@@ -94,7 +94,7 @@ class DeliveryTest : public ::testing::Test {
                 std::move(call), request.max_batch_bytes(),
                 RoundRequest{request.consumer_index(),
                              request.round(),
-                             request.delivery_epoch() > 0,
+                             request.delivery_epoch(),
                              {request.acked_rounds().begin(), request.acked_rounds().end()}});
           } else {
             runner->Fetch(std::move(call), request.max_batch_bytes(),
@@ -207,14 +207,15 @@ class DeliveryTest : public ::testing::Test {
     return last;
   }
 
-  // Coordinated: the batch index `consumer` gets for `round`, or kEnd, or the call's
-  // failure (code).
-  absl::StatusOr<int64_t> GetRound(int32_t consumer, int64_t round, std::vector<int64_t> acked) {
+  // Coordinated: the batch index `consumer` gets for `round`, or kEnd, or kRetryLater, or the
+  // call's failure (code).
+  absl::StatusOr<int64_t> GetRound(int32_t consumer, int64_t round, std::vector<int64_t> acked,
+                                   int64_t epoch = 1) {
     proto::GetElementRequest request;
     request.set_task_id(kTaskId);
     request.set_client_id(100 + consumer);
     request.set_max_batch_bytes(1 << 16);
-    request.set_delivery_epoch(1);
+    request.set_delivery_epoch(epoch);
     request.set_coordinated(true);
     request.set_consumer_index(consumer);
     request.set_round(round);
@@ -222,7 +223,7 @@ class DeliveryTest : public ::testing::Test {
     proto::GetElementResponse response;
     SLUICE_RETURN_IF_ERROR(
         client_->CallProto(address_, proto::GET_ELEMENT, request, &response, absl::Seconds(10)));
-    EXPECT_FALSE(response.retry_later());
+    if (response.retry_later()) return kRetryLater;
     if (response.end_of_sequence()) return kEnd;
     return response.batch_index();
   }

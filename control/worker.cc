@@ -543,7 +543,7 @@ void Worker::HandleGetElement(std::shared_ptr<transport::ServerCall> call) {
   if (request.coordinated()) {
     RoundRequest round{request.consumer_index(),
                        request.round(),
-                       request.delivery_epoch() > 0,
+                       request.delivery_epoch(),
                        {request.acked_rounds().begin(), request.acked_rounds().end()}};
     runner->Fetch(std::move(call), request.max_batch_bytes(), std::move(round));
   } else {
