@@ -260,6 +260,29 @@ TEST(DispatcherChurnTest, EndlessJobsPointAnEmptyPassAtTheNextRepetition) {
   }
 }
 
+// The reply to an empty lease was lost and the worker asks again (the same lease_seq): the
+// answer points at the next repetition as the first did. Without it the task's repeat()
+// ended, and the task with it.
+TEST(DispatcherChurnTest, ARetriedEmptyLeaseStillPointsAtTheNextRepetition) {
+  DispatcherState state({.elements_per_split = 10});
+  const proto::GetOrCreateJobResponse endless = DynamicJob(state, "range(20) | repeat()");
+  const int64_t first = Heartbeat(state, "ucx://a:1").new_tasks(0).task_id();
+  const int64_t late = Heartbeat(state, "ucx://b:1").new_tasks(0).task_id();
+  EXPECT_EQ(Lease(state, endless.job_id(), first, 8).splits_size(), 2);
+  proto::GetSplitRequest request;
+  request.set_job_id(endless.job_id());
+  request.set_task_id(late);
+  request.set_max_splits(8);
+  request.set_lease_seq(1);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    absl::StatusOr<proto::GetSplitResponse> empty = state.GetSplit(request);
+    ASSERT_TRUE(empty.ok()) << empty.status();
+    EXPECT_EQ(empty->splits_size(), 0);
+    EXPECT_TRUE(empty->end_of_splits());
+    EXPECT_EQ(empty->next_repetition(), 1) << "attempt " << attempt;
+  }
+}
+
 // A recovery task's pipeline counts passes from 0, but the splits re-issued to it may all
 // belong to a later repetition: its empty pass 0 is pointed at that one, and the pass after
 // its last repetition ends it.
@@ -288,6 +311,34 @@ TEST(DispatcherChurnTest, RecoveryTasksArePointedAtTheRepetitionsTheyHold) {
   EXPECT_EQ(after.splits_size(), 0);
   EXPECT_TRUE(after.end_of_splits());
   EXPECT_EQ(after.next_repetition(), 0) << "nothing more: the pass ends its repeat()";
+}
+
+// A recovery task's lease asked for again (its reply lost, or its journal write failed) is
+// answered once durable, as the first answer is: it was answered at once, and a restart
+// before the journal had the lease handed its splits out again.
+TEST(DispatcherChurnTest, ARetriedRecoveryLeaseWaitsForTheJournal) {
+  DispatcherState state({.elements_per_split = 10, .worker_timeout = absl::Milliseconds(50)});
+  const proto::GetOrCreateJobResponse job = DynamicJob(state, "range(30)");
+  const int64_t doomed = Heartbeat(state, "ucx://a:1").new_tasks(0).task_id();
+  Heartbeat(state, "ucx://b:1");
+  ASSERT_EQ(Lease(state, job.job_id(), doomed, 2).splits_size(), 2);
+  proto::WorkerHeartbeatResponse survivor;
+  ASSERT_NO_FATAL_FAILURE(LoseWorkerA(state, job, doomed, &survivor));
+  ASSERT_GE(survivor.new_tasks_size(), 1);
+  proto::GetSplitRequest request;
+  request.set_job_id(job.job_id());
+  request.set_task_id(survivor.new_tasks(survivor.new_tasks_size() - 1).task_id());
+  request.set_max_splits(1);
+  request.set_lease_seq(1);
+  absl::StatusOr<proto::GetSplitResponse> leased = state.GetSplit(request);
+  ASSERT_TRUE(leased.ok()) << leased.status();
+  ASSERT_EQ(leased->splits_size(), 1);
+  const int64_t awaiting = state.answers_awaiting_the_journal();
+  absl::StatusOr<proto::GetSplitResponse> again = state.GetSplit(request);
+  ASSERT_TRUE(again.ok()) << again.status();
+  ASSERT_EQ(again->splits_size(), 1);
+  EXPECT_EQ(again->splits(0).key(), leased->splits(0).key());
+  EXPECT_GT(state.answers_awaiting_the_journal(), awaiting) << "answered without the journal";
 }
 
 // Coordinated DYNAMIC jobs re-issue a lost task's splits too (they used to drop them): the

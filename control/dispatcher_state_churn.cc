@@ -296,6 +296,9 @@ absl::StatusOr<proto::GetSplitResponse> DispatcherState::GetRecoverySplits(
     auto last = job.last_leases.find(lease_key);
     if (last != job.last_leases.end() && last->second.seq == request.lease_seq()) {
       first = last->second.first;  // a retry after a lost reply: the same splits again
+      // Answered once durable, as the first answer is: it may be a retry of one whose
+      // journal write failed, and a restart would then hand its splits out again.
+      ++leases_replayed_;
     }
   }
   const int64_t total = static_cast<int64_t>(splits.size());

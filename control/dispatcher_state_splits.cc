@@ -72,6 +72,10 @@ absl::StatusOr<proto::GetSplitResponse> DispatcherState::GetSplit(
         response.mutable_splits(i)->set_key(SplitKey(request.repetition(), last->second.first + i));
       }
       if (response.splits_size() > 0) *response.mutable_split() = response.splits(0);
+      if (response.splits_size() == 0 && EndlessJob(job)) {
+        // As the first answer did: without it the empty pass would end the task's repeat().
+        response.set_next_repetition(LatestRepetition(job, request.repetition()));
+      }
       return response;
     }
   }
