@@ -26,6 +26,10 @@ class IdSlotTable {
  public:
   static constexpr int kIndexBits = 24;  // up to 16 M live entries
 
+  IdSlotTable() = default;
+  // Starts counting after `sequence` (tests: near the wrap at 2^40 inserts).
+  explicit IdSlotTable(uint64_t sequence) : sequence_(sequence) {}
+
   // Stores `value`; returns its id, or 0 when the table is full() (`value` is then dropped).
   [[nodiscard]] uint64_t Insert(T value) {
     uint32_t index;
@@ -37,7 +41,7 @@ class IdSlotTable {
       index = static_cast<uint32_t>(slots_.size());
       slots_.emplace_back();
     }
-    const uint64_t id = (++sequence_ << kIndexBits) | index;
+    const uint64_t id = NextId(index);
     slots_[index].id = id;
     slots_[index].value.emplace(std::move(value));
     ++size_;
@@ -56,7 +60,7 @@ class IdSlotTable {
       index = static_cast<uint32_t>(slots_.size());
       slots_.emplace_back();
     }
-    *id = (++sequence_ << kIndexBits) | index;
+    *id = NextId(index);
     slots_[index].id = *id;
     ++size_;
     return &slots_[index].value.emplace();
@@ -108,6 +112,14 @@ class IdSlotTable {
     uint64_t id = 0;  // 0: free
     std::optional<T> value;
   };
+
+  // The sequence wraps after 2^40 inserts; the value that shifts to 0 is skipped, or slot
+  // 0's id would be 0, "none" (a live call lost in a table that counted it, its caller told
+  // the table was full).
+  uint64_t NextId(uint32_t index) {
+    if ((++sequence_ << kIndexBits) == 0) ++sequence_;
+    return (sequence_ << kIndexBits) | index;
+  }
 
   std::optional<T> TakeAt(uint64_t index) {
     std::optional<T> value = std::move(slots_[index].value);

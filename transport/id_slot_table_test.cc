@@ -84,6 +84,25 @@ TEST(IdSlotTableTest, AnIdIsNeverHandedOutAgainWhenItsSlotIs) {
   EXPECT_EQ(table.size(), 1u);
 }
 
+// After 2^40 inserts the sequence wraps: the insert whose sequence shifts to 0 must not make
+// slot 0's id 0 ("none", the table's answer when full), which lost the entry in the table
+// and told its caller the table was full.
+TEST(IdSlotTableTest, TheSequenceWrapsWithoutHandingOutIdZero) {
+  constexpr uint64_t kWrap = uint64_t{1} << (64 - IdSlotTable<int>::kIndexBits);
+  IdSlotTable<int> table(kWrap - 2);
+  const uint64_t last = table.Insert(1);  // slot 0, the last sequence before the wrap
+  ASSERT_NE(last, 0u);
+  ASSERT_TRUE(table.Erase(last));
+  const uint64_t wrapped = table.Insert(2);  // slot 0 again
+  EXPECT_NE(wrapped, 0u);
+  ASSERT_NE(table.Find(wrapped), nullptr);
+  EXPECT_EQ(*table.Find(wrapped), 2);
+  uint64_t added = 0;
+  ASSERT_NE(table.Add(&added), nullptr);
+  EXPECT_NE(added, 0u);
+  EXPECT_EQ(table.size(), 2u);
+}
+
 TEST(IdSlotTableTest, IdsThatWereNeverGivenFindNothing) {
   IdSlotTable<int> table;
   EXPECT_EQ(table.Find(0), nullptr);

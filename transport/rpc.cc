@@ -387,14 +387,23 @@ PayloadDestination RpcEndpoint::ChoosePayloadDestination(ConnectionId from,
                                                          absl::string_view header,
                                                          size_t payload_size) {
   std::optional<Frame> frame = DecodeFrame(header);
-  if (!frame) return {.discard = true};     // OnMessage would drop it anyway
-  if (frame->kind != kResponse) return {};  // a request's body, on the heap
+  if (!frame) return {.discard = true};  // OnMessage would drop it anyway
+  // A payload is a request's body, or a reply's body or data. One that cannot be its
+  // message's body is not taken in (a peer's bytes are not received to be dropped).
+  const bool body = (frame->flags & kBodyInPayload) != 0;
+  if (body && payload_size != frame->body_size) return {.discard = true};
+  if (frame->kind != kResponse) {
+    return body ? PayloadDestination{} : PayloadDestination{.discard = true};  // on the heap
+  }
   absl::MutexLock lock(&mu_);
   PendingCall* call = pending_.Find(frame->request_id);
   // A reply to a call that timed out or was cancelled (a stopping reader's) goes nowhere:
   // its payload, a whole batch perhaps, need not cross, and a receive left in flight into a
   // heap buffer would be one more thing the transport's teardown must wait for.
   if (call == nullptr || call->connection != from) return {.discard = true};
+  // A second reply while the first's payload lands (a server that replied twice): it must
+  // not land in the same buffer at once, nor end the call under the first.
+  if (call->receiving) return {.discard = true};
   if (frame->flags & kBodyInPayload) return {};
   if (call->landing.data != nullptr) call->receiving = true;
   return call->landing;
@@ -453,6 +462,10 @@ void RpcEndpoint::OnMessage(ConnectionId from, absl::string_view header, Inbound
     absl::MutexLock lock(&mu_);
     PendingCall* call = pending_.Find(frame->request_id);
     if (call == nullptr || call->connection != from) return;  // late or forged
+    // Only the message whose payload lands (or failed to) ends a call that is receiving: a
+    // header-only second reply would end it while the first still wrote into its buffer.
+    const bool landing_message = payload.data != nullptr || !payload.status.ok();
+    if (call->receiving && !landing_message) return;
     finished.waiter = call->waiter;
     if (call->waiter == nullptr) finished.done = std::move(call->done);
     orphaned = call->orphaned;

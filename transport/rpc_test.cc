@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -359,6 +360,61 @@ TEST_P(RpcTest, AGivenUpCallsReplyPayloadIsNotTransferred) {
   auto more = client_->Call(*connection, kBlob, "100000", {});
   ASSERT_TRUE(more.ok()) << more.status();
   EXPECT_EQ(client_->transport().stats().payload_bytes_received, received_before + 100000);
+}
+
+// A server that replies twice (a handler's bug, or a hostile peer): the first reply's
+// payload lands whole and ends the call. A second reply that came while it landed used to
+// end the call at once (header only: with no payload, while the first still wrote into the
+// buffer) or land in the same buffer at the same time (with a payload).
+TEST_P(RpcTest, ASecondReplyWhileThePayloadLandsIsDropped) {
+  auto pool = SlabPool::Create(client_->transport(), 8 << 20, 1);
+  ASSERT_TRUE(pool.ok()) << pool.status();
+  auto slab = (*pool)->TryAcquire();
+  ASSERT_TRUE(slab.has_value());
+  auto connection = client_->ConnectTo(address_);
+  ASSERT_TRUE(connection.ok());
+  struct Reply {
+    absl::Notification done;
+    absl::StatusOr<CallResult> result;
+  };
+  auto reply = std::make_shared<Reply>();
+  CallOptions options;
+  options.landing = PayloadDestination{slab->data(), slab->capacity()};
+  client_->CallAsync(*connection, kNoReply, "", options, [reply](absl::StatusOr<CallResult> r) {
+    reply->result = std::move(r);
+    reply->done.Notify();
+  });
+  WaitUntilTheServerHoldsACall();
+  constexpr size_t kBytes = 4 << 20;
+  auto first = std::make_shared<std::vector<uint8_t>>(kBytes, uint8_t{1});
+  auto second = std::make_shared<std::vector<uint8_t>>(kBytes, uint8_t{2});
+  auto sends = std::make_shared<std::atomic<int>>(0);
+  {
+    absl::MutexLock lock(&mu_);
+    ASSERT_EQ(parked_.size(), 1u);
+    parked_[0]->Reply(absl::OkStatus(), "first", Payload{first->data(), first->size()},
+                      [first, sends](absl::Status) { sends->fetch_add(1); });
+    parked_[0]->Reply(absl::OkStatus(), "header only");
+    parked_[0]->Reply(absl::OkStatus(), "second", Payload{second->data(), second->size()},
+                      [second, sends](absl::Status) { sends->fetch_add(1); });
+    parked_.clear();
+  }
+  ASSERT_TRUE(reply->done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  ASSERT_TRUE(reply->result.ok()) << reply->result.status();
+  EXPECT_EQ(reply->result->response.view(), "first");
+  ASSERT_EQ(reply->result->payload.size, kBytes);
+  for (absl::Time deadline = absl::Now() + absl::Seconds(10);
+       sends->load() < 2 && absl::Now() < deadline;) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  EXPECT_EQ(sends->load(), 2) << "a server's send never completed";
+  absl::SleepFor(absl::Milliseconds(50));  // time for a stray write to land
+  const auto* landed = reinterpret_cast<const uint8_t*>(slab->data());
+  EXPECT_EQ(std::count(landed, landed + kBytes, uint8_t{1}), static_cast<int64_t>(kBytes))
+      << "the second reply wrote into the first's buffer";
+  // The connection carries on.
+  auto echo = client_->Call(*connection, kEcho, "after", {});
+  ASSERT_TRUE(echo.ok()) << echo.status();
 }
 
 TEST_P(RpcTest, ClosingOneOfTwoConnectionsToAPeerKeepsTheOther) {

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 
 #include "absl/strings/str_cat.h"
 #include "transport/payload_retention.h"
@@ -339,7 +340,16 @@ ucs_status_t UcxTransport::OnActiveMessage(const void* header, size_t header_len
   }
   std::byte* landing = static_cast<std::byte*>(dest.data);
   if (landing == nullptr) {
-    payload.owned.reset(new std::byte[length]);
+    // The size came from the wire: one the heap cannot hold fails this message, where
+    // std::bad_alloc on the progress thread would end the process (as ofi's data path).
+    payload.owned.reset(new (std::nothrow) std::byte[length]);
+    if (payload.owned == nullptr) {
+      payload.status = absl::ResourceExhaustedError(
+          absl::StrCat("no memory for a payload of ", length, " bytes"));
+      payload.size = 0;
+      handler_->OnMessage(from, header_bytes, std::move(payload));
+      return UCS_OK;  // for rendezvous this drops the data descriptor
+    }
     landing = payload.owned.get();
   }
   if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) {
