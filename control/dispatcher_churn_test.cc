@@ -313,6 +313,23 @@ TEST(DispatcherChurnTest, RecoveryTasksArePointedAtTheRepetitionsTheyHold) {
   EXPECT_EQ(after.next_repetition(), 0) << "nothing more: the pass ends its repeat()";
 }
 
+// Split keys hold the repetition in their top 23 bits: a pass beyond that is refused, not
+// keyed onto pass 0's splits (whose delivery reports would then be dropped).
+TEST(DispatcherChurnTest, RepetitionsBeyondWhatKeysHoldAreRefused) {
+  DispatcherState state({.elements_per_split = 10});
+  const proto::GetOrCreateJobResponse job = DynamicJob(state, "range(20) | repeat()");
+  const int64_t task = Heartbeat(state, "ucx://a:1").new_tasks(0).task_id();
+  proto::GetSplitRequest request;
+  request.set_job_id(job.job_id());
+  request.set_task_id(task);
+  request.set_repetition(DispatcherState::kMaxRepetitions - 1);
+  EXPECT_TRUE(state.GetSplit(request).ok());
+  request.set_repetition(DispatcherState::kMaxRepetitions);
+  absl::StatusOr<proto::GetSplitResponse> beyond = state.GetSplit(request);
+  EXPECT_EQ(beyond.status().code(), absl::StatusCode::kOutOfRange) << beyond.status();
+  EXPECT_THAT(beyond.status().message(), ::testing::HasSubstr("passes over its source at most"));
+}
+
 // A recovery task's lease asked for again (its reply lost, or its journal write failed) is
 // answered once durable, as the first answer is: it was answered at once, and a restart
 // before the journal had the lease handed its splits out again.

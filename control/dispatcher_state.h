@@ -66,6 +66,8 @@ struct DispatcherConfig {
 
 class DispatcherState {
  public:
+  // Passes a DYNAMIC job's split keys can name: the repetition takes a key's top 23 bits.
+  static constexpr int64_t kMaxRepetitions = int64_t{1} << 23;
   explicit DispatcherState(const DispatcherConfig& config)
       : config_(config), worker_list_(config.worker_addresses) {}
 

@@ -43,6 +43,16 @@ absl::StatusOr<proto::GetSplitResponse> DispatcherState::GetSplit(
     return absl::InvalidArgumentError(
         absl::StrCat("GetSplit with negative repetition ", request.repetition()));
   }
+  if (request.repetition() >= kMaxRepetitions) {
+    // Its keys would wrap onto pass 0's: delivery reports dropped, elements read twice
+    // after a worker's loss. Said, rather than that.
+    return absl::OutOfRangeError(absl::StrCat(
+        "job ", job.id, " reached repetition ", request.repetition(), ": a DYNAMIC job tracks ",
+        kMaxRepetitions,
+        " passes over its source at most, and a small source repeated forever gets there first "
+        "(repeat it inside the source, e.g. from_tensor_slices or list_files of more, or read "
+        "it in OFF mode)"));
+  }
   auto task_it = tasks_.find(request.task_id());
   if (task_it == tasks_.end() || task_it->second.job_id != job.id) {
     return absl::NotFoundError(
