@@ -469,7 +469,9 @@ absl::StatusOr<proto::WorkerHeartbeatResponse> DispatcherState::WorkerHeartbeat(
   proto::WorkerHeartbeatResponse response;
   for (int64_t id : worker.task_ids) {
     const Task& task = tasks_.at(id);
-    if (task.finished || current.contains(id)) continue;
+    // A lost one is deleted below if the worker still runs it; sent again it would be read
+    // twice (a restored worker entry may list tasks of an earlier process).
+    if (task.finished || task.lost || current.contains(id)) continue;
     const Job& job = jobs_.at(task.job_id);
     proto::TaskDef* def = response.add_new_tasks();
     def->set_task_id(task.id);

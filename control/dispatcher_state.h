@@ -197,6 +197,9 @@ class DispatcherState {
     std::optional<proto::PipelineDef> sharded_pipeline;
     // Its worker was lost: the task is over and its clients abandon it.
     bool lost = false;
+    // The loss is in the journal (LoseTask: OFF tasks and static shards), so a snapshot
+    // keeps it. A DYNAMIC task's is kept through the task that recovers it.
+    bool loss_journaled = false;
     // Coordinated reads: the rounds [starting_round, ending_round) it serves (0: open).
     int64_t starting_round = 0;
     int64_t ending_round = 0;

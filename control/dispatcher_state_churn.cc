@@ -132,7 +132,15 @@ void DispatcherState::LoseWorker(const std::string& address, WorkerInfo& worker,
     // Consumers may have been told rounds up to the horizon belong to it; they skip those
     // they did not get, and the rotation goes on without it after.
     if (job.num_consumers > 0) EndRounds(job, task, /*read_all=*/false);
-    if (job.mode != proto::DYNAMIC) continue;  // OFF and static shards restart with the worker
+    if (job.mode != proto::DYNAMIC) {
+      // OFF and static shards restart with the worker, as new tasks: this one stays lost,
+      // also across a restart of this dispatcher.
+      task.loss_journaled = true;
+      proto::Update update;
+      update.mutable_lose_task()->set_task_id(task.id);
+      Journal(update);
+      continue;
+    }
     Job::Recovery recovery{task.id, {}};
     for (const auto& [client, last] : job.clients) {
       if (now - last <= config_.client_timeout) recovery.waiting_for.insert(client);

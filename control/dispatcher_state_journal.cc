@@ -198,6 +198,7 @@ proto::Snapshot DispatcherState::SnapshotLocked() const {
       for (const proto::Split& split : splits) *pass->add_splits() = split;
     }
     if (task.finished) snapshot.add_finished_task_ids(id);
+    if (task.lost && task.loss_journaled) snapshot.add_lost_task_ids(id);
   }
   for (int64_t id : collected_jobs_) snapshot.add_collected_job_ids(id);
   for (const auto& [name, id] : collected_job_names_) {
@@ -244,6 +245,10 @@ absl::Status DispatcherState::Restore(const Recovered& recovered) {
     }
     for (int64_t id : s.finished_task_ids()) {
       update.mutable_finish_task()->set_task_id(id);
+      SLUICE_RETURN_IF_ERROR(Apply(update));
+    }
+    for (int64_t id : s.lost_task_ids()) {
+      update.mutable_lose_task()->set_task_id(id);
       SLUICE_RETURN_IF_ERROR(Apply(update));
     }
     for (const auto& c : s.cursors()) {
@@ -359,6 +364,13 @@ absl::Status DispatcherState::Apply(const proto::Update& update) {
         task.recovery_splits[pass.repetition()].assign(pass.splits().begin(), pass.splits().end());
       }
       SeeId(t.task_id());
+      return absl::OkStatus();
+    }
+    case proto::Update::kLoseTask: {
+      auto it = tasks_.find(update.lose_task().task_id());
+      if (it == tasks_.end()) return corrupt("unknown task");
+      it->second.lost = true;
+      it->second.loss_journaled = true;
       return absl::OkStatus();
     }
     case proto::Update::kFinishTask: {
