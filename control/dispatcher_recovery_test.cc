@@ -408,6 +408,68 @@ TEST(DispatcherRecoveryTest, AFinishedTaskIsNotLostAfterARestart) {
   }
 }
 
+// A pass every task has left is pruned, also of a lost task's leases (they went to its
+// recovery task): a snapshot wrote those as cursors, and a restore took the oldest one for
+// the first live pass, so a new worker was handed the rest of pass 0 again.
+TEST(DispatcherRecoveryTest, APrunedPassStaysPrunedThroughASnapshot) {
+  TempDir tmp;
+  const DispatcherConfig config{.elements_per_split = 10, .worker_timeout = absl::Milliseconds(50)};
+  int64_t job_id = 0;
+  {
+    std::unique_ptr<JournalWriter> journal = *JournalWriter::Open(tmp.dir(), {});
+    DispatcherState state(config);
+    state.AttachJournal(journal.get(), /*compact_every=*/1);
+    proto::GetOrCreateJobRequest job;
+    job.set_dataset_id(*state.RegisterDataset(*engine::ParsePipeline("range(20) | repeat()")));
+    job.set_mode(proto::DYNAMIC);
+    const proto::GetOrCreateJobResponse created = *state.GetOrCreateJob(job);
+    job_id = created.job_id();
+    proto::WorkerHeartbeatRequest a;
+    a.set_worker_address("ucx://a:1");
+    const int64_t doomed = state.WorkerHeartbeat(a)->new_tasks(0).task_id();
+    proto::WorkerHeartbeatRequest b;
+    b.set_worker_address("ucx://b:1");
+    const int64_t survivor = state.WorkerHeartbeat(b)->new_tasks(0).task_id();
+    proto::GetSplitRequest lease = Lease(job_id, doomed, 1);
+    lease.set_max_splits(1);
+    ASSERT_EQ(state.GetSplit(lease)->splits_size(), 1);  // split 0 of pass 0
+    ASSERT_NO_FATAL_FAILURE(LoseWorkerA(state));
+    proto::ClientHeartbeatRequest client;
+    client.set_job_id(job_id);
+    client.set_client_id(created.client_id());
+    client.add_abandoned_tasks(doomed);
+    ASSERT_TRUE(state.ClientHeartbeat(client).ok());
+    proto::WorkerHeartbeatResponse given = *state.WorkerHeartbeat(b);
+    const int64_t recovery = given.new_tasks(given.new_tasks_size() - 1).task_id();
+    ASSERT_NE(recovery, survivor);
+    ASSERT_EQ(state.GetSplit(Lease(job_id, recovery, 1))->splits_size(), 1);
+    b.add_current_tasks(survivor);
+    b.add_current_tasks(recovery);
+    b.add_finished_tasks(recovery);
+    ASSERT_TRUE(state.WorkerHeartbeat(b).ok());
+    for (int64_t repetition = 0; repetition < 3; ++repetition) {
+      proto::GetSplitRequest pass = Lease(job_id, survivor, 10 + repetition);
+      pass.set_repetition(repetition);
+      ASSERT_TRUE(state.GetSplit(pass).ok());
+    }
+    ASSERT_TRUE(journal->Flush().ok());
+  }
+  absl::StatusOr<Recovered> recovered = Recover(tmp.dir());
+  ASSERT_TRUE(recovered.ok()) << recovered.status();
+  ASSERT_TRUE(recovered->snapshot.has_value()) << "the test needs a compaction";
+  DispatcherState state(config);
+  ASSERT_TRUE(state.Restore(*recovered).ok());
+  proto::WorkerHeartbeatRequest c;
+  c.set_worker_address("ucx://c:1");
+  absl::StatusOr<proto::WorkerHeartbeatResponse> joined = state.WorkerHeartbeat(c);
+  ASSERT_TRUE(joined.ok() && joined->new_tasks_size() == 1);
+  absl::StatusOr<proto::GetSplitResponse> pass0 =
+      state.GetSplit(Lease(job_id, joined->new_tasks(0).task_id(), 1));
+  ASSERT_TRUE(pass0.ok()) << pass0.status();
+  EXPECT_EQ(pass0->splits_size(), 0) << "pass 0, read long ago, was handed out again";
+  EXPECT_TRUE(pass0->end_of_splits());
+}
+
 // A worker that restarted (a new process at its address) has its old OFF task given up and
 // a new one made. That loss is journaled: after the dispatcher's own restart the old task
 // was live again in the worker's list, sent to it as new, and its pass read twice.

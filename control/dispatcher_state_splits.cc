@@ -186,6 +186,15 @@ void DispatcherState::PruneOldPasses(Job& job) {
     return;
   }
   job.pruned_below_repetition = oldest;
+  // Lost tasks' leases of those passes went to recovery tasks already (none is pending):
+  // kept, a snapshot wrote them as cursors, and a restore took the oldest for the first
+  // live pass, handing out the rest of a pass long read.
+  for (int64_t id : job.task_ids) {
+    Task& task = tasks_.at(id);
+    if (task.lost) {
+      task.lease_ranges.erase(task.lease_ranges.begin(), task.lease_ranges.lower_bound(oldest));
+    }
+  }
   job.providers.erase(job.providers.begin(), job.providers.lower_bound(oldest));
   job.restored_cursors.erase(job.restored_cursors.begin(),
                              job.restored_cursors.lower_bound(oldest));
