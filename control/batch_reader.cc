@@ -158,10 +158,14 @@ int BatchReader::FetchLimit() const {
   // Workers, not tasks (a worker serving a lost task's splits too holds two), and not one
   // being connected to or backing off: Pump would send those fetches to the others, past
   // the budget (two 16 MiB batches in flight to one worker while another was unreachable).
+  // Coordinated reads count a waiting worker still: PumpRounds counts the rounds that wait
+  // for it against the limit, and the other workers' later rounds must go on meanwhile.
+  const bool rounds = options_.num_consumers > 0;
   const absl::Time now = absl::Now();
   absl::InlinedVector<const std::string*, 8> askable;
   for (const Task& task : tasks_) {
-    if (task.ended || task.end_seen || task.lost || task.connecting || task.retry_at > now) {
+    if (task.ended || task.end_seen || task.lost ||
+        (!rounds && (task.connecting || task.retry_at > now))) {
       continue;
     }
     if (std::none_of(askable.begin(), askable.end(),

@@ -122,9 +122,7 @@ struct Delivery {
 struct RoundRequest {
   int32_t consumer = 0;
   int64_t round = 0;
-  // delivery_epoch: > 0, its batches are kept until acknowledged, and a request of an older
-  // epoch than one already seen from this consumer was sent before a break (stale).
-  int64_t epoch = 0;
+  int64_t epoch = 0;  // delivery_epoch: > 0, its batches are kept until acknowledged
   absl::InlinedVector<int64_t, 4> acked_rounds;
 };
 
@@ -453,8 +451,6 @@ class TaskRunner {
   // for a minute and every match walked them); asked for late, such a round gets the next
   // batch at once, as it did while remembered.
   std::vector<int64_t> went_ahead_below_ ABSL_GUARDED_BY(mu_);
-  // Coordinated reads, by consumer: the newest delivery_epoch it sent.
-  std::vector<int64_t> consumer_epochs_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, ClientDeliveries> deliveries_ ABSL_GUARDED_BY(mu_);  // by client id
   // Coordinated reads, by consumer, then round: batches sent and not acknowledged yet.
   std::map<int32_t, std::map<int64_t, ReadyBatch>> kept_rounds_ ABSL_GUARDED_BY(mu_);

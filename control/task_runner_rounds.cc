@@ -24,42 +24,20 @@ void TaskRunner::Fetch(std::shared_ptr<transport::ServerCall> call, uint64_t max
   std::optional<ReadyBatch> again;
   std::optional<Waiter> evicted;
   std::shared_ptr<transport::ServerCall> superseded;
-  std::vector<Waiter> stale;
-  bool stale_on_arrival = false;
   Waiter waiter{std::move(call), max_batch_bytes, consumer, round, -1, request.epoch};
   {
     absl::MutexLock lock(&mu_);
     const size_t n = static_cast<size_t>(task_.num_consumers());
-    if (consumer_epochs_.size() != n) consumer_epochs_.assign(n, 0);
     if (went_ahead_below_.size() != n) went_ahead_below_.assign(n, 0);
     std::map<int64_t, ReadyBatch>& kept = kept_rounds_[consumer];
     std::set<int64_t>& let_go = rounds_let_go_[consumer];
     stats_.acknowledgements_received += static_cast<int64_t>(request.acked_rounds.size());
-    for (int64_t acked : request.acked_rounds) {  // true whatever the epoch
+    for (int64_t acked : request.acked_rounds) {
       kept.erase(acked);
       let_go.erase(acked);
     }
     VerifyKeptSlabs();
-    // A request sent before its consumer saw a connection break, overtaken by the ones it
-    // sent after (over tcp they may): it would supersede the live request for its round,
-    // or, once that round was served, open it again and take a batch no one receives.
-    int64_t& latest = consumer_epochs_[static_cast<size_t>(consumer)];
-    if (request.epoch > 0 && request.epoch < latest) {
-      stale_on_arrival = true;
-    } else if (request.epoch > latest) {
-      latest = request.epoch;
-      for (auto it = waiters_.begin(); it != waiters_.end();) {
-        if (it->consumer == consumer && it->epoch > 0 && it->epoch < latest) {
-          stale.push_back(std::move(*it));
-          it = waiters_.erase(it);
-        } else {
-          ++it;
-        }
-      }
-    }
-    if (stale_on_arrival) {
-      // Told to retry below, with no batch.
-    } else if (auto it = kept.find(round); it != kept.end()) {
+    if (auto it = kept.find(round); it != kept.end()) {
       // Served before, and the reply went nowhere (the consumer asks only once otherwise).
       again.emplace(CopyOf(it->second));
       ++requests_;
@@ -82,8 +60,6 @@ void TaskRunner::Fetch(std::shared_ptr<transport::ServerCall> call, uint64_t max
       evicted = Park(std::move(waiter));
     }
   }
-  if (stale_on_arrival) TellToRetry(waiter);
-  for (const Waiter& old : stale) TellToRetry(old);
   if (superseded != nullptr) {
     superseded->Reply(absl::AbortedError(
         absl::StrCat("consumer ", consumer, " asked for round ", round, " again")));

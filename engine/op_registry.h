@@ -51,9 +51,11 @@ struct OpBuildArgs {
   // component 0). Null at the top level, where sources read the split feed instead.
   const Element* source_element = nullptr;
   // Builds `nested` (an interleave's pipeline) so that its source reads `element`; `seed`
-  // is mixed into its unseeded shuffles. The result may outlive this OpBuildArgs.
-  std::function<absl::StatusOr<std::unique_ptr<ElementIterator>>(const proto::PipelineDef& nested,
-                                                                 Element element, uint64_t seed)>
+  // is mixed into its unseeded shuffles, and its stages count their instances from
+  // `first_instance` (the interleave's own, so that a shuffle that reshuffles each iteration
+  // does so each pass). The result may outlive this OpBuildArgs.
+  std::function<absl::StatusOr<std::unique_ptr<ElementIterator>>(
+      const proto::PipelineDef& nested, Element element, uint64_t seed, int64_t first_instance)>
       build_nested;
   // Shared by every iterator this stage builds within one built pipeline (cache keeps its
   // elements here); starts empty. Iterators of a stage never run concurrently.

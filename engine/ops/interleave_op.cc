@@ -39,9 +39,8 @@ class InterleaveIterator : public ElementIterator {
         // alive; nested iterators refer to its stages.
         nested_(&args.stage.interleave().nested()),
         build_nested_(args.build_nested),
-        // Per instance, as shuffle's: a repeat rebuilds this stage, and its nested
-        // pipelines' unseeded shuffles must not replay the last pass's orders.
-        seed_(CombineSeeds(args.stage_seed, static_cast<uint64_t>(args.instance))),
+        seed_(args.stage_seed),
+        instance_(args.instance),
         replay_seed_(args.context.replay_seed),
         final_ordinals_(args.final_ordinals),
         registry_(args.context.delivered),
@@ -85,7 +84,12 @@ class InterleaveIterator : public ElementIterator {
                 : CombineSeeds(seed_, opened_);
         ++opened_;
         if (all_delivered) continue;
-        SLUICE_ASSIGN_OR_RETURN(next.it, build_nested_(*nested_, std::move(element), seed));
+        // The nested stages count instances from this stage's (a repeat rebuilds it each
+        // pass), so that a shuffle in there that reshuffles each iteration does so each
+        // pass, and one that does not keeps its order. Not where the split key, which names
+        // the pass, seeds it: a recovery task's instances count differently.
+        SLUICE_ASSIGN_OR_RETURN(
+            next.it, build_nested_(*nested_, std::move(element), seed, next.retag ? 0 : instance_));
         if (op_.parallel()) {
           next.it = std::make_unique<PrefetchIterator>(
               std::move(next.it), std::clamp<int64_t>(op_.block_length(), 2, kMaxReadAheadPerSlot));
@@ -265,6 +269,7 @@ class InterleaveIterator : public ElementIterator {
   const proto::PipelineDef* const nested_;
   const decltype(OpBuildArgs::build_nested) build_nested_;
   const uint64_t seed_;
+  const int64_t instance_;
   const uint64_t replay_seed_;
   const bool final_ordinals_;
   const std::shared_ptr<DeliveredRegistry> registry_;

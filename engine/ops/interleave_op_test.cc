@@ -207,6 +207,15 @@ TEST(InterleaveSeedTest, ANestedShuffleReshufflesEachPass) {
   std::vector<int64_t> sorted_first = first;
   std::sort(sorted_first.begin(), sorted_first.end());
   EXPECT_EQ(sorted, sorted_first) << "the same elements, in another order";
+  // One that does not reshuffle each iteration keeps its order, as at the top level.
+  absl::StatusOr<std::vector<Element>> fixed = DrainText(
+      "range(2) | interleave(range(50) | shuffle(50, reshuffle_each_iteration=false), "
+      "cycle_length=2) | repeat(2)");
+  ASSERT_TRUE(fixed.ok()) << fixed.status();
+  const std::vector<int64_t> both = testing::ScalarInt64s(*fixed);
+  ASSERT_EQ(both.size(), 200u);
+  EXPECT_EQ(std::vector<int64_t>(both.begin(), both.begin() + 100),
+            std::vector<int64_t>(both.begin() + 100, both.end()));
 }
 
 // parallel=true reads ahead of each open pipeline by a block, but not without bound: with
