@@ -145,7 +145,10 @@ absl::Status ExampleParser::Parse(std::string_view record, int64_t record_index,
     } else if (spec.kind() == proto::FeatureSpec::FIXED) {
       shape = {spec.length()};
     }
-    if (count == 0 && !var) {
+    // A feature of fixed length 0 that is there holds its zero values (tf.data's
+    // FixedLenFeature([0])); only a missing one needs the default.
+    const bool empty_as_wanted = want == 0 && it != map.end();
+    if (count == 0 && !var && !empty_as_wanted) {
       if (spec.int64_default_size() + spec.float_default_size() + spec.bytes_default_size() == 0) {
         return absl::InvalidArgumentError(absl::StrCat(where, " is ",
                                                        it == map.end() ? "missing" : "empty",

@@ -38,6 +38,14 @@ TEST(ExampleParserTest, DenseOutputsInSpecOrder) {
   EXPECT_THAT(out[4].values<float>(), ElementsAre(9.0f, 9.0f));
   absl::Status missing = Parser("empty:int64:scalar").Parse(ex.SerializeAsString(), 5, &out);
   EXPECT_EQ(missing.message(), "record 5: feature 'empty' is empty and the spec gives no default");
+  // Fixed length 0: a feature that is there, empty, is what the spec asks for (it was "empty
+  // and the spec gives no default"); a missing one still needs the default.
+  ASSERT_TRUE(Parser("empty:int64:0").Parse(ex.SerializeAsString(), 5, &out).ok());
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_THAT(out[0].shape(), ElementsAre(0));
+  EXPECT_EQ(out[0].dtype(), DType::kInt64);
+  EXPECT_EQ(Parser("absent:int64:0").Parse(ex.SerializeAsString(), 5, &out).message(),
+            "record 5: feature 'absent' is missing and the spec gives no default");
 }
 
 TEST(ExampleParserTest, PackedAndUnpackedEncodingsBothParse) {
