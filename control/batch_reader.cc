@@ -269,6 +269,13 @@ void BatchReader::Fetch(uint64_t fetch_id) {
     } else {
       InFlight& fetch = *in_flight_.Find(fetch_id);
       Sent& sent = fetch.sent_request;
+      // A new connection to the worker: the last one broke (or was dropped). Raised here
+      // too, not only when a request fails: a call whose payload was landing fails only
+      // once its receive ends, which may be after requests went out on the new connection.
+      if (round < 0 && task.connection != transport::kNoConnection &&
+          *connection != task.connection) {
+        ++task.delivery_epoch;
+      }
       if (task.delivery_epoch > task.confirmed_epoch) {
         sent.acked.assign(task.unconfirmed.begin(), task.unconfirmed.end());
       } else {
@@ -472,7 +479,14 @@ bool BatchReader::OnTaskFetched(Task& task, transport::Slab slab, absl::Time sen
   // A failed request may have lost a batch on the way: the next request says so (and the
   // task is read on, whatever end another reply announced).
   if (!result.ok()) {
-    task.delivery_epoch = std::max(task.delivery_epoch, int64_t{1}) + 1;
+    // Raised once per break: by the first failed request of the current epoch, or by the
+    // first request on a new connection (Fetch). One sent before an earlier raise is covered
+    // by it: the worker counts a batch served under an older epoch lost once the newer one
+    // reaches it, and serves a request of an older epoch nothing. Raised again, the worker
+    // would also take batches served on the new connection for lost, and let those it had
+    // let go pass the sequence floor while their replies were still on their way: handed
+    // out after later ones (a CI run saw it).
+    if (request.epoch >= task.delivery_epoch) ++task.delivery_epoch;
     task.end_seen = false;
     // Whatever requests in flight carry may be lost with this one: all go again.
     task.CarryAllAgain();

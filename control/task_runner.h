@@ -100,6 +100,8 @@ struct TaskRunnerStats {
   int64_t unacked_batches_forgotten = 0;
   // Acknowledgements requests carried (WorkerStats.acknowledgements_received).
   int64_t acknowledgements_received = 0;
+  // Requests that raised their client's delivery epoch (WorkerStats.breaks_reported).
+  int64_t breaks_reported = 0;
   // 100 ms waits of the pipeline for a free slab (WorkerStats.slab_waits).
   int64_t slab_waits = 0;
   // Bytes assembled into batches not served (yet): in the buffer, or in a coordinated

@@ -51,6 +51,7 @@ void TaskRunner::Fetch(std::shared_ptr<transport::ServerCall> call, uint64_t max
       const bool newer_epoch = delivery.epoch > client.epoch;
       if (newer_epoch) {
         // The client's connection broke since: what it has not acknowledged by now was lost.
+        if (client.epoch > 0) ++stats_.breaks_reported;  // not its first request
         client.epoch = delivery.epoch;
         for (auto it = client.unacked.begin(); it != client.unacked.end();) {
           if (it->second.second < delivery.epoch) {

@@ -177,6 +177,7 @@ void AddTaskStats(const TaskRunnerStats& task, proto::WorkerStats* worker) {
                                         task.unacked_batches_forgotten);
   worker->set_acknowledgements_received(worker->acknowledgements_received() +
                                         task.acknowledgements_received);
+  worker->set_breaks_reported(worker->breaks_reported() + task.breaks_reported);
   worker->set_slab_waits(worker->slab_waits() + task.slab_waits);
   worker->set_bytes_assembled_unserved(worker->bytes_assembled_unserved() +
                                        task.bytes_assembled_unserved);

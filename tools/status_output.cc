@@ -83,6 +83,7 @@ nlohmann::json StatusToJson(const proto::GetStatusResponse& status) {
          {"batches_handed_on", w.stats().batches_handed_on()},
          {"lost_batches_dropped", w.stats().lost_batches_dropped()},
          {"acknowledgements_received", w.stats().acknowledgements_received()},
+         {"breaks_reported", w.stats().breaks_reported()},
          {"slab_waits", w.stats().slab_waits()},
          {"batches_spilled", w.stats().batches_spilled()},
          {"bytes_spilled", w.stats().bytes_spilled()},

@@ -144,6 +144,11 @@ TEST(FaultToleranceTest, DroppedConnectionsLoseAndDuplicateNothing) {
   ExpectEachValueTimes(Values(*read), 100000, 1);
   ExpectEachWorkersBatchesInOrder(*read);
   EXPECT_THAT(read->stderr_text(), Not(HasSubstr("error")));
+  if (HasFailure()) {  // what the workers let go and served again, to tell why
+    Subprocess status({Binary(), "status", "--dispatcher", cluster.address(), "--json"});
+    static_cast<void>(status.Wait(absl::Seconds(30)));
+    ADD_FAILURE() << "the cluster's status:\n" << status.stdout_text();
+  }
 }
 
 // `read --take` of a shared DYNAMIC job while its connections break: a task whose reply
