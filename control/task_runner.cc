@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <functional>
+#include <system_error>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -25,10 +26,15 @@ absl::StatusOr<std::unique_ptr<TaskRunner>> TaskRunner::Start(
   }
   std::unique_ptr<TaskRunner> runner(
       new TaskRunner(task, std::move(pool), std::move(feed), options));
-  runner->producer_ = std::thread([r = runner.get()] {
-    SetCurrentThreadName(absl::StrCat("sluice-task", r->task_.task_id()));
-    r->Produce();
-  });
+  try {
+    runner->producer_ = std::thread([r = runner.get()] {
+      SetCurrentThreadName(absl::StrCat("sluice-task", r->task_.task_id()));
+      r->Produce();
+    });
+  } catch (const std::system_error& e) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("cannot start a thread for task ", task.task_id(), " (", e.what(), ")"));
+  }
   return runner;
 }
 
@@ -49,7 +55,7 @@ TaskRunner::~TaskRunner() {
     room_.Signal();
   }
   if (feed_ != nullptr) feed_->Cancel();
-  producer_.join();
+  if (producer_.joinable()) producer_.join();
   std::vector<Waiter> waiters;
   {
     absl::MutexLock lock(&mu_);

@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -135,6 +136,7 @@ class ParallelMapIterator : public ElementIterator {
       // Hands slots back once per chunk's worth, so workers rarely wait for room.
       if ((next_take_ == ready_end_ || next_take_ - handed_back_ >= hand_back_every_) &&
           !WaitForResults()) {
+        if (!start_failed_.ok()) return start_failed_;
         *end_of_sequence = true;
         return absl::OkStatus();
       }
@@ -179,10 +181,20 @@ class ParallelMapIterator : public ElementIterator {
     std::unique_lock<std::mutex> lock(mu_);
     if (threads_.empty()) {
       for (int i = 0; i < parallel_; ++i) {
-        threads_.emplace_back([this] {
-          SetCurrentThreadName("sluice-map");
-          Work();
-        });
+        try {
+          threads_.emplace_back([this] {
+            SetCurrentThreadName("sluice-map");
+            Work();
+          });
+        } catch (const std::system_error& e) {
+          // Out of threads (or of memory for their stacks): the map goes on with those it
+          // has, any one of which claims every chunk in turn. With none it fails, where an
+          // uncaught throw would have ended the worker.
+          if (!threads_.empty()) break;
+          start_failed_ = absl::ResourceExhaustedError(absl::StrCat(
+              label_, ": cannot start a thread for its parallel calls (", e.what(), ")"));
+          return false;
+        }
       }
     }
     released_ = handed_back_ = next_take_;
@@ -311,6 +323,7 @@ class ParallelMapIterator : public ElementIterator {
   int64_t consumer_waits_for_ = -1;  // The element the consumer sleeps on, if it does.
   bool input_busy_ = false;
   bool input_done_ = false;
+  absl::Status start_failed_;            // No thread could start: the map fails with this.
   std::atomic<bool> cancelled_ = false;  // Written under mu_, also read without it.
   std::vector<std::thread> threads_;     // Last: joined before the rest is destroyed.
 };

@@ -2,10 +2,13 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "engine/pipeline_text.h"
 #include "engine/provenance.h"
 #include "engine/test_util.h"
@@ -68,6 +71,29 @@ std::vector<std::string> Trace(ElementIterator& it, int limit = 100000) {
     trace.push_back(std::to_string(e.at(0).values<int64_t>()[0]));
   }
   return trace;
+}
+
+// With no room for a thread, a parallel map fails with a clear error: before, the throw
+// from starting its threads went uncaught and ended the worker.
+TEST(ParallelMapDeathTest, AMapThatCannotStartAThreadFailsClearly) {
+  EXPECT_EXIT(
+      {
+        ElementTransform same = [](Element in, int64_t, std::optional<Element>* out) {
+          *out = std::move(in);
+          return absl::OkStatus();
+        };
+        auto it = MakeMapIterator(Range(10), same, 4, "t");
+        testing::LeaveNoRoomForAThread();
+        Element element;
+        bool end = false;
+        const absl::Status s = it->GetNext(&element, &end);
+        std::fprintf(stderr, "%s\n", s.ToString().c_str());
+        std::_Exit(s.code() == absl::StatusCode::kResourceExhausted &&
+                           absl::StrContains(s.message(), "t: cannot start a thread")
+                       ? 0
+                       : 1);
+      },
+      ::testing::ExitedWithCode(0), "cannot start a thread");
 }
 
 TEST(ParallelMapTest, OrderDropsAndErrorsMatchTheSequentialVersion) {

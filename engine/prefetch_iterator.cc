@@ -1,14 +1,26 @@
 #include "engine/prefetch_iterator.h"
 
 #include <string>
+#include <system_error>
 #include <utility>
+
+#include "absl/strings/str_cat.h"
 
 namespace sluice::engine {
 
 PrefetchIterator::PrefetchIterator(std::unique_ptr<ElementIterator> input, int64_t buffer_size)
     : input_(std::move(input)),
-      buffer_size_(static_cast<size_t>(buffer_size < 1 ? 1 : buffer_size)),
-      thread_([this] { Produce(); }) {}
+      buffer_size_(static_cast<size_t>(buffer_size < 1 ? 1 : buffer_size)) {
+  try {
+    thread_ = std::thread([this] { Produce(); });
+  } catch (const std::system_error& e) {
+    // Out of threads: the first GetNext says so, where an uncaught throw would have ended
+    // the worker.
+    error_ = absl::ResourceExhaustedError(
+        absl::StrCat("prefetch: cannot start its thread (", e.what(), ")"));
+    input_done_ = true;
+  }
+}
 
 PrefetchIterator::~PrefetchIterator() {
   {
@@ -16,7 +28,7 @@ PrefetchIterator::~PrefetchIterator() {
     cancelled_ = true;
   }
   cv_.notify_all();
-  thread_.join();
+  if (thread_.joinable()) thread_.join();
 }
 
 void PrefetchIterator::Produce() {

@@ -49,7 +49,7 @@ class PrefetchIterator : public ElementIterator {
   bool input_done_ = false;
   absl::Status error_;  // Delivered after the buffered elements.
   bool cancelled_ = false;
-  std::thread thread_;  // Last: started once everything above exists.
+  std::thread thread_;  // Last: started once everything above exists (if it can be).
 };
 
 }  // namespace sluice::engine

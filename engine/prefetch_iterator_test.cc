@@ -2,6 +2,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <thread>
 #include <vector>
@@ -39,6 +41,24 @@ class CountingIterator : public ElementIterator {
   absl::Status error_;
   std::atomic<int64_t>* pulls_;
 };
+
+// With no room for its thread, a prefetch fails at its first element with a clear error:
+// before, the throw from its constructor went uncaught and ended the worker.
+TEST(PrefetchIteratorDeathTest, APrefetchThatCannotStartItsThreadFailsClearly) {
+  EXPECT_EXIT(
+      {
+        std::atomic<int64_t> pulls{0};
+        auto input = std::make_unique<CountingIterator>(10, absl::OkStatus(), &pulls);
+        testing::LeaveNoRoomForAThread();
+        PrefetchIterator it(std::move(input), 2);
+        Element element;
+        bool end = false;
+        const absl::Status s = it.GetNext(&element, &end);
+        std::fprintf(stderr, "%s\n", s.ToString().c_str());
+        std::_Exit(s.code() == absl::StatusCode::kResourceExhausted ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "prefetch: cannot start its thread");
+}
 
 TEST(PrefetchIteratorTest, ReadsAheadUpToTheBufferThenDeliversInOrder) {
   std::atomic<int64_t> pulls{0};

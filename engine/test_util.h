@@ -9,6 +9,8 @@
 #define SLUICE_ENGINE_TEST_UTIL_H_
 
 #include <stdlib.h>
+#include <sys/resource.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <cstdint>
@@ -117,6 +119,19 @@ inline std::string Compress(std::string_view data, bool gzip) {
   out.resize(z.total_out);
   deflateEnd(&z);
   return out;
+}
+
+// Lowers this process's address-space limit to what it maps now plus `room`: a thread's
+// stack (8 MiB by default) no longer fits, so starting one fails as on a machine out of
+// threads. Only for a child the test forks (EXPECT_EXIT): it cannot be raised again.
+inline void LeaveNoRoomForAThread(size_t room = 1 << 20) {
+  std::ifstream statm("/proc/self/statm");
+  size_t pages = 0;
+  statm >> pages;
+  const rlim_t bytes = static_cast<rlim_t>(pages) * static_cast<rlim_t>(sysconf(_SC_PAGESIZE)) +
+                       static_cast<rlim_t>(room);
+  const rlimit limit{bytes, bytes};
+  setrlimit(RLIMIT_AS, &limit);
 }
 
 // The shared test data directory (meson passes SLUICE_TESTDATA, the repository's
