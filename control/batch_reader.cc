@@ -232,6 +232,7 @@ void BatchReader::Fetch(uint64_t fetch_id) {
   request.Clear();
   absl::Status failed;
   bool ended_here = false;
+  bool overtaken = false;
   {
     absl::MutexLock lock(&mu_);
     Task& task = tasks_[task_index];
@@ -266,6 +267,12 @@ void BatchReader::Fetch(uint64_t fetch_id) {
       } else {
         task.connecting = true;
       }
+    } else if (task.connection != known_connection && *connection != task.connection) {
+      // Another fetch went out on a newer connection since this one looked (the one it
+      // found has broken since): sent here it would fail, and raise the epoch again after
+      // requests went out on the new one. Taken back and asked again.
+      Unfetch(fetch_id);
+      overtaken = true;
     } else {
       InFlight& fetch = *in_flight_.Find(fetch_id);
       Sent& sent = fetch.sent_request;
@@ -295,7 +302,7 @@ void BatchReader::Fetch(uint64_t fetch_id) {
     OnFetched(fetch_id, failed);
     return;
   }
-  if (ended_here) {
+  if (ended_here || overtaken) {
     Pump();
     return;
   }

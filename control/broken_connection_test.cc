@@ -65,10 +65,13 @@ TEST_P(BrokenConnectionTest, EachBreakIsReportedOnceAndTheOrderHolds) {
   EXPECT_EQ(next_value, kBatches * kRows);
   reader->reset();
   const proto::WorkerStats stats = (*cluster)->workers()[0]->stats();
-  // A break every 40 batches accepted; none after the last (the read ends first).
+  // A break every 40 batches accepted, the last with the requests that learn the end (one
+  // with no request on its way goes unreported). One more is allowed for a break of the
+  // transport's own (a UCX restart); a break reported once per failed request, with up to
+  // 8 in flight, is well past it.
   const int64_t breaks = kBatches / kDisconnectEvery;
   EXPECT_GE(stats.breaks_reported(), breaks / 2) << "the breaks went unreported";
-  EXPECT_LE(stats.breaks_reported(), breaks) << "a break reported more than once";
+  EXPECT_LE(stats.breaks_reported(), breaks + 1) << "a break reported more than once";
   EXPECT_GT(stats.batches_redelivered(), 0) << "no reply was lost with a connection";
 }
 
