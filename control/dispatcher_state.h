@@ -26,6 +26,7 @@
 #include "control/journal.h"
 #include "control/service.pb.h"
 #include "control/static_sharding.h"
+#include "engine/split_key.h"
 #include "split/split_provider.h"
 
 namespace sluice::control {
@@ -67,7 +68,7 @@ struct DispatcherConfig {
 class DispatcherState {
  public:
   // Passes a DYNAMIC job's split keys can name: the repetition takes a key's top 23 bits.
-  static constexpr int64_t kMaxRepetitions = int64_t{1} << 23;
+  static constexpr int64_t kMaxRepetitions = engine::kMaxSplitKeyRepetitions;
   explicit DispatcherState(const DispatcherConfig& config)
       : config_(config), worker_list_(config.worker_addresses) {}
 
@@ -265,7 +266,7 @@ class DispatcherState {
   static constexpr int kMaxSplitsPerLease = 64;
   // Unique per (repetition, split index) within a job; never 0 (0 means untracked).
   static int64_t SplitKey(int64_t repetition, int64_t index) {
-    return (repetition << 40) + index + 1;
+    return engine::MakeSplitKey(repetition, index);
   }
   // Whether the split `split_key` names was handed out: its pass's provider got past it.
   static bool HandedOut(const Job& job, int64_t split_key);

@@ -29,7 +29,8 @@ int64_t StageThreads(const proto::Stage& stage) {
       const proto::InterleaveOp& op = stage.interleave();
       const int64_t per_slot = PipelineThreads(op.nested()) + (op.parallel() ? 1 : 0);
       const int64_t slots = std::clamp<int64_t>(op.cycle_length(), 0, kSaturated);
-      return std::min(kSaturated, slots * per_slot);
+      // Both may be near 2^40: their product would overflow.
+      return per_slot != 0 && slots > kSaturated / per_slot ? kSaturated : slots * per_slot;
     }
     default:
       return 0;

@@ -101,6 +101,11 @@ TEST(ValidatePipelineTest, NestedParallelismIsBoundedAsAProduct) {
                 "cycle_length=4096), cycle_length=4096), cycle_length=4096)")),
             int64_t{1} << 40)
       << "saturates rather than overflows";
+  EXPECT_EQ(PipelineThreads(MustParse("range(9) | interleave(range(9) | interleave(range(1) | "
+                                      "map(square, parallel=2), cycle_length=1099511627776), "
+                                      "cycle_length=1099511627776)")),
+            int64_t{1} << 40)
+      << "two factors near the bound overflow their product";
   // A nested pipeline is counted in its interleave, not on its own.
   EXPECT_TRUE(ValidateNestedPipeline(MustParse("range(3) | map(square, parallel=1024) | "
                                                "map(square, parallel=1024) | "

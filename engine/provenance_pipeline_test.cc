@@ -9,9 +9,11 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "engine/iterator.h"
 #include "engine/provenance.h"
 #include "engine/provenance_test_util.h"
+#include "engine/split_key.h"
 #include "engine/test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -357,6 +359,27 @@ TEST(ProvenancePipelineTest, AShuffleInsideTheInterleaveReplaysOnTheWorkerThatTa
     EXPECT_EQ(std::count(counts.begin(), counts.end(), 1), 100)
         << "split " << outer.first << " outer " << outer.second << ": a value lost or twice";
   }
+}
+
+// One split in two passes of a repeat() (keys that differ only in the repetition): a nested
+// shuffle that reshuffles each iteration shuffles each pass anew, one that does not keeps
+// its order, and each alike on every worker. Before, the seed came from the whole key, so
+// the second reshuffled too.
+TEST(ProvenancePipelineTest, ANestedShuffleInADynamicPassReshufflesOnlyWhenAsked) {
+  auto order = [](bool reshuffle, int64_t repetition) {
+    const std::string text =
+        absl::StrCat("range(10) | interleave(range(100) | shuffle(100, reshuffle_each_iteration=",
+                     reshuffle ? "true" : "false", ")) | batch(1000)");
+    FakeFeed feed({MakeSplit(MakeSplitKey(repetition, 3), 0, 10)});
+    std::unique_ptr<ElementIterator> it = BuildFed(text, &feed);
+    absl::StatusOr<std::vector<Element>> all = Drain(*it);
+    EXPECT_TRUE(all.ok()) << all.status();
+    return all.ok() ? FlatInt64s(*all) : std::vector<int64_t>{};
+  };
+  EXPECT_EQ(order(false, 0).size(), 1000u);
+  EXPECT_EQ(order(false, 0), order(false, 1)) << "reshuffled without being asked to";
+  EXPECT_NE(order(true, 0), order(true, 1)) << "the same order in both passes";
+  EXPECT_EQ(order(true, 1), order(true, 1)) << "another worker shuffles the pass otherwise";
 }
 
 TEST(ProvenancePipelineTest, InterleaveAfterBatchKeepsTheSourceOrdinals) {

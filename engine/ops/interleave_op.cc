@@ -19,6 +19,7 @@
 #include "engine/prefetch_iterator.h"
 #include "engine/provenance.h"
 #include "engine/random.h"
+#include "engine/split_key.h"
 
 namespace sluice::engine {
 namespace {
@@ -75,21 +76,23 @@ class InterleaveIterator : public ElementIterator {
         bool all_delivered = false;
         SLUICE_RETURN_IF_ERROR(Prepare(element, &next, &all_delivered));
         // A split's nested elements are numbered by their place, so every worker must
-        // yield them in the same order: seeded from the job, the split and the outer
-        // element, not from this worker (split keys name the repetition: passes differ).
+        // yield them in the same order: seeded from the job, the split's index and the
+        // outer element, not from this worker nor from the pass.
         const uint64_t seed =
             next.retag
-                ? CombineSeeds(CombineSeeds(replay_seed_, static_cast<uint64_t>(next.split_key)),
+                ? CombineSeeds(CombineSeeds(replay_seed_,
+                                            static_cast<uint64_t>(SplitKeyIndex(next.split_key))),
                                static_cast<uint64_t>(next.outer_ordinal))
                 : CombineSeeds(seed_, opened_);
         ++opened_;
         if (all_delivered) continue;
-        // The nested stages count instances from this stage's (a repeat rebuilds it each
-        // pass), so that a shuffle in there that reshuffles each iteration does so each
-        // pass, and one that does not keeps its order. Not where the split key, which names
-        // the pass, seeds it: a recovery task's instances count differently.
-        SLUICE_ASSIGN_OR_RETURN(
-            next.it, build_nested_(*nested_, std::move(element), seed, next.retag ? 0 : instance_));
+        // The nested stages count instances from the pass (a repeat rebuilds this stage
+        // each pass), so that a shuffle in there that reshuffles each iteration does so each
+        // pass, and one that does not keeps its order. For a split, the pass its key names:
+        // a recovery task's instances count differently, and it must shuffle alike.
+        const int64_t first_instance = next.retag ? SplitKeyRepetition(next.split_key) : instance_;
+        SLUICE_ASSIGN_OR_RETURN(next.it,
+                                build_nested_(*nested_, std::move(element), seed, first_instance));
         if (op_.parallel()) {
           next.it = std::make_unique<PrefetchIterator>(
               std::move(next.it), std::clamp<int64_t>(op_.block_length(), 2, kMaxReadAheadPerSlot));
