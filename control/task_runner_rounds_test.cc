@@ -147,7 +147,7 @@ class Poller {
 // forgotten once served, not kept a minute each (at thousands of rounds a second, every
 // match walked all of them). Asking late after all, it gets the next batch at once.
 TEST_F(DeliveryTest, RoundsThatWentAheadWithoutAConsumerAreForgottenOnceServed) {
-  StartRunner(kEndless, /*num_consumers=*/2, 16, absl::Seconds(2));
+  StartRunner(kEndless, /*num_consumers=*/2, 16, absl::Seconds(5));
   Poller poller(runner_.get());
   for (int64_t r = 0; r < 20; ++r) {
     std::vector<int64_t> acked;
@@ -157,7 +157,8 @@ TEST_F(DeliveryTest, RoundsThatWentAheadWithoutAConsumerAreForgottenOnceServed) 
   EXPECT_LE(runner_->rounds_remembered(), 1u);
   const absl::Time asked = absl::Now();
   EXPECT_EQ(GetRound(1, 5, {}).value_or(-100), 20) << "consumer 1, late, gets the next batch";
-  EXPECT_LT(absl::Now() - asked, absl::Seconds(1)) << "it waited a round wait (2 s)";
+  // Far from a round wait: a loaded machine's slow call is not taken for one.
+  EXPECT_LT(absl::Now() - asked, absl::Seconds(3)) << "it waited a round wait (5 s)";
 }
 
 }  // namespace

@@ -209,13 +209,12 @@ class DeliveryTest : public ::testing::Test {
 
   // Coordinated: the batch index `consumer` gets for `round`, or kEnd, or kRetryLater, or the
   // call's failure (code).
-  absl::StatusOr<int64_t> GetRound(int32_t consumer, int64_t round, std::vector<int64_t> acked,
-                                   int64_t epoch = 1) {
+  absl::StatusOr<int64_t> GetRound(int32_t consumer, int64_t round, std::vector<int64_t> acked) {
     proto::GetElementRequest request;
     request.set_task_id(kTaskId);
     request.set_client_id(100 + consumer);
     request.set_max_batch_bytes(1 << 16);
-    request.set_delivery_epoch(epoch);
+    request.set_delivery_epoch(1);
     request.set_coordinated(true);
     request.set_consumer_index(consumer);
     request.set_round(round);
