@@ -470,60 +470,6 @@ TEST(DispatcherRecoveryTest, APrunedPassStaysPrunedThroughASnapshot) {
   EXPECT_TRUE(pass0->end_of_splits());
 }
 
-// A worker that restarted (a new process at its address) has its old OFF task given up and
-// a new one made. That loss is journaled: after the dispatcher's own restart the old task
-// was live again in the worker's list, sent to it as new, and its pass read twice.
-void ARestartedWorkersOldTaskStaysLostAfterARestart(int64_t compact_every) {
-  TempDir tmp;
-  proto::WorkerHeartbeatRequest old_process;
-  old_process.set_worker_address("ucx://127.0.0.1:7001");
-  old_process.set_worker_uid("a-1");
-  proto::WorkerHeartbeatRequest new_process = old_process;
-  new_process.set_worker_uid("a-2");
-  proto::ClientHeartbeatRequest client;
-  int64_t old_task = 0;
-  int64_t new_task = 0;
-  {
-    std::unique_ptr<JournalWriter> journal = *JournalWriter::Open(tmp.dir(), {});
-    DispatcherState state({});
-    state.AttachJournal(journal.get(), compact_every);
-    proto::GetOrCreateJobRequest job;
-    job.set_dataset_id(*state.RegisterDataset(*engine::ParsePipeline("range(100) | batch(10)")));
-    job.set_mode(proto::OFF);
-    job.set_job_name("passes");
-    absl::StatusOr<proto::GetOrCreateJobResponse> created = state.GetOrCreateJob(job);
-    ASSERT_TRUE(created.ok()) << created.status();
-    client.set_job_id(created->job_id());
-    client.set_client_id(created->client_id());
-    absl::StatusOr<proto::WorkerHeartbeatResponse> first = state.WorkerHeartbeat(old_process);
-    ASSERT_TRUE(first.ok() && first->new_tasks_size() == 1);
-    old_task = first->new_tasks(0).task_id();
-    absl::StatusOr<proto::WorkerHeartbeatResponse> restarted = state.WorkerHeartbeat(new_process);
-    ASSERT_TRUE(restarted.ok() && restarted->new_tasks_size() == 1);
-    new_task = restarted->new_tasks(0).task_id();
-    ASSERT_NE(new_task, old_task);
-    ASSERT_TRUE(journal->Flush().ok());
-  }
-  absl::StatusOr<Recovered> recovered = Recover(tmp.dir());
-  ASSERT_TRUE(recovered.ok()) << recovered.status();
-  DispatcherState state({});
-  ASSERT_TRUE(state.Restore(*recovered).ok());
-  new_process.add_current_tasks(new_task);
-  absl::StatusOr<proto::WorkerHeartbeatResponse> beat = state.WorkerHeartbeat(new_process);
-  ASSERT_TRUE(beat.ok()) << beat.status();
-  EXPECT_EQ(beat->new_tasks_size(), 0) << "the old process's task was sent to the new one";
-  absl::StatusOr<proto::ClientHeartbeatResponse> told = state.ClientHeartbeat(client);
-  ASSERT_TRUE(told.ok()) << told.status();
-  EXPECT_THAT(told->lost_tasks(), ::testing::ElementsAre(old_task));
-}
-
-TEST(DispatcherRecoveryTest, ARestartedWorkersOldTaskStaysLostAfterARestart) {
-  for (int64_t compact_every : {0, 1}) {
-    SCOPED_TRACE(compact_every);
-    ARestartedWorkersOldTaskStaysLostAfterARestart(compact_every);
-  }
-}
-
 // A worker lost when a job was made got no task of it; lost is not journaled, so after a
 // restart it looked live and known, and on its next heartbeat still got none: a static
 // shard of it would have been waited for for ever. Its first heartbeat to the restarted

@@ -4,6 +4,7 @@
 #include <iostream>
 #include <limits>
 #include <set>
+#include <utility>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
@@ -461,6 +462,9 @@ absl::StatusOr<proto::WorkerHeartbeatResponse> DispatcherState::WorkerHeartbeat(
     }
   }
   worker.last_heartbeat = absl::Now();
+  if (std::exchange(worker.unheard_since_restore, false)) {
+    for (auto& [id, job] : jobs_) LaunchRecoveries(job);  // it may take one now
+  }
   worker.uid = request.worker_uid();
   worker.stats = request.stats();
   FinishReportedTasks(request);

@@ -198,9 +198,6 @@ class DispatcherState {
     std::optional<proto::PipelineDef> sharded_pipeline;
     // Its worker was lost: the task is over and its clients abandon it.
     bool lost = false;
-    // The loss is in the journal (LoseTask: OFF tasks and static shards), so a snapshot
-    // keeps it. A DYNAMIC task's is kept through the task that recovers it.
-    bool loss_journaled = false;
     // Coordinated reads: the rounds [starting_round, ending_round) it serves (0: open).
     int64_t starting_round = 0;
     int64_t ending_round = 0;
@@ -320,6 +317,9 @@ class DispatcherState {
     proto::WorkerStats stats;
     bool lost = false;
     std::string uid;  // of the process behind the address (WorkerHeartbeatRequest)
+    // Restored from the journal and silent since: maybe the dead worker a task was lost
+    // with, so no recovery task goes to it yet.
+    bool unheard_since_restore = false;
   };
   // Worker churn (dispatcher_state_churn.cc).
   // Garbage-collects jobs whose clients are all gone for job_gc_timeout.
@@ -332,6 +332,10 @@ class DispatcherState {
   // Forgets a job and its tasks (workers are told to delete them); journals it if `journal`.
   void RemoveJob(int64_t job_id, bool journal) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void LoseWorker(const std::string& address, WorkerInfo& worker, const std::string& why)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Re-issues DYNAMIC task `lost_task`'s splits once every client of `job` live at `now`
+  // has confirmed it stopped reading it (LaunchRecoveries).
+  void WaitToReissue(Job& job, int64_t lost_task, absl::Time now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A worker shutting down (WorkerHeartbeatRequest.leaving): lost now, not a timeout later,
   // unless it holds an OFF pass or a static shard of a job still running.

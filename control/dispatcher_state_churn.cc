@@ -132,21 +132,23 @@ void DispatcherState::LoseWorker(const std::string& address, WorkerInfo& worker,
     // Consumers may have been told rounds up to the horizon belong to it; they skip those
     // they did not get, and the rotation goes on without it after.
     if (job.num_consumers > 0) EndRounds(job, task, /*read_all=*/false);
-    if (job.mode != proto::DYNAMIC) {
-      // OFF and static shards restart with the worker, as new tasks: this one stays lost,
-      // also across a restart of this dispatcher.
-      task.loss_journaled = true;
-      proto::Update update;
-      update.mutable_lose_task()->set_task_id(task.id);
-      Journal(update);
-      continue;
-    }
-    Job::Recovery recovery{task.id, {}};
-    for (const auto& [client, last] : job.clients) {
-      if (now - last <= config_.client_timeout) recovery.waiting_for.insert(client);
-    }
-    job.recoveries.push_back(std::move(recovery));
+    // Lost also across a restart of this dispatcher: an OFF pass or static shard restarts
+    // with the worker as a new task, and a DYNAMIC task's splits wait to be re-issued (a
+    // restart before they were would have the old task live again, and sent to a new
+    // process at the address as new: read twice).
+    proto::Update update;
+    update.mutable_lose_task()->set_task_id(task.id);
+    Journal(update);
+    if (job.mode == proto::DYNAMIC) WaitToReissue(job, task.id, now);
   }
+}
+
+void DispatcherState::WaitToReissue(Job& job, int64_t lost_task, absl::Time now) {
+  Job::Recovery recovery{lost_task, {}};
+  for (const auto& [client, last] : job.clients) {
+    if (now - last <= config_.client_timeout) recovery.waiting_for.insert(client);
+  }
+  job.recoveries.push_back(std::move(recovery));
 }
 
 void DispatcherState::LetWorkerLeave(const proto::WorkerHeartbeatRequest& request) {
@@ -198,7 +200,7 @@ void DispatcherState::LaunchRecoveries(Job& job) {
     const std::string* host = nullptr;
     size_t fewest = 0;
     for (const auto& [address, worker] : workers_) {
-      if (worker.lost) continue;
+      if (worker.lost || worker.unheard_since_restore) continue;
       if (host == nullptr || worker.task_ids.size() < fewest) {
         host = &address;
         fewest = worker.task_ids.size();

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -198,7 +199,7 @@ proto::Snapshot DispatcherState::SnapshotLocked() const {
       for (const proto::Split& split : splits) *pass->add_splits() = split;
     }
     if (task.finished) snapshot.add_finished_task_ids(id);
-    if (task.lost && task.loss_journaled) snapshot.add_lost_task_ids(id);
+    if (task.lost) snapshot.add_lost_task_ids(id);
   }
   for (int64_t id : collected_jobs_) snapshot.add_collected_job_ids(id);
   for (const auto& [name, id] : collected_job_names_) {
@@ -287,6 +288,24 @@ absl::Status DispatcherState::Restore(const Recovered& recovered) {
                            job.pass_files.lower_bound(job.pruned_below_repetition));
     }
   }
+  // A DYNAMIC task lost before its splits were re-issued: the loss is journaled, the wait
+  // for its clients to confirm is not. It waits again, for the clients restored (they
+  // confirm with every heartbeat). Recovery tasks go only to workers heard from since: a
+  // restored one may be the dead one.
+  absl::flat_hash_set<int64_t> recovered_tasks;
+  for (const auto& [id, task] : tasks_) {
+    if (task.recovers_task_id != 0) recovered_tasks.insert(task.recovers_task_id);
+  }
+  const absl::Time now = absl::Now();
+  for (const auto& [id, task] : tasks_) {
+    Job& job = jobs_.at(task.job_id);
+    if (!task.lost || job.mode != proto::DYNAMIC || recovered_tasks.contains(id) ||
+        JobFinished(job)) {
+      continue;
+    }
+    WaitToReissue(job, id, now);
+  }
+  for (auto& [address, worker] : workers_) worker.unheard_since_restore = true;
   return absl::OkStatus();
 }
 
@@ -370,7 +389,6 @@ absl::Status DispatcherState::Apply(const proto::Update& update) {
       auto it = tasks_.find(update.lose_task().task_id());
       if (it == tasks_.end()) return corrupt("unknown task");
       it->second.lost = true;
-      it->second.loss_journaled = true;
       return absl::OkStatus();
     }
     case proto::Update::kFinishTask: {

@@ -1,0 +1,143 @@
+// DispatcherState restarted from its journal after workers were lost or restarted: lost
+// tasks stay lost, and a DYNAMIC one's splits are still re-issued, to a live worker.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "control/dispatcher_state.h"
+#include "control/journal_test_util.h"
+#include "engine/pipeline_text.h"
+
+namespace sluice::control {
+namespace {
+
+using journal_test::Lease;
+using journal_test::TempDir;
+
+// A worker that restarted (a new process at its address) has its old task given up and a
+// new one made. That loss is journaled: after the dispatcher's own restart the old task was
+// live again in the worker's list, sent to it as new, and read twice (an OFF pass; a
+// DYNAMIC task's leases, which the new process asked for again). A DYNAMIC task's splits
+// still wait for the clients to confirm, and then go to a recovery task.
+void ARestartedWorkersOldTaskStaysLostAfterARestart(proto::ProcessingMode mode,
+                                                    int64_t compact_every) {
+  TempDir tmp;
+  proto::WorkerHeartbeatRequest old_process;
+  old_process.set_worker_address("ucx://127.0.0.1:7001");
+  old_process.set_worker_uid("a-1");
+  proto::WorkerHeartbeatRequest new_process = old_process;
+  new_process.set_worker_uid("a-2");
+  proto::ClientHeartbeatRequest client;
+  int64_t old_task = 0;
+  int64_t new_task = 0;
+  {
+    std::unique_ptr<JournalWriter> journal = *JournalWriter::Open(tmp.dir(), {});
+    DispatcherState state({});
+    state.AttachJournal(journal.get(), compact_every);
+    proto::GetOrCreateJobRequest job;
+    job.set_dataset_id(*state.RegisterDataset(*engine::ParsePipeline("range(100) | batch(10)")));
+    job.set_mode(mode);
+    job.set_job_name("passes");
+    absl::StatusOr<proto::GetOrCreateJobResponse> created = state.GetOrCreateJob(job);
+    ASSERT_TRUE(created.ok()) << created.status();
+    client.set_job_id(created->job_id());
+    client.set_client_id(created->client_id());
+    absl::StatusOr<proto::WorkerHeartbeatResponse> first = state.WorkerHeartbeat(old_process);
+    ASSERT_TRUE(first.ok() && first->new_tasks_size() == 1);
+    old_task = first->new_tasks(0).task_id();
+    if (mode == proto::DYNAMIC) {
+      absl::StatusOr<proto::GetSplitResponse> leased =
+          state.GetSplit(Lease(created->job_id(), old_task, 1));
+      ASSERT_TRUE(leased.ok() && leased->splits_size() > 0);
+    }
+    absl::StatusOr<proto::WorkerHeartbeatResponse> restarted = state.WorkerHeartbeat(new_process);
+    ASSERT_TRUE(restarted.ok() && restarted->new_tasks_size() == 1);
+    new_task = restarted->new_tasks(0).task_id();
+    ASSERT_NE(new_task, old_task);
+    ASSERT_TRUE(journal->Flush().ok());
+  }
+  absl::StatusOr<Recovered> recovered = Recover(tmp.dir());
+  ASSERT_TRUE(recovered.ok()) << recovered.status();
+  DispatcherState state({});
+  ASSERT_TRUE(state.Restore(*recovered).ok());
+  new_process.add_current_tasks(new_task);
+  absl::StatusOr<proto::WorkerHeartbeatResponse> beat = state.WorkerHeartbeat(new_process);
+  ASSERT_TRUE(beat.ok()) << beat.status();
+  EXPECT_EQ(beat->new_tasks_size(), 0) << "the old process's task was sent to the new one";
+  client.add_abandoned_tasks(old_task);
+  absl::StatusOr<proto::ClientHeartbeatResponse> told = state.ClientHeartbeat(client);
+  ASSERT_TRUE(told.ok()) << told.status();
+  EXPECT_THAT(told->lost_tasks(), ::testing::ElementsAre(old_task));
+  if (mode != proto::DYNAMIC) return;
+  // Confirmed by the job's one client: its splits go to a recovery task on the live worker.
+  beat = state.WorkerHeartbeat(new_process);
+  ASSERT_TRUE(beat.ok()) << beat.status();
+  ASSERT_EQ(beat->new_tasks_size(), 1) << "the lost task's splits were not re-issued";
+  EXPECT_NE(beat->new_tasks(0).task_id(), old_task);
+  EXPECT_NE(beat->new_tasks(0).task_id(), new_task);
+}
+
+TEST(DispatcherRestartLossTest, ARestartedWorkersOldTaskStaysLostAfterARestart) {
+  for (proto::ProcessingMode mode : {proto::OFF, proto::DYNAMIC}) {
+    for (int64_t compact_every : {0, 1}) {
+      SCOPED_TRACE(
+          absl::StrCat(proto::ProcessingMode_Name(mode), ", compact every ", compact_every));
+      ARestartedWorkersOldTaskStaysLostAfterARestart(mode, compact_every);
+    }
+  }
+}
+
+// A DYNAMIC task lost before a restart of the dispatcher, its splits not re-issued yet:
+// after the restart they go to a worker heard from since, not to one merely restored (it
+// may be the dead one: a recovery task there was lost again, its splits re-issued late).
+TEST(DispatcherRestartLossTest, ALostTasksSplitsGoToAWorkerHeardFromSinceTheRestart) {
+  TempDir tmp;
+  const DispatcherConfig config{.elements_per_split = 10, .worker_timeout = absl::Milliseconds(50)};
+  int64_t job_id = 0;
+  int64_t doomed = 0;
+  proto::ClientHeartbeatRequest client;
+  proto::WorkerHeartbeatRequest b;
+  b.set_worker_address("ucx://b:1");
+  {
+    std::unique_ptr<JournalWriter> journal = *JournalWriter::Open(tmp.dir(), {});
+    DispatcherState state(config);
+    state.AttachJournal(journal.get(), 0);
+    proto::GetOrCreateJobRequest job;
+    job.set_dataset_id(*state.RegisterDataset(*engine::ParsePipeline("range(1000)")));
+    job.set_mode(proto::DYNAMIC);
+    const proto::GetOrCreateJobResponse created = *state.GetOrCreateJob(job);
+    job_id = created.job_id();
+    client.set_job_id(job_id);
+    client.set_client_id(created.client_id());
+    proto::WorkerHeartbeatRequest a;
+    a.set_worker_address("ucx://a:1");
+    doomed = state.WorkerHeartbeat(a)->new_tasks(0).task_id();
+    ASSERT_GT(state.GetSplit(Lease(job_id, doomed, 1))->splits_size(), 0);
+    absl::SleepFor(absl::Milliseconds(100));  // a goes silent past the timeout, b beats
+    const absl::Time checked = absl::Now();
+    absl::StatusOr<proto::WorkerHeartbeatResponse> joined = state.WorkerHeartbeat(b);
+    ASSERT_TRUE(joined.ok() && joined->new_tasks_size() == 1);
+    b.add_current_tasks(joined->new_tasks(0).task_id());
+    state.CheckLiveness(checked);
+    ASSERT_TRUE(journal->Flush().ok());
+  }
+  absl::StatusOr<Recovered> recovered = Recover(tmp.dir());
+  ASSERT_TRUE(recovered.ok()) << recovered.status();
+  DispatcherState state(config);
+  ASSERT_TRUE(state.Restore(*recovered).ok());
+  client.add_abandoned_tasks(doomed);
+  absl::StatusOr<proto::ClientHeartbeatResponse> told = state.ClientHeartbeat(client);
+  ASSERT_TRUE(told.ok()) << told.status();
+  EXPECT_THAT(told->lost_tasks(), ::testing::ElementsAre(doomed));
+  absl::StatusOr<proto::WorkerHeartbeatResponse> survivor = state.WorkerHeartbeat(b);
+  ASSERT_TRUE(survivor.ok()) << survivor.status();
+  ASSERT_EQ(survivor->new_tasks_size(), 1) << "the lost task's splits went to silent worker a";
+  EXPECT_EQ(survivor->new_tasks(0).job_id(), job_id);
+  EXPECT_NE(survivor->new_tasks(0).task_id(), b.current_tasks(0));
+}
+
+}  // namespace
+}  // namespace sluice::control
