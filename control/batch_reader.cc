@@ -273,6 +273,10 @@ void BatchReader::Fetch(uint64_t fetch_id) {
       // requests went out on the new one. Taken back and asked again.
       Unfetch(fetch_id);
       overtaken = true;
+      if (task.end_seen && task.outstanding == 0 && !task.ended) {  // as OnFetched ends one
+        task.ended = true;
+        HandOutHeld(task);
+      }
     } else {
       InFlight& fetch = *in_flight_.Find(fetch_id);
       Sent& sent = fetch.sent_request;

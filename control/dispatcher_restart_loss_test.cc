@@ -139,5 +139,47 @@ TEST(DispatcherRestartLossTest, ALostTasksSplitsGoToAWorkerHeardFromSinceTheRest
   EXPECT_NE(survivor->new_tasks(0).task_id(), b.current_tasks(0));
 }
 
+// The same with the job's only worker lost: with no task left that is not lost, the job
+// looked finished at the restore, so its lost task's splits were not waited for again and
+// never read (the job said finished to its clients, a new worker got no task).
+TEST(DispatcherRestartLossTest, AJobWhoseOnlyWorkerWasLostIsNotFinishedAfterARestart) {
+  TempDir tmp;
+  const DispatcherConfig config{.elements_per_split = 10, .worker_timeout = absl::Milliseconds(50)};
+  int64_t doomed = 0;
+  proto::ClientHeartbeatRequest client;
+  {
+    std::unique_ptr<JournalWriter> journal = *JournalWriter::Open(tmp.dir(), {});
+    DispatcherState state(config);
+    state.AttachJournal(journal.get(), 0);
+    proto::GetOrCreateJobRequest job;
+    job.set_dataset_id(*state.RegisterDataset(*engine::ParsePipeline("range(1000)")));
+    job.set_mode(proto::DYNAMIC);
+    const proto::GetOrCreateJobResponse created = *state.GetOrCreateJob(job);
+    client.set_job_id(created.job_id());
+    client.set_client_id(created.client_id());
+    proto::WorkerHeartbeatRequest a;
+    a.set_worker_address("ucx://a:1");
+    doomed = state.WorkerHeartbeat(a)->new_tasks(0).task_id();
+    ASSERT_GT(state.GetSplit(Lease(created.job_id(), doomed, 1))->splits_size(), 0);
+    absl::SleepFor(absl::Milliseconds(100));
+    state.CheckLiveness(absl::Now());
+    ASSERT_EQ(state.Status().jobs(0).lost_tasks(), 1);
+    ASSERT_TRUE(journal->Flush().ok());
+  }
+  absl::StatusOr<Recovered> recovered = Recover(tmp.dir());
+  ASSERT_TRUE(recovered.ok()) << recovered.status();
+  DispatcherState state(config);
+  ASSERT_TRUE(state.Restore(*recovered).ok());
+  client.add_abandoned_tasks(doomed);
+  absl::StatusOr<proto::ClientHeartbeatResponse> told = state.ClientHeartbeat(client);
+  ASSERT_TRUE(told.ok()) << told.status();
+  EXPECT_FALSE(told->job_finished()) << "its lost task's splits were never read";
+  proto::WorkerHeartbeatRequest b;
+  b.set_worker_address("ucx://b:1");
+  absl::StatusOr<proto::WorkerHeartbeatResponse> joined = state.WorkerHeartbeat(b);
+  ASSERT_TRUE(joined.ok()) << joined.status();
+  EXPECT_EQ(joined->new_tasks_size(), 2) << "a task of its own and the lost one's splits";
+}
+
 }  // namespace
 }  // namespace sluice::control

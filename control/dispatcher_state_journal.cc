@@ -290,8 +290,10 @@ absl::Status DispatcherState::Restore(const Recovered& recovered) {
   }
   // A DYNAMIC task lost before its splits were re-issued: the loss is journaled, the wait
   // for its clients to confirm is not. It waits again, for the clients restored (they
-  // confirm with every heartbeat). Recovery tasks go only to workers heard from since: a
-  // restored one may be the dead one.
+  // confirm with every heartbeat), unless its job was released (ForgetClient drops the
+  // waits then). Not "unless the job looks finished": a job whose other tasks all ended, or
+  // that had no other, looks so while its lost task's splits wait. Recovery tasks go only
+  // to workers heard from since: a restored one may be the dead one.
   absl::flat_hash_set<int64_t> recovered_tasks;
   for (const auto& [id, task] : tasks_) {
     if (task.recovers_task_id != 0) recovered_tasks.insert(task.recovers_task_id);
@@ -299,8 +301,7 @@ absl::Status DispatcherState::Restore(const Recovered& recovered) {
   const absl::Time now = absl::Now();
   for (const auto& [id, task] : tasks_) {
     Job& job = jobs_.at(task.job_id);
-    if (!task.lost || job.mode != proto::DYNAMIC || recovered_tasks.contains(id) ||
-        JobFinished(job)) {
+    if (!task.lost || job.mode != proto::DYNAMIC || recovered_tasks.contains(id) || job.released) {
       continue;
     }
     WaitToReissue(job, id, now);

@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <exception>
 #include <functional>
-#include <system_error>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -31,7 +31,7 @@ absl::StatusOr<std::unique_ptr<TaskRunner>> TaskRunner::Start(
       SetCurrentThreadName(absl::StrCat("sluice-task", r->task_.task_id()));
       r->Produce();
     });
-  } catch (const std::system_error& e) {
+  } catch (const std::exception& e) {  // system_error, or bad_alloc for its state
     return absl::ResourceExhaustedError(
         absl::StrCat("cannot start a thread for task ", task.task_id(), " (", e.what(), ")"));
   }

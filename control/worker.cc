@@ -445,10 +445,17 @@ absl::Status Worker::Heartbeat() {
                      options_.lease_target),
           options_.outage_timeout);
     }
-    SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<TaskRunner> runner,
-                            TaskRunner::Start(task, pool_, std::move(feed), task_options_));
+    absl::StatusOr<std::unique_ptr<TaskRunner>> runner =
+        TaskRunner::Start(task, pool_, std::move(feed), task_options_);
+    if (!runner.ok()) {
+      // Out of threads, most likely. The rest of the heartbeat's answer still applies, and
+      // the dispatcher sends the task again (it is not among this worker's current ones).
+      std::cerr << "sluice worker " << address_ << ": cannot start task " << task.task_id() << ": "
+                << runner.status().message() << "; it comes again with the next heartbeat\n";
+      continue;
+    }
     absl::MutexLock lock(&mu_);
-    runners_[task.task_id()] = std::move(runner);
+    runners_[task.task_id()] = *std::move(runner);
   }
   std::vector<std::shared_ptr<TaskRunner>> runners;
   {

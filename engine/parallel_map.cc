@@ -4,9 +4,9 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <exception>
 #include <mutex>
 #include <string>
-#include <system_error>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -179,6 +179,7 @@ class ParallelMapIterator : public ElementIterator {
   // ready (then ready_end_ is past the run of ready ones) or the input has ended (false).
   bool WaitForResults() {
     std::unique_lock<std::mutex> lock(mu_);
+    if (!start_failed_.ok()) return false;  // for good: GetNext says why
     if (threads_.empty()) {
       for (int i = 0; i < parallel_; ++i) {
         try {
@@ -186,7 +187,7 @@ class ParallelMapIterator : public ElementIterator {
             SetCurrentThreadName("sluice-map");
             Work();
           });
-        } catch (const std::system_error& e) {
+        } catch (const std::exception& e) {  // system_error, or bad_alloc for its state
           // Out of threads (or of memory for their stacks): the map goes on with those it
           // has, any one of which claims every chunk in turn. With none it fails, where an
           // uncaught throw would have ended the worker.

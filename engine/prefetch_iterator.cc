@@ -1,7 +1,7 @@
 #include "engine/prefetch_iterator.h"
 
+#include <exception>
 #include <string>
-#include <system_error>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -13,7 +13,7 @@ PrefetchIterator::PrefetchIterator(std::unique_ptr<ElementIterator> input, int64
       buffer_size_(static_cast<size_t>(buffer_size < 1 ? 1 : buffer_size)) {
   try {
     thread_ = std::thread([this] { Produce(); });
-  } catch (const std::system_error& e) {
+  } catch (const std::exception& e) {  // system_error, or bad_alloc for its state
     // Out of threads: the first GetNext says so, where an uncaught throw would have ended
     // the worker.
     error_ = absl::ResourceExhaustedError(
