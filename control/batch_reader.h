@@ -415,6 +415,8 @@ class BatchReader {
   int64_t batches_kept_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t batches_handed_out_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t tasks_lost_ ABSL_GUARDED_BY(mu_) = 0;
+  // Tasks the dispatcher lists as lost that this reader never held: abandoned at once.
+  std::vector<int64_t> lost_unread_ ABSL_GUARDED_BY(mu_);
   int64_t bad_records_skipped_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<std::string> bad_record_examples_ ABSL_GUARDED_BY(mu_);
   // Live workers the dispatcher listed in its latest heartbeat reply (-1: none came yet).

@@ -160,6 +160,7 @@ absl::Status BatchReader::HeartbeatOnce(absl::Duration timeout) {
     for (const Task& task : tasks_) {
       if (task.lost) request.add_abandoned_tasks(task.id);
     }
+    for (int64_t id : lost_unread_) request.add_abandoned_tasks(id);
   }
   proto::ClientHeartbeatResponse response;
   absl::Status called =
@@ -177,6 +178,18 @@ absl::Status BatchReader::HeartbeatOnce(absl::Duration timeout) {
   absl::Status bad_address;
   {
     absl::MutexLock lock(&mu_);
+    // Lost before this reader held them (it joined after the loss, or the dispatcher
+    // restarted and waits for every client it restored): never read here, so abandoned
+    // with every heartbeat while listed, or the re-issue of their splits waits on this one.
+    lost_unread_.clear();
+    for (int64_t lost : response.lost_tasks()) {
+      const bool held =
+          std::any_of(tasks_.begin(), tasks_.end(),
+                      [lost](const Task& t) { return t.id == lost; }) ||
+          std::any_of(response.tasks().begin(), response.tasks().end(),
+                      [lost](const proto::TaskInfo& t) { return t.task_id() == lost; });
+      if (!held) lost_unread_.push_back(lost);
+    }
     for (int64_t lost : response.lost_tasks()) {
       for (Task& task : tasks_) {
         if (task.id == lost && !task.lost) {

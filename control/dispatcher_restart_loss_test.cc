@@ -181,5 +181,57 @@ TEST(DispatcherRestartLossTest, AJobWhoseOnlyWorkerWasLostIsNotFinishedAfterARes
   EXPECT_EQ(joined->new_tasks_size(), 2) << "a task of its own and the lost one's splits";
 }
 
+// After a restart the rebuilt wait counts every client restored, also one that joined
+// after the loss and so never held the task (an older reader never confirms such a task):
+// past a client timeout from the restore it is not waited for any more, however long that
+// reader lives. Before, the lost task's splits waited on it for ever.
+TEST(DispatcherRestartLossTest, TheRebuiltWaitEndsAClientTimeoutAfterTheRestore) {
+  TempDir tmp;
+  const DispatcherConfig config{.elements_per_split = 10,
+                                .worker_timeout = absl::Milliseconds(50),
+                                .client_timeout = absl::Milliseconds(300)};
+  proto::ClientHeartbeatRequest reader;
+  {
+    std::unique_ptr<JournalWriter> journal = *JournalWriter::Open(tmp.dir(), {});
+    DispatcherState state(config);
+    state.AttachJournal(journal.get(), 0);
+    proto::GetOrCreateJobRequest job;
+    job.set_dataset_id(*state.RegisterDataset(*engine::ParsePipeline("range(1000)")));
+    job.set_mode(proto::DYNAMIC);
+    const proto::GetOrCreateJobResponse created = *state.GetOrCreateJob(job);
+    reader.set_job_id(created.job_id());
+    reader.set_client_id(created.client_id());
+    proto::WorkerHeartbeatRequest a;
+    a.set_worker_address("ucx://a:1");
+    const int64_t doomed = state.WorkerHeartbeat(a)->new_tasks(0).task_id();
+    ASSERT_GT(state.GetSplit(Lease(created.job_id(), doomed, 1))->splits_size(), 0);
+    absl::SleepFor(absl::Milliseconds(100));
+    ASSERT_TRUE(state.ClientHeartbeat(reader).ok());
+    state.CheckLiveness(absl::Now());
+    ASSERT_EQ(state.Status().jobs(0).lost_tasks(), 1);
+    ASSERT_TRUE(journal->Flush().ok());
+  }
+  absl::StatusOr<Recovered> recovered = Recover(tmp.dir());
+  ASSERT_TRUE(recovered.ok()) << recovered.status();
+  // Workers are not lost while the test sleeps past the client timeout.
+  DispatcherState state({.elements_per_split = 10, .client_timeout = absl::Milliseconds(300)});
+  ASSERT_TRUE(state.Restore(*recovered).ok());
+  proto::WorkerHeartbeatRequest b;
+  b.set_worker_address("ucx://b:1");
+  absl::StatusOr<proto::WorkerHeartbeatResponse> joined = state.WorkerHeartbeat(b);
+  ASSERT_TRUE(joined.ok() && joined->new_tasks_size() == 1) << "a task of its own";
+  b.add_current_tasks(joined->new_tasks(0).task_id());
+  // The reader heartbeats on and never says it abandoned the lost task.
+  ASSERT_TRUE(state.ClientHeartbeat(reader).ok());
+  state.CheckLiveness(absl::Now());
+  EXPECT_EQ(state.WorkerHeartbeat(b)->new_tasks_size(), 0) << "re-issued before the wait ended";
+  absl::SleepFor(absl::Milliseconds(400));
+  ASSERT_TRUE(state.ClientHeartbeat(reader).ok());
+  state.CheckLiveness(absl::Now());
+  absl::StatusOr<proto::WorkerHeartbeatResponse> later = state.WorkerHeartbeat(b);
+  ASSERT_TRUE(later.ok()) << later.status();
+  EXPECT_EQ(later->new_tasks_size(), 1) << "the lost task's splits still wait on the reader";
+}
+
 }  // namespace
 }  // namespace sluice::control

@@ -164,6 +164,10 @@ class DispatcherState {
     struct Recovery {
       int64_t lost_task;
       std::set<int64_t> waiting_for;
+      // Rebuilt at a restore, it waits for every client restored, one that never knew the
+      // task too (it joined after the loss; older readers do not confirm a task they never
+      // held): past this, the rest are not waited for.
+      absl::Time wait_until = absl::InfiniteFuture();
     };
     std::vector<Recovery> recoveries;
     // When the job last had a client (for garbage collection).
@@ -335,7 +339,8 @@ class DispatcherState {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Re-issues DYNAMIC task `lost_task`'s splits once every client of `job` live at `now`
   // has confirmed it stopped reading it (LaunchRecoveries).
-  void WaitToReissue(Job& job, int64_t lost_task, absl::Time now)
+  void WaitToReissue(Job& job, int64_t lost_task, absl::Time now,
+                     absl::Time wait_until = absl::InfiniteFuture())
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A worker shutting down (WorkerHeartbeatRequest.leaving): lost now, not a timeout later,
   // unless it holds an OFF pass or a static shard of a job still running.

@@ -32,6 +32,7 @@ void DispatcherState::CheckLiveness(absl::Time now) {
   }
   for (auto& [id, job] : jobs_) {
     for (Job::Recovery& recovery : job.recoveries) {
+      if (now >= recovery.wait_until) recovery.waiting_for.clear();
       for (auto it = recovery.waiting_for.begin(); it != recovery.waiting_for.end();) {
         auto client = job.clients.find(*it);
         const bool silent =
@@ -143,8 +144,9 @@ void DispatcherState::LoseWorker(const std::string& address, WorkerInfo& worker,
   }
 }
 
-void DispatcherState::WaitToReissue(Job& job, int64_t lost_task, absl::Time now) {
-  Job::Recovery recovery{lost_task, {}};
+void DispatcherState::WaitToReissue(Job& job, int64_t lost_task, absl::Time now,
+                                    absl::Time wait_until) {
+  Job::Recovery recovery{lost_task, {}, wait_until};
   for (const auto& [client, last] : job.clients) {
     if (now - last <= config_.client_timeout) recovery.waiting_for.insert(client);
   }

@@ -304,7 +304,7 @@ absl::Status DispatcherState::Restore(const Recovered& recovered) {
     if (!task.lost || job.mode != proto::DYNAMIC || recovered_tasks.contains(id) || job.released) {
       continue;
     }
-    WaitToReissue(job, id, now);
+    WaitToReissue(job, id, now, now + config_.client_timeout);
   }
   for (auto& [address, worker] : workers_) worker.unheard_since_restore = true;
   return absl::OkStatus();

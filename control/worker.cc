@@ -447,14 +447,18 @@ absl::Status Worker::Heartbeat() {
     }
     absl::StatusOr<std::unique_ptr<TaskRunner>> runner =
         TaskRunner::Start(task, pool_, std::move(feed), task_options_);
+    absl::MutexLock lock(&mu_);
     if (!runner.ok()) {
       // Out of threads, most likely. The rest of the heartbeat's answer still applies, and
-      // the dispatcher sends the task again (it is not among this worker's current ones).
-      std::cerr << "sluice worker " << address_ << ": cannot start task " << task.task_id() << ": "
-                << runner.status().message() << "; it comes again with the next heartbeat\n";
+      // the dispatcher sends the task again (it is not among this worker's current ones):
+      // said once per task, not at every try.
+      if (tasks_not_started_.insert(task.task_id()).second) {
+        std::cerr << "sluice worker " << address_ << ": cannot start task " << task.task_id()
+                  << ": " << runner.status().message() << "; it is tried again at each heartbeat\n";
+      }
       continue;
     }
-    absl::MutexLock lock(&mu_);
+    tasks_not_started_.erase(task.task_id());
     runners_[task.task_id()] = *std::move(runner);
   }
   std::vector<std::shared_ptr<TaskRunner>> runners;

@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "control/heartbeat_pacer.h"
@@ -115,6 +116,8 @@ class Worker {
   bool warned_kept_released_ ABSL_GUARDED_BY(mu_) = false;
   bool warned_slab_waits_ ABSL_GUARDED_BY(mu_) = false;
   bool warned_spill_budget_ ABSL_GUARDED_BY(mu_) = false;
+  // Tasks the dispatcher sent that could not start (TaskRunner::Start failed), said once.
+  absl::flat_hash_set<int64_t> tasks_not_started_ ABSL_GUARDED_BY(mu_);
   // Set by FreeSlabsFor once a producer waited kOtherJobsKeepSlabsFor: the heartbeat thread
   // asks every task to spill its buffer if it is quiet (the copies are made there, not on
   // the producer's thread under mu_, which the transport's thread takes for each request).
