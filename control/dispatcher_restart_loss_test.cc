@@ -3,7 +3,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <memory>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -90,44 +92,64 @@ TEST(DispatcherRestartLossTest, ARestartedWorkersOldTaskStaysLostAfterARestart) 
   }
 }
 
+// Journals into `dir`, under `config` (a 50 ms worker timeout): a DYNAMIC job over
+// range(1000) made by *client, whose task on worker a leases splits; then a goes silent
+// past the timeout and is lost. `meanwhile` runs just before the liveness check (other
+// workers and clients beat). Sets *lost_task to a's task.
+void JournalALostTask(const std::string& dir, const DispatcherConfig& config,
+                      const std::function<void(DispatcherState&)>& meanwhile,
+                      proto::ClientHeartbeatRequest* client, int64_t* lost_task) {
+  std::unique_ptr<JournalWriter> journal = *JournalWriter::Open(dir, {});
+  DispatcherState state(config);
+  state.AttachJournal(journal.get(), 0);
+  proto::GetOrCreateJobRequest job;
+  job.set_dataset_id(*state.RegisterDataset(*engine::ParsePipeline("range(1000)")));
+  job.set_mode(proto::DYNAMIC);
+  const proto::GetOrCreateJobResponse created = *state.GetOrCreateJob(job);
+  client->set_job_id(created.job_id());
+  client->set_client_id(created.client_id());
+  proto::WorkerHeartbeatRequest a;
+  a.set_worker_address("ucx://a:1");
+  *lost_task = state.WorkerHeartbeat(a)->new_tasks(0).task_id();
+  ASSERT_GT(state.GetSplit(Lease(created.job_id(), *lost_task, 1))->splits_size(), 0);
+  absl::SleepFor(absl::Milliseconds(100));
+  const absl::Time checked = absl::Now();  // `meanwhile`'s beats are live as of it
+  meanwhile(state);
+  state.CheckLiveness(checked);
+  ASSERT_EQ(state.Status().jobs(0).lost_tasks(), 1);
+  ASSERT_TRUE(journal->Flush().ok());
+}
+
+// A DispatcherState under `config` restored from the journal in `dir`.
+std::unique_ptr<DispatcherState> Restored(const std::string& dir, const DispatcherConfig& config) {
+  absl::StatusOr<Recovered> recovered = Recover(dir);
+  EXPECT_TRUE(recovered.ok()) << recovered.status();
+  auto state = std::make_unique<DispatcherState>(config);
+  if (recovered.ok()) {
+    EXPECT_TRUE(state->Restore(*recovered).ok());
+  }
+  return state;
+}
+
 // A DYNAMIC task lost before a restart of the dispatcher, its splits not re-issued yet:
 // after the restart they go to a worker heard from since, not to one merely restored (it
 // may be the dead one: a recovery task there was lost again, its splits re-issued late).
 TEST(DispatcherRestartLossTest, ALostTasksSplitsGoToAWorkerHeardFromSinceTheRestart) {
   TempDir tmp;
   const DispatcherConfig config{.elements_per_split = 10, .worker_timeout = absl::Milliseconds(50)};
-  int64_t job_id = 0;
   int64_t doomed = 0;
   proto::ClientHeartbeatRequest client;
   proto::WorkerHeartbeatRequest b;
   b.set_worker_address("ucx://b:1");
-  {
-    std::unique_ptr<JournalWriter> journal = *JournalWriter::Open(tmp.dir(), {});
-    DispatcherState state(config);
-    state.AttachJournal(journal.get(), 0);
-    proto::GetOrCreateJobRequest job;
-    job.set_dataset_id(*state.RegisterDataset(*engine::ParsePipeline("range(1000)")));
-    job.set_mode(proto::DYNAMIC);
-    const proto::GetOrCreateJobResponse created = *state.GetOrCreateJob(job);
-    job_id = created.job_id();
-    client.set_job_id(job_id);
-    client.set_client_id(created.client_id());
-    proto::WorkerHeartbeatRequest a;
-    a.set_worker_address("ucx://a:1");
-    doomed = state.WorkerHeartbeat(a)->new_tasks(0).task_id();
-    ASSERT_GT(state.GetSplit(Lease(job_id, doomed, 1))->splits_size(), 0);
-    absl::SleepFor(absl::Milliseconds(100));  // a goes silent past the timeout, b beats
-    const absl::Time checked = absl::Now();
+  auto b_joins = [&b](DispatcherState& state) {
     absl::StatusOr<proto::WorkerHeartbeatResponse> joined = state.WorkerHeartbeat(b);
     ASSERT_TRUE(joined.ok() && joined->new_tasks_size() == 1);
     b.add_current_tasks(joined->new_tasks(0).task_id());
-    state.CheckLiveness(checked);
-    ASSERT_TRUE(journal->Flush().ok());
-  }
-  absl::StatusOr<Recovered> recovered = Recover(tmp.dir());
-  ASSERT_TRUE(recovered.ok()) << recovered.status();
-  DispatcherState state(config);
-  ASSERT_TRUE(state.Restore(*recovered).ok());
+  };
+  ASSERT_NO_FATAL_FAILURE(JournalALostTask(tmp.dir(), config, b_joins, &client, &doomed));
+  ASSERT_EQ(b.current_tasks_size(), 1);
+  std::unique_ptr<DispatcherState> restored = Restored(tmp.dir(), config);
+  DispatcherState& state = *restored;
   client.add_abandoned_tasks(doomed);
   absl::StatusOr<proto::ClientHeartbeatResponse> told = state.ClientHeartbeat(client);
   ASSERT_TRUE(told.ok()) << told.status();
@@ -135,7 +157,7 @@ TEST(DispatcherRestartLossTest, ALostTasksSplitsGoToAWorkerHeardFromSinceTheRest
   absl::StatusOr<proto::WorkerHeartbeatResponse> survivor = state.WorkerHeartbeat(b);
   ASSERT_TRUE(survivor.ok()) << survivor.status();
   ASSERT_EQ(survivor->new_tasks_size(), 1) << "the lost task's splits went to silent worker a";
-  EXPECT_EQ(survivor->new_tasks(0).job_id(), job_id);
+  EXPECT_EQ(survivor->new_tasks(0).job_id(), client.job_id());
   EXPECT_NE(survivor->new_tasks(0).task_id(), b.current_tasks(0));
 }
 
@@ -147,29 +169,10 @@ TEST(DispatcherRestartLossTest, AJobWhoseOnlyWorkerWasLostIsNotFinishedAfterARes
   const DispatcherConfig config{.elements_per_split = 10, .worker_timeout = absl::Milliseconds(50)};
   int64_t doomed = 0;
   proto::ClientHeartbeatRequest client;
-  {
-    std::unique_ptr<JournalWriter> journal = *JournalWriter::Open(tmp.dir(), {});
-    DispatcherState state(config);
-    state.AttachJournal(journal.get(), 0);
-    proto::GetOrCreateJobRequest job;
-    job.set_dataset_id(*state.RegisterDataset(*engine::ParsePipeline("range(1000)")));
-    job.set_mode(proto::DYNAMIC);
-    const proto::GetOrCreateJobResponse created = *state.GetOrCreateJob(job);
-    client.set_job_id(created.job_id());
-    client.set_client_id(created.client_id());
-    proto::WorkerHeartbeatRequest a;
-    a.set_worker_address("ucx://a:1");
-    doomed = state.WorkerHeartbeat(a)->new_tasks(0).task_id();
-    ASSERT_GT(state.GetSplit(Lease(created.job_id(), doomed, 1))->splits_size(), 0);
-    absl::SleepFor(absl::Milliseconds(100));
-    state.CheckLiveness(absl::Now());
-    ASSERT_EQ(state.Status().jobs(0).lost_tasks(), 1);
-    ASSERT_TRUE(journal->Flush().ok());
-  }
-  absl::StatusOr<Recovered> recovered = Recover(tmp.dir());
-  ASSERT_TRUE(recovered.ok()) << recovered.status();
-  DispatcherState state(config);
-  ASSERT_TRUE(state.Restore(*recovered).ok());
+  ASSERT_NO_FATAL_FAILURE(JournalALostTask(
+      tmp.dir(), config, [](DispatcherState&) {}, &client, &doomed));
+  std::unique_ptr<DispatcherState> restored = Restored(tmp.dir(), config);
+  DispatcherState& state = *restored;
   client.add_abandoned_tasks(doomed);
   absl::StatusOr<proto::ClientHeartbeatResponse> told = state.ClientHeartbeat(client);
   ASSERT_TRUE(told.ok()) << told.status();
@@ -191,31 +194,15 @@ TEST(DispatcherRestartLossTest, TheRebuiltWaitEndsAClientTimeoutAfterTheRestore)
                                 .worker_timeout = absl::Milliseconds(50),
                                 .client_timeout = absl::Milliseconds(300)};
   proto::ClientHeartbeatRequest reader;
-  {
-    std::unique_ptr<JournalWriter> journal = *JournalWriter::Open(tmp.dir(), {});
-    DispatcherState state(config);
-    state.AttachJournal(journal.get(), 0);
-    proto::GetOrCreateJobRequest job;
-    job.set_dataset_id(*state.RegisterDataset(*engine::ParsePipeline("range(1000)")));
-    job.set_mode(proto::DYNAMIC);
-    const proto::GetOrCreateJobResponse created = *state.GetOrCreateJob(job);
-    reader.set_job_id(created.job_id());
-    reader.set_client_id(created.client_id());
-    proto::WorkerHeartbeatRequest a;
-    a.set_worker_address("ucx://a:1");
-    const int64_t doomed = state.WorkerHeartbeat(a)->new_tasks(0).task_id();
-    ASSERT_GT(state.GetSplit(Lease(created.job_id(), doomed, 1))->splits_size(), 0);
-    absl::SleepFor(absl::Milliseconds(100));
+  int64_t doomed = 0;
+  auto reader_beats = [&reader](DispatcherState& state) {
     ASSERT_TRUE(state.ClientHeartbeat(reader).ok());
-    state.CheckLiveness(absl::Now());
-    ASSERT_EQ(state.Status().jobs(0).lost_tasks(), 1);
-    ASSERT_TRUE(journal->Flush().ok());
-  }
-  absl::StatusOr<Recovered> recovered = Recover(tmp.dir());
-  ASSERT_TRUE(recovered.ok()) << recovered.status();
+  };
+  ASSERT_NO_FATAL_FAILURE(JournalALostTask(tmp.dir(), config, reader_beats, &reader, &doomed));
   // Workers are not lost while the test sleeps past the client timeout.
-  DispatcherState state({.elements_per_split = 10, .client_timeout = absl::Milliseconds(300)});
-  ASSERT_TRUE(state.Restore(*recovered).ok());
+  std::unique_ptr<DispatcherState> restored =
+      Restored(tmp.dir(), {.elements_per_split = 10, .client_timeout = absl::Milliseconds(300)});
+  DispatcherState& state = *restored;
   proto::WorkerHeartbeatRequest b;
   b.set_worker_address("ucx://b:1");
   absl::StatusOr<proto::WorkerHeartbeatResponse> joined = state.WorkerHeartbeat(b);
