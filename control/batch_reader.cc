@@ -490,13 +490,14 @@ bool BatchReader::OnTaskFetched(Task& task, transport::Slab slab, absl::Time sen
   // A failed request may have lost a batch on the way: the next request says so (and the
   // task is read on, whatever end another reply announced).
   if (!result.ok()) {
-    // Raised once per break: by the first failed request of the current epoch, or by the
-    // first request on a new connection (Fetch). One sent before an earlier raise is covered
-    // by it: the worker counts a batch served under an older epoch lost once the newer one
-    // reaches it, and serves a request of an older epoch nothing. Raised again, the worker
-    // would also take batches served on the new connection for lost, and let those it had
-    // let go pass the sequence floor while their replies were still on their way: handed
-    // out after later ones (a CI run saw it).
+    // Raised once per break as the worker sees it: by the first failed request of the
+    // current epoch, and by the first request on a new connection (Fetch). After a break
+    // no request goes out under the first of the two, so the worker sees one step. A request sent
+    // before an earlier raise is covered by it: the worker counts a batch served under an older
+    // epoch lost once the newer one reaches it, and serves a request of an older epoch nothing.
+    // Raised again, the worker would also take batches served on the new connection for lost, and
+    // let those it had let go pass the sequence floor while their replies were still on their way:
+    // handed out after later ones (a CI run saw it).
     if (request.epoch >= task.delivery_epoch) ++task.delivery_epoch;
     task.end_seen = false;
     // Whatever requests in flight carry may be lost with this one: all go again.

@@ -435,6 +435,7 @@ absl::StatusOr<proto::WorkerHeartbeatResponse> DispatcherState::WorkerHeartbeat(
     workers_[request.worker_address()];
     proto::Update update;
     update.mutable_register_worker()->set_address(request.worker_address());
+    update.mutable_register_worker()->set_uid(request.worker_uid());
     Journal(update);
     // A new worker joins every job that has not finished, as in tf.data service.
     for (auto& [id, job] : jobs_) {
@@ -446,11 +447,10 @@ absl::StatusOr<proto::WorkerHeartbeatResponse> DispatcherState::WorkerHeartbeat(
     for (auto& [id, job] : jobs_) LaunchRecoveries(job);
   }
   WorkerInfo& worker = workers_[request.worker_address()];
-  if (worker.uid.empty()) {
-    // The first heartbeat since this dispatcher recovered its state (or registered the
-    // worker just now). Lost is not journaled: a job made while this worker was lost has
-    // no task on it, and a static shard would wait for it for ever. It joins them as a
-    // worker that came back does.
+  if (worker.unheard_since_restore) {
+    // The first heartbeat since this dispatcher recovered its state. Lost is not journaled: a job
+    // made while this worker was lost has no task on it, and a static shard would wait for it for
+    // ever. It joins them as a worker that came back does.
     for (auto& [id, job] : jobs_) {
       if (JobFinished(job)) continue;
       const bool has_task =

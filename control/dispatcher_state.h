@@ -109,8 +109,9 @@ class DispatcherState {
   // learn the horizon from heartbeats (every 100 ms), so it must cover more rounds than a
   // consumer reads between two of them.
   static constexpr int64_t kRoundWindow = 1024;
-  // Coordinated-read updates (round horizons, task endings) appended but not durable yet.
-  // Any handler's reply may tell a consumer of them, so none replies before they are.
+  // Coordinated-read updates (round horizons, task endings) and task losses appended but
+  // not durable yet. Any handler's reply may tell a client of them, so none replies before
+  // they are.
   [[nodiscard]] bool coordination_unsynced() const {
     return coordination_unsynced_->load(std::memory_order_acquire) > 0;
   }

@@ -136,10 +136,11 @@ void DispatcherState::LoseWorker(const std::string& address, WorkerInfo& worker,
     // Lost also across a restart of this dispatcher: an OFF pass or static shard restarts
     // with the worker as a new task, and a DYNAMIC task's splits wait to be re-issued (a
     // restart before they were would have the old task live again, and sent to a new
-    // process at the address as new: read twice).
+    // process at the address as new: read twice). Made outside any handler (the liveness
+    // check) and told by any reply, so every reply waits until it is durable.
     proto::Update update;
     update.mutable_lose_task()->set_task_id(task.id);
-    Journal(update);
+    JournalCoordination(update);
     if (job.mode == proto::DYNAMIC) WaitToReissue(job, task.id, now);
   }
 }
@@ -259,8 +260,8 @@ absl::StatusOr<std::map<int64_t, std::vector<proto::Split>>> DispatcherState::Re
 
 bool DispatcherState::HandedOut(const Job& job, int64_t split_key) {
   if (split_key <= 0) return false;
-  const int64_t repetition = (split_key - 1) >> 40;
-  const int64_t index = (split_key - 1) & ((int64_t{1} << 40) - 1);
+  const int64_t repetition = engine::SplitKeyRepetition(split_key);
+  const int64_t index = engine::SplitKeyIndex(split_key);
   int64_t cursor = 0;
   if (auto restored = job.restored_cursors.find(repetition);
       restored != job.restored_cursors.end()) {

@@ -182,7 +182,11 @@ proto::Snapshot DispatcherState::SnapshotLocked() const {
       c->set_recovery(task != tasks_.end() && task->second.recovery);
     }
   }
-  for (const auto& [address, worker] : workers_) snapshot.add_workers()->set_address(address);
+  for (const auto& [address, worker] : workers_) {
+    proto::Update::RegisterWorker* w = snapshot.add_workers();
+    w->set_address(address);
+    w->set_uid(worker.uid);
+  }
   for (const auto& [id, task] : tasks_) {
     proto::Update::CreateTask* t = snapshot.add_tasks();
     t->set_task_id(id);
@@ -360,10 +364,13 @@ absl::Status DispatcherState::Apply(const proto::Update& update) {
       ForgetClient(it->second, update.release_client().client_id());
       return absl::OkStatus();
     }
-    case proto::Update::kRegisterWorker:
+    case proto::Update::kRegisterWorker: {
       // Soft state starts now: a worker that does not heartbeat again shows as silent.
-      workers_[update.register_worker().address()].last_heartbeat = absl::Now();
+      WorkerInfo& worker = workers_[update.register_worker().address()];
+      worker.last_heartbeat = absl::Now();
+      worker.uid = update.register_worker().uid();
       return absl::OkStatus();
+    }
     case proto::Update::kCreateTask: {
       const auto& t = update.create_task();
       auto it = jobs_.find(t.job_id());

@@ -433,9 +433,13 @@ absl::Status Worker::Heartbeat() {
         removing_.push_back(std::move(runner));
       }
       runners_.clear();
+      tasks_not_started_.clear();  // its task ids may come again, for other tasks
     }
     dispatcher_id_ = response.dispatcher_id();
   }
+  // Only the tasks that fail again stay listed: one the dispatcher no longer sends (ended,
+  // deleted) would keep another task under a reused id from being said.
+  absl::flat_hash_set<int64_t> not_started;
   for (const proto::TaskDef& task : response.new_tasks()) {
     std::unique_ptr<engine::SplitFeed> feed;
     if (task.mode() == proto::DYNAMIC) {
@@ -452,14 +456,18 @@ absl::Status Worker::Heartbeat() {
       // Out of threads, most likely. The rest of the heartbeat's answer still applies, and
       // the dispatcher sends the task again (it is not among this worker's current ones):
       // said once per task, not at every try.
-      if (tasks_not_started_.insert(task.task_id()).second) {
+      if (!tasks_not_started_.contains(task.task_id())) {
         std::cerr << "sluice worker " << address_ << ": cannot start task " << task.task_id()
                   << ": " << runner.status().message() << "; it is tried again at each heartbeat\n";
       }
+      not_started.insert(task.task_id());
       continue;
     }
-    tasks_not_started_.erase(task.task_id());
     runners_[task.task_id()] = *std::move(runner);
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    tasks_not_started_ = std::move(not_started);
   }
   std::vector<std::shared_ptr<TaskRunner>> runners;
   {

@@ -382,6 +382,32 @@ TEST(ProvenancePipelineTest, ANestedShuffleInADynamicPassReshufflesOnlyWhenAsked
   EXPECT_EQ(order(true, 1), order(true, 1)) << "another worker shuffles the pass otherwise";
 }
 
+// A nested repeat builds its shuffle once per iteration, counting instances up from the
+// pass: passes are that far apart that the second iteration of pass 0 does not reuse the
+// first of pass 1's order (pass 0 took instances 0 and 1, pass 1 took 1 and 2).
+TEST(ProvenancePipelineTest, ANestedRepeatsIterationsDoNotReuseTheNextPasssOrder) {
+  auto order = [](int64_t repetition) {
+    FakeFeed feed({MakeSplit(MakeSplitKey(repetition, 3), 0, 1)});
+    std::unique_ptr<ElementIterator> it = BuildFed(
+        "range(1) | interleave(range(100) | shuffle(100) | repeat(2), cycle_length=1) | "
+        "batch(1000)",
+        &feed);
+    absl::StatusOr<std::vector<Element>> all = Drain(*it);
+    EXPECT_TRUE(all.ok()) << all.status();
+    return all.ok() ? FlatInt64s(*all) : std::vector<int64_t>{};
+  };
+  const std::vector<int64_t> pass0 = order(0);
+  const std::vector<int64_t> pass1 = order(1);
+  ASSERT_EQ(pass0.size(), 200u);
+  ASSERT_EQ(pass1.size(), 200u);
+  EXPECT_NE(std::vector<int64_t>(pass0.begin(), pass0.begin() + 100),
+            std::vector<int64_t>(pass0.begin() + 100, pass0.end()))
+      << "a nested repeat did not reshuffle";
+  EXPECT_NE(std::vector<int64_t>(pass0.begin() + 100, pass0.end()),
+            std::vector<int64_t>(pass1.begin(), pass1.begin() + 100))
+      << "pass 1 began with pass 0's last order";
+}
+
 TEST(ProvenancePipelineTest, InterleaveAfterBatchKeepsTheSourceOrdinals) {
   // A batch before the interleave: the source's ordinals stay final (it drops ordinal 0),
   // and each outer batch's provenance goes to its first nested element.

@@ -16,6 +16,7 @@ namespace sluice::engine {
 // The split index takes the low 40 bits, the repetition the 23 above them.
 inline constexpr int kSplitKeyIndexBits = 40;
 inline constexpr int64_t kMaxSplitKeyRepetitions = int64_t{1} << (63 - kSplitKeyIndexBits);
+inline constexpr int64_t kMaxSplitKeyIndices = int64_t{1} << kSplitKeyIndexBits;
 
 [[nodiscard]] constexpr int64_t MakeSplitKey(int64_t repetition, int64_t index) {
   return (repetition << kSplitKeyIndexBits) + index + 1;

@@ -89,8 +89,11 @@ class InterleaveIterator : public ElementIterator {
         // The nested stages count instances from the pass (a repeat rebuilds this stage
         // each pass), so that a shuffle in there that reshuffles each iteration does so each
         // pass, and one that does not keeps its order. For a split, the pass its key names:
-        // a recovery task's instances count differently, and it must shuffle alike.
-        const int64_t first_instance = next.retag ? SplitKeyRepetition(next.split_key) : instance_;
+        // a recovery task's instances count differently, and it must shuffle alike. A nested
+        // repeat counts on from there, so passes start 2^32 instances apart: one apart, the
+        // second iteration of a pass reused the order of the next pass's first.
+        const int64_t pass = next.retag ? SplitKeyRepetition(next.split_key) : instance_;
+        const auto first_instance = static_cast<int64_t>(static_cast<uint64_t>(pass) << 32);
         SLUICE_ASSIGN_OR_RETURN(next.it,
                                 build_nested_(*nested_, std::move(element), seed, first_instance));
         if (op_.parallel()) {
