@@ -439,7 +439,7 @@ absl::Status Worker::Heartbeat() {
   }
   // Only the tasks that fail again stay listed: one the dispatcher no longer sends (ended,
   // deleted) would keep another task under a reused id from being said.
-  absl::flat_hash_set<int64_t> not_started;
+  absl::flat_hash_map<int64_t, NotStarted> not_started;
   for (const proto::TaskDef& task : response.new_tasks()) {
     std::unique_ptr<engine::SplitFeed> feed;
     if (task.mode() == proto::DYNAMIC) {
@@ -456,11 +456,19 @@ absl::Status Worker::Heartbeat() {
       // Out of threads, most likely. The rest of the heartbeat's answer still applies, and
       // the dispatcher sends the task again (it is not among this worker's current ones):
       // said once per task, not at every try.
-      if (!tasks_not_started_.contains(task.task_id())) {
+      NotStarted& failed = not_started[task.task_id()];
+      failed.why = runner.status();
+      if (auto before = tasks_not_started_.find(task.task_id());
+          before != tasks_not_started_.end()) {
+        failed.since = before->second.since;
+      } else {
+        failed.since = absl::Now();
         std::cerr << "sluice worker " << address_ << ": cannot start task " << task.task_id()
-                  << ": " << runner.status().message() << "; it is tried again at each heartbeat\n";
+                  << ": " << runner.status().message()
+                  << "; it is tried again at each heartbeat for "
+                  << absl::FormatDuration(options_.task_start_timeout)
+                  << ", then its readers are told\n";
       }
-      not_started.insert(task.task_id());
       continue;
     }
     runners_[task.task_id()] = *std::move(runner);
@@ -542,11 +550,26 @@ void Worker::HandleGetElement(std::shared_ptr<transport::ServerCall> call) {
     return;
   }
   std::shared_ptr<TaskRunner> runner;
+  absl::Status cannot_start;
   {
     absl::MutexLock lock(&mu_);
     if (auto it = runners_.find(request.task_id()); it != runners_.end()) {
       runner = it->second;
+    } else if (auto failed = tasks_not_started_.find(request.task_id());
+               failed != tasks_not_started_.end() &&
+               absl::Now() - failed->second.since >= options_.task_start_timeout) {
+      cannot_start = failed->second.why;
     }
+  }
+  if (!cannot_start.ok()) {
+    // As a pipeline's error is told: the readers fail with it rather than wait for ever.
+    proto::GetElementResponse response;
+    response.set_task_error_code(static_cast<int>(cannot_start.code()));
+    response.set_task_error_message(absl::StrCat("the worker could not start this task for ",
+                                                 absl::FormatDuration(options_.task_start_timeout),
+                                                 ": ", cannot_start.message()));
+    call->Reply(response);
+    return;
   }
   if (runner == nullptr) {
     // The client may learn of a task before this worker's next heartbeat brings it: fetch it

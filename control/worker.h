@@ -16,9 +16,11 @@
 #include <thread>
 #include <vector>
 
-#include "absl/container/flat_hash_set.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
 #include "control/heartbeat_pacer.h"
 #include "control/task_runner.h"
 #include "transport/rpc.h"
@@ -52,6 +54,10 @@ struct WorkerOptions {
   // How long Start keeps trying to register with a dispatcher it cannot reach (not started
   // yet, restarting) before it fails; zero: one try. A cluster's workers may start first.
   absl::Duration register_timeout = absl::ZeroDuration();
+  // How long a task that cannot start (TaskRunner::Start failed: out of threads, most
+  // likely) is tried again at each heartbeat before its readers are told why, instead of
+  // being asked to retry for ever.
+  absl::Duration task_start_timeout = absl::Seconds(30);
   // While Start retries: called with each failed try's reason, it paces the tries (Start
   // tries again as soon as it returns; without it Start sleeps a second) and returns false
   // to give up (`sluice worker` does on Ctrl-C).
@@ -116,8 +122,13 @@ class Worker {
   bool warned_kept_released_ ABSL_GUARDED_BY(mu_) = false;
   bool warned_slab_waits_ ABSL_GUARDED_BY(mu_) = false;
   bool warned_spill_budget_ ABSL_GUARDED_BY(mu_) = false;
-  // Tasks the dispatcher sent that could not start (TaskRunner::Start failed), said once.
-  absl::flat_hash_set<int64_t> tasks_not_started_ ABSL_GUARDED_BY(mu_);
+  // Tasks the dispatcher sent at the last heartbeat that could not start (TaskRunner::Start
+  // failed), since when and why: said once, and told to readers after task_start_timeout.
+  struct NotStarted {
+    absl::Time since;
+    absl::Status why;
+  };
+  absl::flat_hash_map<int64_t, NotStarted> tasks_not_started_ ABSL_GUARDED_BY(mu_);
   // Set by FreeSlabsFor once a producer waited kOtherJobsKeepSlabsFor: the heartbeat thread
   // asks every task to spill its buffer if it is quiet (the copies are made there, not on
   // the producer's thread under mu_, which the transport's thread takes for each request).
