@@ -170,6 +170,48 @@ TEST(DispatcherRestartLossTest, AWorkerRestartedWhileTheDispatcherWasDownLosesIt
   }
 }
 
+// A journal without the worker's uid (written before it was kept, or by a worker that sent
+// none) learns it at the worker's first heartbeat after the restore, so that a restart of
+// the worker during the dispatcher's next outage is told apart.
+TEST(DispatcherRestartLossTest, AUidFirstHeardAfterARestoreIsJournaled) {
+  TempDir tmp;
+  proto::WorkerHeartbeatRequest a;
+  a.set_worker_address("ucx://a:1");  // no uid, as an old journal has it
+  int64_t old_task = 0;
+  {
+    std::unique_ptr<JournalWriter> journal = *JournalWriter::Open(tmp.dir(), {});
+    DispatcherState state({});
+    state.AttachJournal(journal.get(), 0);
+    proto::GetOrCreateJobRequest job;
+    job.set_dataset_id(*state.RegisterDataset(*engine::ParsePipeline("range(100)")));
+    job.set_mode(proto::OFF);
+    ASSERT_TRUE(state.GetOrCreateJob(job).ok());
+    absl::StatusOr<proto::WorkerHeartbeatResponse> first = state.WorkerHeartbeat(a);
+    ASSERT_TRUE(first.ok() && first->new_tasks_size() == 1);
+    old_task = first->new_tasks(0).task_id();
+    ASSERT_TRUE(journal->Flush().ok());
+  }
+  {
+    std::unique_ptr<DispatcherState> restored = Restored(tmp.dir(), {});
+    std::unique_ptr<JournalWriter> journal = *JournalWriter::Open(tmp.dir(), {});
+    restored->AttachJournal(journal.get(), 0);
+    a.set_worker_uid("a-1");
+    a.add_current_tasks(old_task);
+    absl::StatusOr<proto::WorkerHeartbeatResponse> beat = restored->WorkerHeartbeat(a);
+    ASSERT_TRUE(beat.ok() && beat->new_tasks_size() == 0);
+    ASSERT_TRUE(journal->Flush().ok());
+  }
+  std::unique_ptr<DispatcherState> restored = Restored(tmp.dir(), {});
+  proto::WorkerHeartbeatRequest restarted;
+  restarted.set_worker_address("ucx://a:1");
+  restarted.set_worker_uid("a-2");
+  absl::StatusOr<proto::WorkerHeartbeatResponse> beat = restored->WorkerHeartbeat(restarted);
+  ASSERT_TRUE(beat.ok()) << beat.status();
+  ASSERT_EQ(beat->new_tasks_size(), 1);
+  EXPECT_NE(beat->new_tasks(0).task_id(), old_task)
+      << "the old process's task was sent to the new one";
+}
+
 // A worker lost before the restart whose process comes back (its network healed) gets a
 // task of a job made while it was lost: a worker's loss is not journaled, so it was
 // restored as live and, its uid known, no longer joined that job.

@@ -268,7 +268,10 @@ void DispatcherState::CreateTask(Job& job, const std::string& worker_address,
       for (const proto::Split& split : splits) *pass->add_splits() = split;
     }
   }
-  Journal(update);
+  // The liveness check makes recovery tasks outside any handler, and any worker heartbeat
+  // may hand one out: a crash before it is durable would reuse its id for another task,
+  // which the worker would take for the one it runs.
+  JournalCoordination(update);
 }
 
 void DispatcherState::AddTask(Job& job, int64_t task_id, const std::string& worker_address) {
@@ -463,6 +466,14 @@ absl::StatusOr<proto::WorkerHeartbeatResponse> DispatcherState::WorkerHeartbeat(
   }
   worker.last_heartbeat = absl::Now();
   if (std::exchange(worker.unheard_since_restore, false)) {
+    if (worker.uid.empty() && !request.worker_uid().empty()) {
+      // Not journaled before (an older journal): known from now on, so that a restart of
+      // the worker during the next outage of this dispatcher is told apart.
+      proto::Update update;
+      update.mutable_register_worker()->set_address(request.worker_address());
+      update.mutable_register_worker()->set_uid(request.worker_uid());
+      Journal(update);
+    }
     for (auto& [id, job] : jobs_) LaunchRecoveries(job);  // it may take one now
   }
   worker.uid = request.worker_uid();

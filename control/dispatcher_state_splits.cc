@@ -101,19 +101,19 @@ absl::StatusOr<proto::GetSplitResponse> DispatcherState::GetSplit(
   const int64_t first_split_index = provider->next_split_index();
   const int wanted = std::clamp(request.max_splits(), 1, kMaxSplitsPerLease);
   while (response.splits_size() < wanted) {
-    if (first_split_index + response.splits_size() >= engine::kMaxSplitKeyIndices) {
-      // Its key would name a split of the next pass (2^40 splits: raise elements_per_split).
-      return AsSplitFailure(
-          absl::OutOfRangeError(absl::StrCat("a pass of job ", job.id, " has more than ",
-                                             engine::kMaxSplitKeyIndices, " splits")),
-          job.id);
-    }
     proto::Split split;
     bool end = false;
     SLUICE_RETURN_IF_ERROR(AsSplitFailure(provider->GetNext(&split, &end), job.id));
     if (end) {
       response.set_end_of_splits(true);
       break;
+    }
+    if (first_split_index + response.splits_size() >= engine::kMaxSplitKeyIndices) {
+      // Its key would name a split of the next pass (2^40 splits: raise elements_per_split).
+      return AsSplitFailure(
+          absl::OutOfRangeError(absl::StrCat("a pass of job ", job.id, " has more than ",
+                                             engine::kMaxSplitKeyIndices, " splits")),
+          job.id);
     }
     split.set_key(SplitKey(request.repetition(), first_split_index + response.splits_size()));
     *response.add_splits() = std::move(split);

@@ -458,11 +458,12 @@ absl::Status Worker::Heartbeat() {
       // said once per task, not at every try.
       NotStarted& failed = not_started[task.task_id()];
       failed.why = runner.status();
+      failed.last_try = absl::Now();
       if (auto before = tasks_not_started_.find(task.task_id());
           before != tasks_not_started_.end()) {
         failed.since = before->second.since;
       } else {
-        failed.since = absl::Now();
+        failed.since = failed.last_try;
         std::cerr << "sluice worker " << address_ << ": cannot start task " << task.task_id()
                   << ": " << runner.status().message()
                   << "; it is tried again at each heartbeat for "
@@ -557,7 +558,7 @@ void Worker::HandleGetElement(std::shared_ptr<transport::ServerCall> call) {
       runner = it->second;
     } else if (auto failed = tasks_not_started_.find(request.task_id());
                failed != tasks_not_started_.end() &&
-               absl::Now() - failed->second.since >= options_.task_start_timeout) {
+               failed->second.last_try - failed->second.since >= options_.task_start_timeout) {
       cannot_start = failed->second.why;
     }
   }

@@ -126,6 +126,7 @@ class Worker {
   // failed), since when and why: said once, and told to readers after task_start_timeout.
   struct NotStarted {
     absl::Time since;
+    absl::Time last_try;  // told only once tried for task_start_timeout, not merely that old
     absl::Status why;
   };
   absl::flat_hash_map<int64_t, NotStarted> tasks_not_started_ ABSL_GUARDED_BY(mu_);

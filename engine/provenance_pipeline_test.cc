@@ -408,6 +408,24 @@ TEST(ProvenancePipelineTest, ANestedRepeatsIterationsDoNotReuseTheNextPasssOrder
       << "pass 1 began with pass 0's last order";
 }
 
+// The same one level down: an interleave nested in the split's interleave starts its own
+// chains from an instance of the outer chain, which must still name the pass (shifted by 32
+// bits twice, it wrapped to the same instance in every pass).
+TEST(ProvenancePipelineTest, AShuffleTwoInterleavesDownReshufflesEachPass) {
+  auto order = [](int64_t repetition) {
+    FakeFeed feed({MakeSplit(MakeSplitKey(repetition, 3), 0, 1)});
+    std::unique_ptr<ElementIterator> it = BuildFed(
+        "range(1) | interleave(range(1) | interleave(range(100) | shuffle(100))) | batch(1000)",
+        &feed);
+    absl::StatusOr<std::vector<Element>> all = Drain(*it);
+    EXPECT_TRUE(all.ok()) << all.status();
+    return all.ok() ? FlatInt64s(*all) : std::vector<int64_t>{};
+  };
+  ASSERT_EQ(order(0).size(), 100u);
+  EXPECT_NE(order(0), order(1)) << "the same order in both passes";
+  EXPECT_EQ(order(1), order(1));
+}
+
 TEST(ProvenancePipelineTest, InterleaveAfterBatchKeepsTheSourceOrdinals) {
   // A batch before the interleave: the source's ordinals stay final (it drops ordinal 0),
   // and each outer batch's provenance goes to its first nested element.

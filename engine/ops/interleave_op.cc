@@ -30,6 +30,8 @@ constexpr int64_t kMaxCycleLength = 4096;
 // block_length alone, a block_length of a million buffered a million elements per slot;
 // past a few dozen, reading further ahead only holds memory while the consumer drains.
 constexpr int64_t kMaxReadAheadPerSlot = 64;
+// Hashed with a pass, the first instance its nested chains count from.
+constexpr uint64_t kNestedInstanceSalt = 0x6e65737465642d69;  // "nested-i"
 
 class InterleaveIterator : public ElementIterator {
  public:
@@ -90,10 +92,13 @@ class InterleaveIterator : public ElementIterator {
         // each pass), so that a shuffle in there that reshuffles each iteration does so each
         // pass, and one that does not keeps its order. For a split, the pass its key names:
         // a recovery task's instances count differently, and it must shuffle alike. A nested
-        // repeat counts on from there, so passes start 2^32 instances apart: one apart, the
-        // second iteration of a pass reused the order of the next pass's first.
+        // repeat counts on from there, so each pass starts at a point hashed from it (62
+        // bits, far from any other pass's): one apart, the second iteration of a pass reused
+        // the order of the next pass's first. Hashed, not shifted: an interleave nested in
+        // this chain starts its own from an instance of it, and a shift wrapped the pass off.
         const int64_t pass = next.retag ? SplitKeyRepetition(next.split_key) : instance_;
-        const auto first_instance = static_cast<int64_t>(static_cast<uint64_t>(pass) << 32);
+        const auto first_instance = static_cast<int64_t>(
+            CombineSeeds(kNestedInstanceSalt, static_cast<uint64_t>(pass)) >> 2);
         SLUICE_ASSIGN_OR_RETURN(next.it,
                                 build_nested_(*nested_, std::move(element), seed, first_instance));
         if (op_.parallel()) {
