@@ -39,6 +39,20 @@ absl::StatusOr<std::unique_ptr<BatchReader>> BatchReader::Start(transport::RpcEn
         options.max_batches, " with num_consumers ", options.num_consumers));
   }
   std::unique_ptr<BatchReader> reader(new BatchReader(rpc, std::move(dispatcher), options));
+  // Before the job is made: a pool that cannot be made leaves no job behind.
+  absl::StatusOr<std::shared_ptr<transport::SlabPool>> pool = transport::SlabPool::Create(
+      rpc->transport(), options.slab_bytes,
+      static_cast<size_t>(int64_t{options.max_outstanding_requests} + options.prefetch_batches));
+  if (!pool.ok()) {
+    // Said in the reader's terms: its landing pool is one slab per request in flight and
+    // per batch prefetched.
+    return absl::Status(
+        pool.status().code(),
+        absl::StrCat("the reader's landing pool (max_outstanding_requests ",
+                     options.max_outstanding_requests, " + prefetch_batches ",
+                     options.prefetch_batches, " slabs of slab_bytes): ", pool.status().message()));
+  }
+  reader->pool_ = *std::move(pool);
   proto::GetOrCreateJobRequest request;
   request.set_dataset_id(std::move(dataset_id));
   request.set_mode(options.mode);
@@ -56,19 +70,6 @@ absl::StatusOr<std::unique_ptr<BatchReader>> BatchReader::Start(transport::RpcEn
     reader->next_round_ = response.starting_round();
     reader->next_round_to_request_ = response.starting_round();
   }
-  absl::StatusOr<std::shared_ptr<transport::SlabPool>> pool = transport::SlabPool::Create(
-      rpc->transport(), options.slab_bytes,
-      static_cast<size_t>(options.max_outstanding_requests + options.prefetch_batches));
-  if (!pool.ok()) {
-    // Said in the reader's terms: its landing pool is one slab per request in flight and
-    // per batch prefetched.
-    return absl::Status(
-        pool.status().code(),
-        absl::StrCat("the reader's landing pool (max_outstanding_requests ",
-                     options.max_outstanding_requests, " + prefetch_batches ",
-                     options.prefetch_batches, " slabs of slab_bytes): ", pool.status().message()));
-  }
-  reader->pool_ = *std::move(pool);
   SLUICE_RETURN_IF_ERROR(reader->HeartbeatOnce());
   reader->heartbeat_thread_ = std::thread([r = reader.get()] {
     SetCurrentThreadName("sluice-reader");

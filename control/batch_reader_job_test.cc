@@ -51,5 +51,33 @@ TEST(BatchReaderJobTest, AJobNoWorkerJoinsFailsAfterTheNoWorkerTimeoutAndSaysSo)
   EXPECT_LT(waited, absl::Seconds(15));
 }
 
+// A reader whose landing pool cannot be made (here: more than any machine holds) fails
+// before it asks for the job: before, the named job was made and left with a client that
+// never came.
+TEST(BatchReaderJobTest, AReaderWhosePoolCannotBeMadeLeavesNoJob) {
+  DispatcherOptions dispatcher_options;
+  dispatcher_options.bind = transport::Address{"ucx", "127.0.0.1", 0};
+  dispatcher_options.transport.ucx_tls = "posix,sysv,cma,self";
+  auto dispatcher = Dispatcher::Start(dispatcher_options);
+  ASSERT_TRUE(dispatcher.ok()) << dispatcher.status();
+  ClientOptions client_options;
+  client_options.dispatcher = (*dispatcher)->address();
+  client_options.transport.ucx_tls = "posix,sysv,cma,self";
+  auto client = Client::Connect(client_options);
+  ASSERT_TRUE(client.ok()) << client.status();
+  auto dataset = (*client)->RegisterDataset(*engine::ParsePipeline("range(100) | batch(10)"));
+  ASSERT_TRUE(dataset.ok()) << dataset.status();
+  ReadOptions read;
+  read.job_name = "never-read";
+  read.slab_bytes = size_t{1} << 47;
+  auto reader = (*client)->Read(*dataset, read);
+  ASSERT_FALSE(reader.ok()) << "a landing pool of 2^47-byte slabs";
+  EXPECT_THAT(std::string(reader.status().message()),
+              testing::HasSubstr("the reader's landing pool"));
+  auto status = (*client)->GetStatus();
+  ASSERT_TRUE(status.ok()) << status.status();
+  EXPECT_EQ(status->jobs_size(), 0) << status->DebugString();
+}
+
 }  // namespace
 }  // namespace sluice::control

@@ -1,6 +1,7 @@
 #include "tools/batch_output.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <iostream>
 
@@ -132,6 +133,7 @@ void BatchSink::Add(const engine::BatchView& view, const std::string& worker, in
     // batch is small next to formatting the batch as JSON.
     out_ << BatchViewToJson(view, worker, index, round, task).dump() << '\n';
     out_.flush();
+    if (out_.fail() && write_errno_ == 0) write_errno_ = errno;
   }
   if (show_progress_ && absl::Now() - last_progress_ > absl::Seconds(2)) {
     last_progress_ = absl::Now();
@@ -162,6 +164,7 @@ nlohmann::json BatchSink::Finish() {
     }
   }
   out_.flush();
+  if (out_.fail() && write_errno_ == 0) write_errno_ = errno;
   return summary;
 }
 

@@ -48,8 +48,10 @@ class BatchSink {
            int64_t task = -1);
   // Prints the summary (kSummary); returns it as JSON either way.
   nlohmann::json Finish();
-  // A write failed: whoever read the output has gone (a closed pipe).
+  // A write failed, and the errno it left (EPIPE: whoever read the output has gone; ENOSPC:
+  // a full disk).
   [[nodiscard]] bool output_failed() const { return out_.fail(); }
+  [[nodiscard]] int write_errno() const { return write_errno_; }
 
  private:
   const OutputFormat format_;
@@ -62,6 +64,7 @@ class BatchSink {
   int64_t elements_ = 0;
   int64_t bytes_ = 0;
   std::map<std::string, int64_t> per_worker_;
+  int write_errno_ = 0;
 };
 
 }  // namespace sluice::tools

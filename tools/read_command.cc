@@ -1,8 +1,11 @@
 #include "tools/read_command.h"
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <iostream>
 #include <utility>
 
@@ -49,6 +52,21 @@ int Fail(const absl::Status& status, absl::string_view context) {
   std::cerr << "sluice" << (context.empty() ? "" : " ") << context << ": " << status.message()
             << "\n";
   return ExitCodeFor(status);
+}
+
+// The exit status of a read whose output could not be written. Whoever read a pipe has
+// gone: quietly, as SIGPIPE would have ended the process. Anything else (a full disk) is an
+// error, said; before, it too passed for a closed pipe, or went unseen at the end.
+int OutputFailure(const BatchSink& sink, absl::string_view command) {
+  struct stat out;
+  if (sink.write_errno() == EPIPE ||
+      (fstat(STDOUT_FILENO, &out) == 0 && (S_ISFIFO(out.st_mode) || S_ISSOCK(out.st_mode)))) {
+    return 128 + SIGPIPE;
+  }
+  std::cerr << "sluice " << command << ": cannot write the output: "
+            << (sink.write_errno() != 0 ? std::strerror(sink.write_errno()) : "write failed")
+            << "\n";
+  return 1;
 }
 
 absl::StatusOr<proto::ProcessingMode> ParseMode(const std::string& text) {
@@ -195,8 +213,9 @@ int ReadAll(absl::string_view command, const transport::Address& dispatcher, con
   };
   if (flags.take == 0) {
     // No reader: it would fetch batches of a shared job (max_batches 0 is no bound).
-    BatchSink(*format, data, false).Finish();
-    return 0;
+    BatchSink empty(*format, data, false);
+    empty.Finish();
+    return empty.output_failed() ? OutputFailure(empty, command) : 0;
   }
   auto reader = (*client)->Read(*dataset, read_options);
   if (!reader.ok()) return Fail(reader.status(), command);
@@ -211,10 +230,11 @@ int ReadAll(absl::string_view command, const transport::Address& dispatcher, con
   if (flags.device >= 0) {
     absl::Status read = ReadThroughDevice(command, std::move(*reader), read_options, flags.device,
                                           flags.take, stop, sink);
-    if (sink.output_failed()) return 128 + SIGPIPE;
+    if (sink.output_failed()) return OutputFailure(sink, command);
     // Stopped by a signal, the read's error is that interruption: what it read is printed.
     if (!read.ok() && !IsReadInterruption(read)) return Fail(read, command);
     sink.Finish();
+    if (sink.output_failed()) return OutputFailure(sink, command);
     return stop.exit_status();
   }
   ReadWatch watch(std::string(command), reader->get(), stop);
@@ -235,11 +255,11 @@ int ReadAll(absl::string_view command, const transport::Address& dispatcher, con
     watch.BatchArrived();
     if (coordinated && flags.take >= 0 && (*batch)->round() >= flags.take) break;
     sink.Add(**batch);
-    // Whoever read the output has gone: quietly, as a process SIGPIPE ends would.
-    if (sink.output_failed()) return 128 + SIGPIPE;
+    if (sink.output_failed()) return OutputFailure(sink, command);
     if (coordinated) taken = (*batch)->round();
   }
   sink.Finish();
+  if (sink.output_failed()) return OutputFailure(sink, command);
   watch.SaySkippedRecords();
   if (auto cut_short = CutShortNotice(*mode, (*reader)->tasks_lost())) {
     std::cerr << "sluice " << command << ": " << *cut_short << "\n";

@@ -183,6 +183,8 @@ void RpcEndpoint::StopServing() {
 }
 
 RpcEndpoint::~RpcEndpoint() {
+  // CreateOver failed to make the transport: nothing was served or connected.
+  if (transport_ == nullptr) return;
   // First: a handler that StopServing waits for may be connecting to a peer that never
   // answers (its outgoing CallProto), and background connects may be too. Both end now.
   transport_->StopConnecting();

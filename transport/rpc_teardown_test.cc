@@ -118,5 +118,22 @@ TEST_P(RpcTeardownTest, AnInlineHandlerRunningAsTheTransportStopsStillReplies) {
 
 INSTANTIATE_TEST_SUITE_P(Transports, RpcTeardownTest, AllTransportCases(), TransportCaseName);
 
+// A transport that cannot be made (an unknown UCX_TLS, an absent libfabric provider) fails
+// Create with its reason. Before, the half-made endpoint's destructor used the transport it
+// never got, and every command run with a bad UCX_TLS died of a segfault.
+TEST(RpcCreateTest, ATransportThatCannotBeMadeFailsCreateWithItsReason) {
+  RpcOptions ucx;
+  ucx.scheme = "ucx";
+  ucx.transport.ucx_tls = "no-such-transport";
+  absl::StatusOr<std::unique_ptr<RpcEndpoint>> made = RpcEndpoint::Create(ucx);
+  EXPECT_FALSE(made.ok()) << "an endpoint over UCX_TLS=no-such-transport";
+  RpcOptions refused;
+  auto failing_maker = [](MessageHandler*) -> absl::StatusOr<std::unique_ptr<Transport>> {
+    return absl::FailedPreconditionError("no transport here");
+  };
+  made = RpcEndpoint::CreateOver(refused, failing_maker);
+  EXPECT_EQ(made.status(), absl::FailedPreconditionError("no transport here"));
+}
+
 }  // namespace
 }  // namespace sluice::transport

@@ -122,6 +122,14 @@ absl::StatusOr<std::shared_ptr<SlabPool>> SlabPool::Create(Transport& transport,
     return absl::InvalidArgumentError(absl::StrCat(
         "slab pool needs slab_bytes > 0 and num_slabs > 0, got ", slab_bytes, " and ", num_slabs));
   }
+  // Past this no machine has the memory, and the products below stay far from wrapping
+  // (2^32 slabs of 4 GiB wrapped to 0 bytes, and the mapping "succeeded").
+  constexpr size_t kMaxPoolBytes = size_t{1} << 48;
+  if (slab_bytes > kMaxPoolBytes || num_slabs > kMaxPoolBytes / slab_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat("a slab pool of ", num_slabs, " slabs of ",
+                                                   slab_bytes, " bytes is more than ",
+                                                   kMaxPoolBytes, " bytes"));
+  }
   const size_t rounded = RoundUp(slab_bytes, kSlabAlignment);
   const size_t total = rounded * num_slabs;
   // Not MAP_POPULATE: pages are committed as batches first write them, so a pool sized for

@@ -1,5 +1,6 @@
 #include "transport/slab_pool.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <sys/mman.h>
@@ -15,7 +16,10 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include "absl/strings/str_cat.h"
 
 namespace sluice::transport {
 namespace {
@@ -59,6 +63,22 @@ TEST_F(SlabPoolOverUcxTest, HandsOutDistinctRegisteredSlabsAndTakesThemBack) {
   taken.pop_back();
   EXPECT_EQ((*pool)->free_slabs(), 1u);
   EXPECT_TRUE((*pool)->TryAcquire().has_value());
+}
+
+// Sizes whose product does not fit (or is beyond any machine) are refused with both
+// figures. Before, 2^32 slabs of 4 GiB wrapped to 0 bytes: the mapping succeeded and the
+// free list's 2^32 entries ended the process with bad_alloc.
+TEST_F(SlabPoolOverUcxTest, APoolBeyondTheAddressSpaceIsRefused) {
+  for (const auto& [slab_bytes, num_slabs] :
+       {std::pair<size_t, size_t>{size_t{4} << 30, size_t{1} << 32},
+        {size_t{16} << 20, size_t{1} << 40},
+        {~size_t{0} - 10, 1}}) {
+    auto pool = SlabPool::Create(*transport_, slab_bytes, num_slabs);
+    ASSERT_FALSE(pool.ok()) << num_slabs << " slabs of " << slab_bytes << " bytes";
+    EXPECT_EQ(pool.status().code(), absl::StatusCode::kInvalidArgument) << pool.status();
+    EXPECT_THAT(std::string(pool.status().message()),
+                ::testing::HasSubstr(absl::StrCat(num_slabs, " slabs of ", slab_bytes)));
+  }
 }
 
 TEST(SlabTest, AHeapSlabBelongsToNoPoolAndMovesLikeAPooledOne) {

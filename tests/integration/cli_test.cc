@@ -76,6 +76,21 @@ TEST(CliTest, LocalStopsWhenItsOutputIsClosed) {
   EXPECT_THAT(lines[1], HasSubstr("\"index\":1"));
 }
 
+// Output that cannot be written for another reason (a full disk) is an error, said: it
+// passed for a closed pipe (exit 141, nothing said), and a summary lost at the end went
+// unseen (exit 0).
+TEST(CliTest, OutputToAFullDiskFailsAndSaysSo) {
+  for (const std::string& format : {"jsonl", "summary"}) {
+    std::string command;
+    for (const std::string& arg : EndlessLocalRead(format)) command += "'" + arg + "' ";
+    // The summary's write fails only at the end: a bounded read.
+    if (format == "summary") command += "--take 5 ";
+    Subprocess full({"/bin/bash", "-c", command + "> /dev/full"});
+    EXPECT_EQ(full.Wait(absl::Seconds(60)), 1) << format << ": " << full.stderr_text();
+    EXPECT_THAT(full.stderr_text(), HasSubstr("cannot write the output: No space left")) << format;
+  }
+}
+
 // The --dispatcher address's scheme names the transport of a worker, reader or status; an
 // address without one takes --transport's. An explicit --transport the scheme contradicts
 // was silently ignored.
