@@ -101,8 +101,14 @@ absl::Status Dispatcher::OpenWorkDir(const DispatcherOptions& options) {
     SLUICE_RETURN_IF_ERROR(state_.Restore(*recovered));
     recovery_summary_ =
         absl::StrCat("recovered ", recovered->snapshot.has_value() ? "a snapshot and " : "",
-                     recovered->updates.size(), " journaled update(s) from ", options.work_dir,
-                     recovered->dropped.has_value() ? " (a torn last record was dropped)" : "");
+                     recovered->updates.size(), " journaled update(s) from ", options.work_dir);
+    if (recovered->dropped.has_value()) {
+      // Said with its size: a crash tears at most the last write, and more than that
+      // dropped is a journal damaged otherwise (it is cut off all the same).
+      const TornTail& torn = *recovered->dropped;
+      absl::StrAppend(&recovery_summary_, "; dropped a torn last record: ", torn.bytes_dropped,
+                      " byte(s) at offset ", torn.offset, " of ", torn.path);
+    }
   } else if (!absl::IsNotFound(recovered.status())) {
     return absl::Status(recovered.status().code(),
                         absl::StrCat("cannot recover the dispatcher's state from ",
