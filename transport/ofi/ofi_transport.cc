@@ -248,17 +248,23 @@ void OfiTransport::FailConnection(ConnectionId id, const absl::Status& why, bool
   auto it = connections_.find(id);
   if (it == connections_.end()) return;
   const bool notify = !it->second.closing;  // a closed connection gets no OnDisconnect
+  ScopedFd kept_socket;
   if (int fd = it->second.socket.get(); fd >= 0) {
     progress_->Unwatch(fd);
     connection_by_socket_.erase(fd);
-    it->second.socket.reset();
+    if (fail_reads) {
+      it->second.socket.reset();
+    } else {
+      kept_socket = std::move(it->second.socket);  // until our reads end (Retired::socket)
+    }
   }
   // Mark it first so nothing below sends on it, then fail what it had pending.
   it->second.closing = true;
   it->second.failed = true;
   FailPendingOf(id, why, fail_reads, peer_alive);
   if (auto again = connections_.find(id); again != connections_.end()) {
-    retired_.push_back({id, again->second.address, std::chrono::steady_clock::now()});
+    retired_.push_back(
+        {id, again->second.address, std::chrono::steady_clock::now(), std::move(kept_socket)});
     connections_.erase(again);
   }
   if (notify) handler_->OnDisconnect(id, why);
@@ -310,6 +316,9 @@ void OfiTransport::RemoveRetiredAddresses() {
   // The grace covers what the peer sent before it saw the connection end: libfabric's shm
   // provider still answers those messages into the peer's region, which removal unmaps.
   const auto now = std::chrono::steady_clock::now();
+  for (Retired& entry : retired_) {
+    if (entry.socket.get() >= 0 && endpoint_->Idle(entry.id)) entry.socket.reset();
+  }
   std::erase_if(retired_, [&](const Retired& entry) {
     if (now - entry.since < kAddressGrace || !endpoint_->Idle(entry.id)) return false;
     endpoint_->Remove(entry.address);
@@ -321,7 +330,9 @@ void OfiTransport::FailEverything() {
   const absl::Status why = absl::CancelledError("the ofi transport is shutting down");
   std::vector<ConnectionId> ids;
   for (const auto& [id, connection] : connections_) ids.push_back(id);
-  for (ConnectionId id : ids) FailConnection(id, why);
+  // Their peers may be alive, only slow (still open after kCloseGrace): the payloads they
+  // were told of may still be read, over shm straight out of this process's memory.
+  for (ConnectionId id : ids) FailConnection(id, why, /*fail_reads=*/true, /*peer_alive=*/true);
 }
 
 std::string OfiTransport::Describe() const {

@@ -172,6 +172,10 @@ class OfiTransport final : public Transport {
     ConnectionId id;
     fi_addr_t address;
     std::chrono::steady_clock::time_point since;
+    // Of a connection given up on with our reads of the peer in flight (Abort): closed only
+    // once they end. The peer takes the close for our death and hands out again the memory
+    // those reads still copy from.
+    ScopedFd socket;
   };
   std::vector<Retired> retired_;
 };
