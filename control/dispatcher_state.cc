@@ -161,10 +161,14 @@ absl::StatusOr<proto::GetOrCreateJobResponse> DispatcherState::GetOrCreateJob(
             " coordinated consumer(s); this request asks for ", request.num_consumers()));
       }
       if (job.dataset_id != request.dataset_id() || job.mode != request.mode()) {
+        // Dataset ids are the service's names for pipelines: say which differs in the
+        // reader's terms too.
         return absl::InvalidArgumentError(absl::StrCat(
             "job '", request.job_name(), "' exists for dataset ", job.dataset_id, " in mode ",
             ProcessingModeName(job.mode), "; this request asks for dataset ", request.dataset_id(),
-            " in mode ", ProcessingModeName(request.mode())));
+            " in mode ", ProcessingModeName(request.mode()), " (",
+            job.dataset_id != request.dataset_id() ? "another pipeline" : "another mode",
+            "; under another job name it is read as a job of its own)"));
       }
       Job& joined = jobs_.at(it->second);
       response.set_job_finished(JobFinished(joined));

@@ -86,7 +86,7 @@ void AddTransportFlags(CLI::App* app, TransportFlags& flags) {
 
 int RunTransportCommand(const TransportFlags& flags) {
   absl::StatusOr<size_t> size = ParseByteSize(flags.size);
-  if (!size.ok()) return Usage("transport", size.status().message());
+  if (!size.ok()) return Usage("transport", absl::StrCat("--size: ", size.status().message()));
   if (flags.transport != "ucx" && flags.transport != "ofi") {
     return Usage("transport", "--transport must be ucx or ofi, got '" + flags.transport + "'");
   }

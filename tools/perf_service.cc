@@ -22,6 +22,7 @@
 #include "gpu/cuda_probe.h"
 #include "nlohmann/json.hpp"
 #include "tools/byte_size.h"
+#include "tools/cli_checks.h"
 #include "tools/exit_code.h"
 #include "tools/perf_commands.h"
 #include "transport/progress_mode.h"
@@ -63,15 +64,18 @@ void AddServiceFlags(CLI::App* app, ServiceFlags& flags) {
                   "batches (0: --max-outstanding alone)")
       ->capture_default_str();
   app->add_option("--max-outstanding", flags.max_outstanding, "Fetches in flight per client")
+      ->check(AtLeast(1))
       ->capture_default_str();
   app->add_option("--buffer-batches", flags.buffer_batches, "Worker buffer per task")
+      ->check(AtLeast(1))
       ->capture_default_str();
   app->add_option("--sluice-binary", flags.sluice_binary,
                   "The `sluice` binary (default: beside this one)");
   app->add_option("--device", flags.device,
                   "Clients land batches in the memory of this CUDA device, staged through "
                   "pinned host memory as `sluice read --device` does; p50/p99 then time the "
-                  "wait for each batch in device memory")
+                  "wait for each batch in device memory (-1: host memory)")
+      ->check(AtLeast(-1))
       ->capture_default_str();
   app->add_option("--progress", flags.progress,
                   "How each client's reader waits for a batch, as `sluice read --progress`: "
@@ -101,14 +105,19 @@ void AddServiceFlags(CLI::App* app, ServiceFlags& flags) {
 
 int RunServiceCommand(const ServiceFlags& flags) {
   absl::StatusOr<size_t> batch_bytes = ParseByteSize(flags.batch_bytes);
-  if (!batch_bytes.ok()) return Usage("service", batch_bytes.status().message());
+  if (!batch_bytes.ok()) {
+    return Usage("service", absl::StrCat("--batch-bytes: ", batch_bytes.status().message()));
+  }
+  if (flags.workers < 1 || flags.clients < 1) {
+    return Usage("service", absl::StrCat("--workers and --clients must be >= 1, got ",
+                                         flags.workers, " and ", flags.clients));
+  }
   // Not `seconds <= 0`: NaN passes it, and the run then never ends.
-  if (flags.workers < 1 || flags.clients < 1 || !(flags.seconds > 0) ||
-      !std::isfinite(flags.seconds)) {
-    return Usage("service", "--workers and --clients must be >= 1 and --seconds finite and > 0");
+  if (!(flags.seconds > 0) || !std::isfinite(flags.seconds)) {
+    return Usage("service", absl::StrCat("--seconds must be finite and > 0, got ", flags.seconds));
   }
   if (flags.mode != "off" && flags.mode != "dynamic") {
-    return Usage("service", "--mode must be off or dynamic");
+    return Usage("service", absl::StrCat("--mode must be off or dynamic, got '", flags.mode, "'"));
   }
   if (flags.coordinated && flags.mode != "off") {
     // DYNAMIC's synthetic pipeline is finite (a range long enough for the run), and

@@ -153,8 +153,30 @@ void AddReadFlags(CLI::App* app, ReadFlags& flags) {
       ->capture_default_str();
 }
 
+absl::Status CheckReadFlags(const ReadFlags& flags) {
+  SLUICE_RETURN_IF_ERROR(ParseOutputFormat(flags.format).status());
+  SLUICE_ASSIGN_OR_RETURN(proto::ProcessingMode mode, ParseMode(flags.mode));
+  SLUICE_RETURN_IF_ERROR(ParseAndValidate(flags.pipeline, mode).status());
+  if (absl::StatusOr<transport::ProgressMode> progress =
+          transport::ParseProgressMode(flags.progress);
+      !progress.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--progress ", progress.status().message()));
+  }
+  if (absl::StatusOr<size_t> bound = ParseByteBound(flags.max_bytes_in_flight); !bound.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max-bytes-in-flight: ", bound.status().message()));
+  }
+  if (flags.num_consumers > 0 && flags.consumer_index >= flags.num_consumers) {
+    return absl::InvalidArgumentError(absl::StrCat("--consumer-index ", flags.consumer_index,
+                                                   " must be below --num-consumers ",
+                                                   flags.num_consumers));
+  }
+  return absl::OkStatus();
+}
+
 int ReadAll(absl::string_view command, const transport::Address& dispatcher, const ReadFlags& flags,
             absl::Duration timeout, const StopRequest& stop, std::ostream& data) {
+  if (absl::Status checked = CheckReadFlags(flags); !checked.ok()) return Fail(checked, command);
   absl::StatusOr<OutputFormat> format = ParseOutputFormat(flags.format);
   if (!format.ok()) return Fail(format.status(), command);
   absl::StatusOr<proto::ProcessingMode> mode = ParseMode(flags.mode);

@@ -68,9 +68,14 @@ void AddReadFlags(CLI::App* app, ReadFlags& flags);
 // How long a read asked to stop by a signal has to print what it read and let its job go.
 inline constexpr absl::Duration kStopGrace = absl::Seconds(3);
 
+// What ReadAll refuses of `flags` before it reads: checked first by a caller that starts
+// something on the way (`sluice local`'s cluster).
+[[nodiscard]] absl::Status CheckReadFlags(const ReadFlags& flags);
+
 // Reads a whole job and prints it on `data`. Shared by `read` and `local`. Stops early,
-// with what it read printed and status 128 + the signal, when `stop` is requested, and with
-// status 128 + SIGPIPE when `data` can no longer be written (`| head`).
+// with what it read printed and status 128 + the signal, when `stop` is requested, with
+// status 128 + SIGPIPE when whoever read `data` went away (`| head`), and with 1 when
+// `data` cannot be written otherwise (a full disk).
 int ReadAll(absl::string_view command, const transport::Address& dispatcher, const ReadFlags& flags,
             absl::Duration timeout, const StopRequest& stop, std::ostream& data);
 

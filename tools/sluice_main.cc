@@ -193,8 +193,8 @@ int Main(int argc, char** argv) {
                     "`sluice dispatcher --worker-addresses ...` and its workers")),
                 "local");
   }
-  if (auto p = ParseAndValidate(local_flags.pipeline, *mode); !p.ok()) {
-    return Fail(p.status(), "local");
+  if (absl::Status checked = CheckReadFlags(local_flags); !checked.ok()) {
+    return Fail(checked, "local");
   }
   // Each worker polls its transport on its own thread: far more of them than CPUs starve
   // each other (300 on 2 CPUs had not started after a minute, 128 took 8 s).

@@ -38,6 +38,10 @@ class OfiTransport::SendOp final : public OfiOp {
   void Complete(std::unique_ptr<OfiOp> self, absl::Status status, size_t) override {
     if (send_id_ != 0 && (completes_send_ || !status.ok())) {
       transport_->CompleteSend(send_id_, status);
+    } else if (!status.ok()) {
+      // A reply (kReadDone, kDeclined) that did not leave: its peer would hold the payload
+      // it answers for as long as the connection lives.
+      transport_->FailConnectionLater(connection(), status);
     } else {
       // A closing connection's last op (a kReadDone reply; a rendezvous announcement whose
       // kReadDone came first) may have been what held it open.
@@ -154,7 +158,11 @@ void OfiTransport::SendMessage(ConnectionId to, fi_addr_t address, const WireHea
   if (domain_->mr_local()) {
     absl::StatusOr<MrPtr> registration = domain_->Register(op->bytes().data(), op->bytes().size());
     if (!registration.ok()) {
-      if (send_id != 0) CompleteSend(send_id, registration.status());
+      if (send_id != 0) {
+        CompleteSend(send_id, registration.status());
+      } else {
+        FailConnectionLater(to, registration.status());  // a reply, as in SendOp::Complete
+      }
       return;
     }
     op->registration = std::move(*registration);
@@ -163,6 +171,17 @@ void OfiTransport::SendMessage(ConnectionId to, fi_addr_t address, const WireHea
   const void* data = op->bytes().data();
   const size_t size = op->bytes().size();
   endpoint_->Send(std::move(op), address, data, size, desc);
+}
+
+void OfiTransport::FailConnectionLater(ConnectionId id, const absl::Status& why) {
+  // Posted: called while completions are read or a message is queued, whose state failing
+  // the connection would change under them. Our reads of the peer go on (it is alive), and
+  // the peer, told by the socket's close once they end, frees what it held for us.
+  progress_->Post(
+      [this, id,
+       why = absl::Status(why.code(), absl::StrCat("a reply could not be sent: ", why.message()))] {
+        FailConnection(id, why, /*fail_reads=*/false, /*peer_alive=*/true);
+      });
 }
 
 void OfiTransport::CompleteSend(uint64_t send_id, const absl::Status& status) {

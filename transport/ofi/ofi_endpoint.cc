@@ -4,6 +4,7 @@
 #include <rdma/fi_rma.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <utility>
@@ -238,7 +239,15 @@ int OfiEndpoint::Progress() {
         -error.err,
         absl::StrCat("completion error (", domain_->provider(), ": ", text ? text : "", ")"));
     ++handled;
-    if (error.op_context != nullptr) Finish(OfiOp::FromContext(error.op_context), status, 0);
+    if (error.op_context != nullptr) {
+      Finish(OfiOp::FromContext(error.op_context), status, 0);
+    } else if (!warned_contextless_error_) {
+      // No op to end (a provider's own transfer): said once, so that an op it leaves
+      // hanging is not a mystery.
+      warned_contextless_error_ = true;
+      std::fprintf(stderr, "sluice: libfabric reported a %s with no operation to end it\n",
+                   std::string(status.message()).c_str());
+    }
   }
   return handled;
 }

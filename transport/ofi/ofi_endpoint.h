@@ -131,6 +131,7 @@ class OfiEndpoint {
   std::string name_;
   int wait_fd_ = -1;
   absl::flat_hash_map<OfiOp*, InFlight> inflight_;
+  bool warned_contextless_error_ = false;  // a completion error naming no op, said once
   size_t tx_share_ = 0;
   // Sends and reads given to libfabric and not completed, per connection.
   absl::flat_hash_map<ConnectionId, size_t> transmitting_;

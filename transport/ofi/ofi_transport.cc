@@ -102,10 +102,12 @@ OfiTransport::~OfiTransport() {
 absl::StatusOr<Address> OfiTransport::Listen(const Address& bind) {
   Address bound = bind;
   SLUICE_ASSIGN_OR_RETURN(ScopedFd socket, ListenSocket(bind, &bound.port));
-  progress_->RunSync([&] {
-    progress_->Watch(socket.get());
-    listen_socket_ = std::move(socket);
-  });
+  if (!progress_->RunSync([&] {
+        progress_->Watch(socket.get());
+        listen_socket_ = std::move(socket);
+      })) {
+    return absl::CancelledError("the libfabric transport is shutting down");
+  }
   return bound;
 }
 
@@ -123,7 +125,8 @@ absl::StatusOr<ConnectionId> OfiTransport::ConnectBefore(const Address& peer, ab
     return absl::Status(remote.status().code(), absl::StrCat("connecting to ", peer.ToString(),
                                                              ": ", remote.status().message()));
   }
-  absl::Status status;
+  // Stopped, it added nothing: an id for no connection would be given out.
+  absl::Status status = absl::CancelledError("the libfabric transport is shutting down");
   progress_->RunSync(
       [&] { status = AddConnection(id, *remote, peer.ToString(), std::move(socket)); });
   SLUICE_RETURN_IF_ERROR(status);

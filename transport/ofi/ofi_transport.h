@@ -110,6 +110,8 @@ class OfiTransport final : public Transport {
   // until libfabric completes them, since their landing buffers may still be written.
   void FailConnection(ConnectionId id, const absl::Status& why, bool fail_reads = true,
                       bool peer_alive = false);
+  // FailConnection(id, why, no, yes) from the progress queue: for a reply that failed.
+  void FailConnectionLater(ConnectionId id, const absl::Status& why);
   void CloseConnection(ConnectionId id);
   void RetireIfDone(ConnectionId id);
   // Retires the closed connections whose replies have waited kCloseGrace to leave.
