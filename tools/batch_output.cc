@@ -131,6 +131,7 @@ void BatchSink::Add(const engine::BatchView& view, const std::string& worker, in
     // A line per batch as it arrives, so that whoever reads the stream (a pipe, a test
     // watching for stalls) sees the read's progress, not 4 KiB blocks of it. One write per
     // batch is small next to formatting the batch as JSON.
+    errno = 0;  // what the write leaves, not an earlier call's
     out_ << BatchViewToJson(view, worker, index, round, task).dump() << '\n';
     out_.flush();
     if (out_.fail() && write_errno_ == 0) write_errno_ = errno;
@@ -154,6 +155,7 @@ nlohmann::json BatchSink::Finish() {
                             {"batches_per_s", batches_ / seconds},
                             {"mb_per_s", bytes_ / 1e6 / seconds},
                             {"per_worker_batches", per_worker_}};
+  errno = 0;
   if (format_ == OutputFormat::kSummary) {
     out_ << absl::StrFormat(
         "read %d batches (%d elements, %d tensor bytes) in %.3f s: "

@@ -1,7 +1,6 @@
 #include "tools/read_command.h"
 
 #include <signal.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -57,12 +56,10 @@ int Fail(const absl::Status& status, absl::string_view context) {
 // The exit status of a read whose output could not be written. Whoever read a pipe has
 // gone: quietly, as SIGPIPE would have ended the process. Anything else (a full disk) is an
 // error, said; before, it too passed for a closed pipe, or went unseen at the end.
+// SIGPIPE is ignored (sluice_main.cc), so a closed pipe's write fails with EPIPE. (Not the
+// kind of file descriptor 1: `local` and `read` point it at stderr, private_stdout.h.)
 int OutputFailure(const BatchSink& sink, absl::string_view command) {
-  struct stat out;
-  if (sink.write_errno() == EPIPE ||
-      (fstat(STDOUT_FILENO, &out) == 0 && (S_ISFIFO(out.st_mode) || S_ISSOCK(out.st_mode)))) {
-    return 128 + SIGPIPE;
-  }
+  if (sink.write_errno() == EPIPE) return 128 + SIGPIPE;
   std::cerr << "sluice " << command << ": cannot write the output: "
             << (sink.write_errno() != 0 ? std::strerror(sink.write_errno()) : "write failed")
             << "\n";
@@ -165,6 +162,14 @@ absl::Status CheckReadFlags(const ReadFlags& flags) {
   if (absl::StatusOr<size_t> bound = ParseByteBound(flags.max_bytes_in_flight); !bound.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("--max-bytes-in-flight: ", bound.status().message()));
+  }
+  // The landing pool (transport::SlabPool::Create refuses it too, but only once connected).
+  const int64_t landing_slabs = int64_t{flags.max_outstanding} + flags.prefetch;
+  if (flags.slab_bytes > 0 &&
+      landing_slabs > static_cast<int64_t>((size_t{1} << 48) / flags.slab_bytes)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--max-outstanding ", flags.max_outstanding, " + --prefetch ", flags.prefetch,
+        " landing slabs of --slab-bytes ", flags.slab_bytes, " are more memory than any host has"));
   }
   if (flags.num_consumers > 0 && flags.consumer_index >= flags.num_consumers) {
     return absl::InvalidArgumentError(absl::StrCat("--consumer-index ", flags.consumer_index,

@@ -122,13 +122,16 @@ absl::StatusOr<std::shared_ptr<SlabPool>> SlabPool::Create(Transport& transport,
     return absl::InvalidArgumentError(absl::StrCat(
         "slab pool needs slab_bytes > 0 and num_slabs > 0, got ", slab_bytes, " and ", num_slabs));
   }
-  // Past this no machine has the memory, and the products below stay far from wrapping
-  // (2^32 slabs of 4 GiB wrapped to 0 bytes, and the mapping "succeeded").
+  // Past these no machine has the memory (nor the free list's 8 bytes per slab), and the
+  // products below stay far from wrapping (2^32 slabs of 4 GiB wrapped to 0 bytes, and the
+  // mapping "succeeded"). Counted in whole slabs as mapped (each rounded to a page).
   constexpr size_t kMaxPoolBytes = size_t{1} << 48;
-  if (slab_bytes > kMaxPoolBytes || num_slabs > kMaxPoolBytes / slab_bytes) {
+  constexpr size_t kMaxSlabs = size_t{1} << 32;
+  if (slab_bytes > kMaxPoolBytes || num_slabs > kMaxSlabs ||
+      num_slabs > kMaxPoolBytes / RoundUp(slab_bytes, kSlabAlignment)) {
     return absl::InvalidArgumentError(absl::StrCat("a slab pool of ", num_slabs, " slabs of ",
-                                                   slab_bytes, " bytes is more than ",
-                                                   kMaxPoolBytes, " bytes"));
+                                                   slab_bytes, " bytes is more than ", kMaxSlabs,
+                                                   " slabs or ", kMaxPoolBytes, " bytes"));
   }
   const size_t rounded = RoundUp(slab_bytes, kSlabAlignment);
   const size_t total = rounded * num_slabs;

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <new>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "transport/ofi/ofi_transport.h"
 #include "transport/payload_retention.h"
@@ -176,12 +177,13 @@ void OfiTransport::SendMessage(ConnectionId to, fi_addr_t address, const WireHea
 void OfiTransport::FailConnectionLater(ConnectionId id, const absl::Status& why) {
   // Posted: called while completions are read or a message is queued, whose state failing
   // the connection would change under them. Our reads of the peer go on (it is alive), and
-  // the peer, told by the socket's close once they end, frees what it held for us.
-  progress_->Post(
-      [this, id,
-       why = absl::Status(why.code(), absl::StrCat("a reply could not be sent: ", why.message()))] {
-        FailConnection(id, why, /*fail_reads=*/false, /*peer_alive=*/true);
-      });
+  // the peer, told by the socket's close once they end, frees what it held for us. Said on
+  // the disconnect as Abort says it: the landing buffers of those reads are not free yet.
+  absl::Status failed(why.code(), absl::StrCat("a reply could not be sent: ", why.message()));
+  failed.SetPayload(kReceivesOutstandingPayload, absl::Cord("1"));
+  progress_->Post([this, id, failed = std::move(failed)] {
+    FailConnection(id, failed, /*fail_reads=*/false, /*peer_alive=*/true);
+  });
 }
 
 void OfiTransport::CompleteSend(uint64_t send_id, const absl::Status& status) {

@@ -24,6 +24,9 @@ constexpr absl::Duration kAcceptHelloTimeout = absl::Seconds(2);
 constexpr auto kCloseGrace = std::chrono::seconds(2);
 // How long an ended connection's peer address stays in the AV (RemoveRetiredAddresses).
 constexpr auto kAddressGrace = std::chrono::seconds(1);
+// How long at most a connection given up on keeps its socket for our reads in flight
+// (Retired::socket): kPeerReadHold.
+constexpr auto kKeptSocketHold = std::chrono::seconds(60);
 
 }  // namespace
 
@@ -320,7 +323,12 @@ void OfiTransport::RemoveRetiredAddresses() {
   // provider still answers those messages into the peer's region, which removal unmaps.
   const auto now = std::chrono::steady_clock::now();
   for (Retired& entry : retired_) {
-    if (entry.socket.get() >= 0 && endpoint_->Idle(entry.id)) entry.socket.reset();
+    // Past kPeerReadHold the peer has given up on what it told us of, as we have on our
+    // reads (a dead shm peer never ends them).
+    if (entry.socket.get() >= 0 &&
+        (endpoint_->Idle(entry.id) || now - entry.since >= kKeptSocketHold)) {
+      entry.socket.reset();
+    }
   }
   std::erase_if(retired_, [&](const Retired& entry) {
     if (now - entry.since < kAddressGrace || !endpoint_->Idle(entry.id)) return false;
