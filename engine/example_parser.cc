@@ -1,10 +1,14 @@
 #include "engine/example_parser.h"
 
+#include <string>
 #include <utility>
+
+#include <google/protobuf/io/coded_stream.h>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "engine/example.pb.h"
+#include "engine/example_wire.h"
 
 namespace sluice::engine {
 namespace {
@@ -111,31 +115,49 @@ absl::Status InFeature(absl::string_view where, const absl::Status& status) {
   return absl::Status(status.code(), absl::StrCat(where, ": ", status.message()));
 }
 
+std::vector<std::string> NamesOf(const std::vector<proto::FeatureSpec>& features) {
+  std::vector<std::string> names;
+  names.reserve(features.size());
+  for (const proto::FeatureSpec& spec : features) names.push_back(spec.name());
+  return names;
+}
+
 }  // namespace
 
 ExampleParser::ExampleParser(std::vector<proto::FeatureSpec> features)
-    : features_(std::move(features)) {}
+    : features_(std::move(features)), finder_(NamesOf(features_)) {}
 
 absl::Status ExampleParser::Parse(std::string_view record, int64_t record_index,
                                   Element* out) const {
-  example::Example ex;
-  if (!ex.ParseFromArray(record.data(), static_cast<int>(record.size()))) {
-    return absl::InvalidArgumentError(absl::StrCat("record ", record_index, ": expected a ",
-                                                   "serialized tf.train.Example, got ",
-                                                   record.size(), " bytes that do not parse"));
+  // Only the features the spec names are decoded (example_wire.h).
+  std::vector<FoundFeature> found;
+  if (absl::Status framed = finder_.Find(record, &found); !framed.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("record ", record_index, ": expected a serialized tf.train.Example, got ",
+                     record.size(), " bytes that do not parse (", framed.message(), ")"));
   }
-  const auto& map = ex.features().feature();
   out->clear();
   out->reserve(features_.size());
-  for (const proto::FeatureSpec& spec : features_) {
+  example::Feature feature;
+  for (size_t i = 0; i < features_.size(); ++i) {
+    const proto::FeatureSpec& spec = features_[i];
     const std::string where =
         absl::StrCat("record ", record_index, ": feature '", spec.name(), "'");
-    auto it = map.find(spec.name());
-    const int count = it == map.end() ? 0 : ValueCount(it->second);
-    if (count > 0 && it->second.kind_case() != ExpectedKind(spec.type())) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, " is ", KindName(it->second.kind_case()), ", but the spec expects ",
-                       KindName(ExpectedKind(spec.type()))));
+    const bool present = found[i].present;
+    feature.Clear();
+    for (std::string_view part : found[i].parts) {
+      google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(part.data()),
+                                                static_cast<int>(part.size()));
+      if (!feature.MergeFromCodedStream(&in)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, ": its ", part.size(), " bytes are not a tf.train.Feature"));
+      }
+    }
+    const int count = present ? ValueCount(feature) : 0;
+    if (count > 0 && feature.kind_case() != ExpectedKind(spec.type())) {
+      return absl::InvalidArgumentError(absl::StrCat(where, " is ", KindName(feature.kind_case()),
+                                                     ", but the spec expects ",
+                                                     KindName(ExpectedKind(spec.type()))));
     }
     const bool var = spec.kind() == proto::FeatureSpec::VAR;
     const int64_t want = spec.kind() == proto::FeatureSpec::FIXED ? spec.length() : 1;
@@ -147,11 +169,10 @@ absl::Status ExampleParser::Parse(std::string_view record, int64_t record_index,
     }
     // A feature of fixed length 0 that is there holds its zero values (tf.data's
     // FixedLenFeature([0])); only a missing one needs the default.
-    const bool empty_as_wanted = want == 0 && it != map.end();
+    const bool empty_as_wanted = want == 0 && present;
     if (count == 0 && !var && !empty_as_wanted) {
       if (spec.int64_default_size() + spec.float_default_size() + spec.bytes_default_size() == 0) {
-        return absl::InvalidArgumentError(absl::StrCat(where, " is ",
-                                                       it == map.end() ? "missing" : "empty",
+        return absl::InvalidArgumentError(absl::StrCat(where, " is ", present ? "empty" : "missing",
                                                        " and the spec gives no default"));
       }
       absl::StatusOr<Tensor> filled = FromDefault(spec, std::move(shape), want);
@@ -170,7 +191,7 @@ absl::Status ExampleParser::Parse(std::string_view record, int64_t record_index,
     // record instead of the worker.
     absl::StatusOr<Tensor> parsed = count == 0
                                         ? Tensor::Create(dtype, {0})
-                                        : FromFeature(spec, it->second, std::move(shape), count);
+                                        : FromFeature(spec, feature, std::move(shape), count);
     if (!parsed.ok()) return InFeature(where, parsed.status());
     out->push_back(*std::move(parsed));
   }

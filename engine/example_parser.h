@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "engine/example_wire.h"
 #include "engine/pipeline.pb.h"
 #include "engine/tensor.h"
 
@@ -36,6 +37,7 @@ class ExampleParser {
 
  private:
   std::vector<proto::FeatureSpec> features_;
+  ExampleFeatureFinder finder_;  // of features_' names
 };
 
 }  // namespace sluice::engine

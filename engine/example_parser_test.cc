@@ -61,5 +61,63 @@ TEST(ExampleParserTest, PackedAndUnpackedEncodingsBothParse) {
               HasSubstr("record 2: expected a serialized tf.train.Example"));
 }
 
+// Wire bytes written by hand, as another writer may: a length-delimited field.
+std::string Field(int number, const std::string& bytes) {
+  std::string out(1, static_cast<char>(number << 3 | 2));
+  for (size_t n = bytes.size();; n >>= 7) {
+    out.push_back(static_cast<char>((n & 0x7f) | (n >= 0x80 ? 0x80 : 0)));
+    if (n < 0x80) break;
+  }
+  return out + bytes;
+}
+
+std::string Int64Feature(std::initializer_list<int64_t> values) {
+  example::Feature feature;
+  for (int64_t v : values) feature.mutable_int64_list()->add_value(v);
+  return feature.SerializeAsString();
+}
+
+// An Example of `entries` (map entries: key, then value).
+std::string ExampleOf(const std::vector<std::string>& entries) {
+  std::string features;
+  for (const std::string& entry : entries) features += Field(1, entry);
+  return Field(1, features);
+}
+
+// TensorFlow reads a record whose feature names are not UTF-8; proto3's map<string, ...>
+// refused the whole record (and logged an error for each).
+TEST(ExampleParserTest, AKeyThatIsNotUtf8DoesNotSpoilTheRecord) {
+  const std::string record = ExampleOf({Field(1, "caf\xe9") + Field(2, Int64Feature({1})),
+                                        Field(1, "x") + Field(2, Int64Feature({7}))});
+  Element out;
+  absl::Status parsed = Parser("x:int64:scalar, caf\xe9:int64:scalar").Parse(record, 0, &out);
+  ASSERT_TRUE(parsed.ok()) << parsed;
+  EXPECT_THAT(out[0].values<int64_t>(), ElementsAre(7));
+  EXPECT_THAT(out[1].values<int64_t>(), ElementsAre(1));
+}
+
+// As protobuf reads a map: the last entry of a name wins, and a value given twice in one
+// entry merges.
+TEST(ExampleParserTest, RepeatedEntriesReadAsProtobufReadsAMap) {
+  const std::string record =
+      ExampleOf({Field(1, "x") + Field(2, Int64Feature({1})),
+                 Field(1, "x") + Field(2, Int64Feature({2})) + Field(2, Int64Feature({3}))});
+  Element out;
+  absl::Status parsed = Parser("x:int64:var").Parse(record, 0, &out);
+  ASSERT_TRUE(parsed.ok()) << parsed;
+  EXPECT_THAT(out[0].values<int64_t>(), ElementsAre(2, 3));
+  // Cut short anywhere: not an Example.
+  for (size_t cut = 1; cut < record.size(); ++cut) {
+    EXPECT_THAT(Parser("x:int64:var").Parse(record.substr(0, cut), 3, &out).message(),
+                HasSubstr("record 3: "))
+        << cut;
+  }
+  // A value that is not a Feature, under a name asked for.
+  EXPECT_THAT(Parser("x:int64:var")
+                  .Parse(ExampleOf({Field(1, "x") + Field(2, std::string("\xff", 1))}), 4, &out)
+                  .message(),
+              HasSubstr("record 4: feature 'x': its 1 bytes are not a tf.train.Feature"));
+}
+
 }  // namespace
 }  // namespace sluice::engine
