@@ -115,9 +115,15 @@ absl::Status TfRecordReader::ReadRecord(std::string_view* record, bool* eof) {
       break;
     }
     if (length > kMaxTfRecordBytes) {
-      return absl::ResourceExhaustedError(absl::StrCat("record in ", name_, " at offset ", offset,
-                                                       " has length ", length, "; at most ",
-                                                       kMaxTfRecordBytes, " is supported"));
+      // A record past the bound cannot be read, whether it is one or the length is damaged
+      // (a valid length CRC makes that rare, not impossible): skip mode counts it as the
+      // loss of the file's rest, as it does a truncated record.
+      SLUICE_RETURN_IF_ERROR(
+          Bad(absl::ResourceExhaustedError(absl::StrCat(
+                  "record in ", name_, " at offset ", offset, " has length ", length, "; at most ",
+                  kMaxTfRecordBytes, " is supported (a damaged file, or a record too large)")),
+              /*lose_rest=*/true, &stop));
+      break;
     }
     const size_t total = kTfRecordHeaderBytes + length + kTfRecordFooterBytes;
     peeked = in_.Peek(total);

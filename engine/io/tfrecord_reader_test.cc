@@ -6,6 +6,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
+#include "engine/io/crc32c.h"
 #include "engine/io/zlib_input_stream.h"
 #include "engine/test_util.h"
 
@@ -150,6 +151,30 @@ TEST(TfRecordReaderTest, SkipModeCountsBadRecordsAndKeepsTheGoodOnes) {
   ASSERT_EQ(r.bad.size(), 1u);
   EXPECT_THAT(r.bad[0], HasSubstr("truncated record"));
   EXPECT_THAT(r.bad[0], HasSubstr("skipped the rest of the file"));
+}
+
+// A length past the 1 GiB bound (here with a valid length CRC, the rest of the file short of
+// it) is the loss of the file's rest in skip mode, as a truncated record is; it ended the
+// read in both modes.
+TEST(TfRecordReaderTest, SkipModeCountsALengthPastTheBoundAsTheLossOfTheRest) {
+  std::string bytes;
+  AppendTfRecord("one", &bytes);
+  std::string forged(8, '\0');
+  forged[3] = '\x80';  // 2^31
+  bytes += forged;
+  const uint32_t masked = MaskCrc32c(Crc32c(forged.data(), 8));
+  for (int i = 0; i < 4; ++i) bytes.push_back(static_cast<char>(masked >> (8 * i)));
+  bytes += std::string(100, 'x');
+  AppendTfRecord("two", &bytes);
+  Result skipped = ReadAll(bytes, /*skip=*/true);
+  ASSERT_TRUE(skipped.status.ok()) << skipped.status;
+  EXPECT_THAT(skipped.records, ElementsAre("one"));
+  ASSERT_EQ(skipped.bad.size(), 1u);
+  EXPECT_THAT(skipped.bad[0], HasSubstr("at offset 19 has length 2147483648"));
+  Result failed = ReadAll(bytes);
+  EXPECT_EQ(failed.status.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(failed.status.message(), HasSubstr("a damaged file, or a record too large"));
+  EXPECT_THAT(failed.records, ElementsAre("one"));
 }
 
 // A .gz cut short breaks the compressed stream, not a record: skip mode must count it as the

@@ -91,6 +91,12 @@ absl::StatusOr<size_t> ZlibInputStream::Read(char* dest, size_t n) {
   while (z_.avail_out == want) {
     if (z_.avail_in == 0) {
       SLUICE_ASSIGN_OR_RETURN(bool more, Refill());
+      if (!more && consumed_base_ == 0) {
+        // An empty file holds no stream, and no records: as TensorFlow reads one, and as
+        // compression 'auto' (which finds no header to sniff) does.
+        finished_ = true;
+        break;
+      }
       if (!more) {
         return Error(absl::StrCat("the file ends inside the compressed stream (truncated?)"));
       }

@@ -61,6 +61,17 @@ TEST(ZlibInputStreamTest, DecompressesGzipAndZlibExplicitlyAndByAutoDetection) {
   EXPECT_EQ(*ReadAll(zl, ZlibFormat::kAuto, 65536, 1 << 20), data);
 }
 
+// An empty file named compressed holds nothing; it failed as "truncated", where compression
+// 'auto' (and TensorFlow) read no records. A stream cut short still fails.
+TEST(ZlibInputStreamTest, AnEmptyFileIsAnEmptyStream) {
+  for (ZlibFormat format : {ZlibFormat::kGzip, ZlibFormat::kZlib, ZlibFormat::kAuto}) {
+    absl::StatusOr<std::string> read = ReadAll("", format, 16, 16);
+    ASSERT_TRUE(read.ok()) << read.status();
+    EXPECT_EQ(*read, "");
+  }
+  EXPECT_FALSE(ReadAll(Compress("data", true).substr(0, 5), ZlibFormat::kGzip, 16, 16).ok());
+}
+
 TEST(ZlibInputStreamTest, ConcatenatedGzipMembersAreReadInTurn) {
   const std::string a = "first member\n", b = "second member\n";
   EXPECT_EQ(*ReadAll(Compress(a, true) + Compress(b, true), ZlibFormat::kGzip, 5, 4), a + b);
