@@ -146,9 +146,12 @@ absl::Status ExampleParser::Parse(std::string_view record, int64_t record_index,
     const bool present = found[i].present;
     feature.Clear();
     for (std::string_view part : found[i].parts) {
+      // Merged as protobuf merges a field given twice; the whole part, or it is no Feature
+      // (a merge stops at a 0 or end-group tag and calls that success).
       google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(part.data()),
                                                 static_cast<int>(part.size()));
-      if (!feature.MergeFromCodedStream(&in)) {
+      if (!feature.MergeFromCodedStream(&in) || !in.ConsumedEntireMessage() ||
+          static_cast<size_t>(in.CurrentPosition()) != part.size()) {
         return absl::InvalidArgumentError(
             absl::StrCat(where, ": its ", part.size(), " bytes are not a tf.train.Feature"));
       }

@@ -119,5 +119,26 @@ TEST(ExampleParserTest, RepeatedEntriesReadAsProtobufReadsAMap) {
               HasSubstr("record 4: feature 'x': its 1 bytes are not a tf.train.Feature"));
 }
 
+// Framing protobuf refuses is refused: a requested Feature that a 0 or end-group tag cuts
+// short (a merge stops there and calls it success; its values after it were lost), a length
+// of more than 5 bytes or past 2^31 (its high bits were dropped), field number 0.
+TEST(ExampleParserTest, FramingProtobufRefusesIsRefused) {
+  Element out;
+  const std::string feature = Int64Feature({7});
+  for (const std::string& cut : {std::string("\0\xff\xff", 3), std::string("\x0c", 1) + feature}) {
+    EXPECT_THAT(Parser("x:int64:var")
+                    .Parse(ExampleOf({Field(1, "x") + Field(2, feature + cut)}), 6, &out)
+                    .message(),
+                HasSubstr("record 6: feature 'x': its"));
+  }
+  const std::string long_length = std::string("\x0a\x81\x80\x80\x80\x10x", 7) + Field(2, feature);
+  EXPECT_THAT(Parser("x:int64:var").Parse(ExampleOf({long_length}), 7, &out).message(),
+              HasSubstr("record 7: expected a serialized tf.train.Example"));
+  const std::string field_zero =
+      std::string("\x02\x00", 2) + ExampleOf({Field(1, "x") + Field(2, feature)});
+  EXPECT_THAT(Parser("x:int64:var").Parse(field_zero, 8, &out).message(),
+              HasSubstr("record 8: expected a serialized tf.train.Example"));
+}
+
 }  // namespace
 }  // namespace sluice::engine

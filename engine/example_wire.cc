@@ -30,18 +30,25 @@ absl::Status ForEachField(std::string_view message, OnField on_field) {
   in.SetTotalBytesLimit(static_cast<int>(message.size()));
   while (static_cast<size_t>(in.CurrentPosition()) < message.size()) {
     const uint32_t tag = in.ReadTag();
-    if (tag == 0) return NotAnExample("a field tag is cut short or zero");
+    // Field 0 is no field (protobuf refuses it too).
+    if (tag == 0 || WireFormatLite::GetTagFieldNumber(tag) == 0) {
+      return NotAnExample("a field tag is cut short or zero");
+    }
     if (WireFormatLite::GetTagWireType(tag) != WireFormatLite::WIRETYPE_LENGTH_DELIMITED) {
       if (!WireFormatLite::SkipField(&in, tag)) return NotAnExample("a field is cut short");
       continue;
     }
-    uint32_t length = 0;
-    if (!in.ReadVarint32(&length)) return NotAnExample("a field's length is cut short");
+    // As protobuf reads a length: at most 5 bytes and below 2^31 (ReadVarint32 would drop the
+    // bits above 32 of a longer one).
+    int length = 0;
+    if (!in.ReadVarintSizeAsInt(&length)) return NotAnExample("a field's length is not valid");
     const auto at = static_cast<size_t>(in.CurrentPosition());
-    if (length > message.size() - at) return NotAnExample("a field runs past its message");
-    SLUICE_RETURN_IF_ERROR(
-        on_field(WireFormatLite::GetTagFieldNumber(tag), message.substr(at, length)));
-    if (!in.Skip(static_cast<int>(length))) return NotAnExample("a field is cut short");
+    if (static_cast<size_t>(length) > message.size() - at) {
+      return NotAnExample("a field runs past its message");
+    }
+    SLUICE_RETURN_IF_ERROR(on_field(WireFormatLite::GetTagFieldNumber(tag),
+                                    message.substr(at, static_cast<size_t>(length))));
+    if (!in.Skip(length)) return NotAnExample("a field is cut short");
   }
   return absl::OkStatus();
 }
@@ -50,7 +57,10 @@ absl::Status ForEachField(std::string_view message, OnField on_field) {
 
 ExampleFeatureFinder::ExampleFeatureFinder(std::vector<std::string> names)
     : names_(std::move(names)) {
-  for (int i = 0; i < static_cast<int>(names_.size()); ++i) first_index_.try_emplace(names_[i], i);
+  for (int i = 0; i < static_cast<int>(names_.size()); ++i) {
+    auto [it, added] = first_index_.try_emplace(names_[i], i);
+    if (!added) same_as_.push_back({i, it->second});
+  }
 }
 
 absl::Status ExampleFeatureFinder::Find(std::string_view record,
@@ -59,10 +69,7 @@ absl::Status ExampleFeatureFinder::Find(std::string_view record,
   SLUICE_RETURN_IF_ERROR(ForEachField(record, [&](int field, std::string_view features) {
     return field == kFirstField ? ScanFeatures(features, found) : absl::OkStatus();
   }));
-  for (size_t i = 0; i < names_.size(); ++i) {  // a name asked twice: found for each
-    const int first = first_index_.at(names_[i]);
-    if (first != static_cast<int>(i)) (*found)[i] = (*found)[first];
-  }
+  for (const auto& [again, first] : same_as_) (*found)[again] = (*found)[first];
   return absl::OkStatus();
 }
 

@@ -13,6 +13,7 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -32,6 +33,11 @@ struct FoundFeature {
 class ExampleFeatureFinder {
  public:
   explicit ExampleFeatureFinder(std::vector<std::string> names);
+  // Not copyable: first_index_ views names_' strings (a move keeps them where they are).
+  ExampleFeatureFinder(const ExampleFeatureFinder&) = delete;
+  ExampleFeatureFinder& operator=(const ExampleFeatureFinder&) = delete;
+  ExampleFeatureFinder(ExampleFeatureFinder&&) = default;
+  ExampleFeatureFinder& operator=(ExampleFeatureFinder&&) = default;
 
   // found->at(i) for names[i] (a name asked twice is found twice). InvalidArgument when the
   // record's framing is not an Example's: a tag, length or varint cut short or past its end.
@@ -43,6 +49,7 @@ class ExampleFeatureFinder {
 
   std::vector<std::string> names_;
   absl::flat_hash_map<std::string_view, int> first_index_;  // into names_
+  std::vector<std::pair<int, int>> same_as_;  // (index, first index) of a name asked again
 };
 
 }  // namespace sluice::engine
