@@ -3,7 +3,8 @@
 //   slab acquire/release, batch assembly (EncodeBatch), batching scalar elements in the
 //   engine (RangeBatch, RangeMapBatch, RangeMapBatchDynamic), reading text lines
 //   (TextLineBatch, TextLineBatchDynamic), batch header parse (BatchView),
-//   and the GetElement response header encode/decode.
+//   the GetElement response header encode/decode, and parse_example on one record beside
+//   protobuf's decode of it (ParseExample, ExampleProtobufDecode).
 //
 //   build/perf/sluice_micro_benchmark --benchmark_filter=Encode
 #include <benchmark/benchmark.h>
@@ -21,6 +22,9 @@
 #include "absl/strings/str_format.h"
 #include "control/service.pb.h"
 #include "engine/batch_layout.h"
+#include "engine/example.pb.h"
+#include "engine/example_parser.h"
+#include "engine/example_spec.h"
 #include "engine/iterator.h"
 #include "engine/pipeline_text.h"
 #include "transport/slab_pool.h"
@@ -243,6 +247,51 @@ void BM_GetElementHeaderRoundTrip(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_GetElementHeaderRoundTrip);
+
+// A tf.train.Example as a ranking or text model's input might hold: a label, id and weight
+// lists, a string; and as many features again that the spec does not ask for.
+std::string TypicalExample() {
+  example::Example ex;
+  auto& map = *ex.mutable_features()->mutable_feature();
+  for (const char* prefix : {"", "unused_"}) {
+    map[absl::StrCat(prefix, "label")].mutable_int64_list()->add_value(1);
+    for (int i = 0; i < 20; ++i) {
+      map[absl::StrCat(prefix, "ids")].mutable_int64_list()->add_value(1000003 * i);
+      map[absl::StrCat(prefix, "weights")].mutable_float_list()->add_value(0.25f * i);
+    }
+    map[absl::StrCat(prefix, "text")].mutable_bytes_list()->add_value(std::string(64, 't'));
+  }
+  return ex.SerializeAsString();
+}
+
+// parse_example's whole work on one record: finding the spec's features, decoding them,
+// building the tensors.
+void BM_ParseExample(benchmark::State& state) {
+  const std::string record = TypicalExample();
+  engine::ExampleParser parser(
+      *engine::ParseFeatureSpecs("label:int64:scalar, ids:int64:var, weights:float:var, "
+                                 "text:bytes:scalar"));
+  engine::Element out;
+  for (auto _ : state) {
+    if (!parser.Parse(record, 0, &out).ok()) state.SkipWithError("parse failed");
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * record.size()));
+}
+BENCHMARK(BM_ParseExample);
+
+// The baseline for BM_ParseExample: protobuf decoding the same record whole (what the
+// parser did before it built a tensor).
+void BM_ExampleProtobufDecode(benchmark::State& state) {
+  const std::string record = TypicalExample();
+  example::Example ex;
+  for (auto _ : state) {
+    if (!ex.ParseFromString(record)) state.SkipWithError("parse failed");
+    benchmark::DoNotOptimize(ex.features().feature_size());
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * record.size()));
+}
+BENCHMARK(BM_ExampleProtobufDecode);
 
 }  // namespace
 }  // namespace sluice
