@@ -87,7 +87,14 @@ absl::StatusOr<OpenedDataFile> OpenDataFile(std::string_view path, proto::Compre
   }
   out.description =
       absl::StrCat(quoted, " (", AbslView(kind), "; offsets are in the decompressed data)");
-  out.stream = std::make_unique<ZlibInputStream>(std::move(file), *format, quoted);
+  // Taken for compressed by its first bytes alone: a plain file may start with them, and its
+  // read then fails inside the decompressor, which should say how to read it as it is.
+  const std::string stream_name =
+      compression == proto::COMPRESSION_AUTO
+          ? absl::StrCat(quoted, ", taken for ", AbslView(kind),
+                         " by its first bytes (compression='none' reads it as it is),")
+          : quoted;
+  out.stream = std::make_unique<ZlibInputStream>(std::move(file), *format, stream_name);
   return out;
 }
 

@@ -62,6 +62,21 @@ TEST(DataFileTest, AutoDetectionPerSniffMode) {
   }
 }
 
+// A plain text file that starts with gzip's magic bytes, read under compression 'auto':
+// its decompression fails, and says how to read the file as it is.
+TEST(DataFileTest, AFileTakenForGzipByItsFirstBytesSaysHowToReadItPlain) {
+  TempDir dir;
+  WriteFile(dir.path() + "/looks.txt", std::string("\x1f\x8b\x08 but plain text\n", 20));
+  const std::vector<std::string> roots = {dir.path()};
+  absl::StatusOr<OpenedDataFile> f =
+      OpenDataFile("looks.txt", proto::COMPRESSION_AUTO, Sniff::kGzipMagic, roots);
+  ASSERT_TRUE(f.ok()) << f.status();
+  std::string buffer(64, '\0');
+  absl::StatusOr<size_t> read = f->stream->Read(buffer.data(), buffer.size());
+  ASSERT_FALSE(read.ok()) << "inflated plain text";
+  EXPECT_THAT(read.status().message(), HasSubstr("compression='none' reads it as it is"));
+}
+
 TEST(DataFileTest, CompressionNamesParseAndPrint) {
   for (proto::Compression c : {proto::COMPRESSION_AUTO, proto::COMPRESSION_NONE,
                                proto::COMPRESSION_GZIP, proto::COMPRESSION_ZLIB}) {

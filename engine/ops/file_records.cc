@@ -55,6 +55,7 @@ class FileRecordsIterator : public ElementIterator {
       SLUICE_RETURN_IF_ERROR(cursor_.Next(&index, end_of_sequence));
       if (*end_of_sequence) return absl::OkStatus();
       file_ordinal_ = index - cursor_.split().begin();
+      file_index_ = index;
       record_ = 0;
       delivered_ = drop_delivered_ ? cursor_.delivered() : nullptr;
       if (delivered_ != nullptr) {
@@ -95,9 +96,18 @@ class FileRecordsIterator : public ElementIterator {
       if (*eof) return absl::OkStatus();
       std::shared_ptr<const Provenance> provenance;
       if (cursor_.split_key() != 0) {
-        SLUICE_ASSIGN_OR_RETURN(int64_t ordinal, NestedOrdinal(file_ordinal_, record_++));
-        if (delivered_ != nullptr && delivered_->Contains(ordinal)) continue;
-        provenance = Provenance::Of(cursor_.split_key(), ordinal);
+        absl::StatusOr<int64_t> ordinal = NestedOrdinal(file_ordinal_, record_++);
+        if (!ordinal.ok()) {
+          // Said as the file's, not as the provenance's inner limit: which file, and why.
+          return absl::OutOfRangeError(
+              absl::StrCat(options_.op, ": ", options_.files[file_index_], " has more than 2^",
+                           kInnerOrdinalBits,
+                           " records, more than a DYNAMIC read tracks in one file; split "
+                           "it, or read it in mode OFF (",
+                           ordinal.status().message(), ")"));
+        }
+        if (delivered_ != nullptr && delivered_->Contains(*ordinal)) continue;
+        provenance = Provenance::Of(cursor_.split_key(), *ordinal);
       }
       out->clear();
       out->push_back(Tensor::StringScalar(record));
@@ -124,6 +134,7 @@ class FileRecordsIterator : public ElementIterator {
   // The open file's position within its split, the next record's index, and the split's
   // delivered ordinals (null when none or not dropping).
   int64_t file_ordinal_ = 0;
+  int64_t file_index_ = 0;  // into options_.files, of the open file
   int64_t record_ = 0;
   const DeliveredSet* delivered_ = nullptr;
   // Tracked splits read one record ahead, so that a file's last record carries its rest.
