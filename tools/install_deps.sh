@@ -7,6 +7,7 @@ packages=(
   libprotobuf-dev protobuf-compiler libabsl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libcli11-dev zlib1g-dev
+  gnuplot-nox
 )
 missing=()
 for p in "${packages[@]}"; do
