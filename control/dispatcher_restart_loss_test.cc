@@ -258,7 +258,7 @@ TEST(DispatcherRestartLossTest, AWorkerLostBeforeARestartJoinsTheJobsMadeMeanwhi
 TEST(DispatcherRestartLossTest, NoReplyGoesBeforeATaskLossIsDurable) {
   TempDir tmp;
   std::unique_ptr<JournalWriter> journal =
-      *JournalWriter::Open(tmp.dir(), {.max_delay = absl::Seconds(1)});
+      *JournalWriter::Open(tmp.dir(), {.max_delay = absl::Seconds(3)});
   DispatcherState state({.worker_timeout = absl::Milliseconds(50)});
   state.AttachJournal(journal.get(), 0);
   proto::GetOrCreateJobRequest job;
