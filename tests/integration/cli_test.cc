@@ -80,7 +80,7 @@ TEST(CliTest, LocalStopsWhenItsOutputIsClosed) {
 // passed for a closed pipe (exit 141, nothing said), and a summary lost at the end went
 // unseen (exit 0).
 TEST(CliTest, OutputToAFullDiskFailsAndSaysSo) {
-  for (const std::string& format : {"jsonl", "summary"}) {
+  for (const std::string format : {"jsonl", "summary"}) {
     std::string command;
     for (const std::string& arg : EndlessLocalRead(format)) command += "'" + arg + "' ";
     // The summary's write fails only at the end: a bounded read.
