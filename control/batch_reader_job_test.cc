@@ -15,22 +15,36 @@
 namespace sluice::control {
 namespace {
 
-TEST(BatchReaderJobTest, AJobNoWorkerJoinsFailsAfterTheNoWorkerTimeoutAndSaysSo) {
+// A dispatcher with no worker over shared memory, a client of it, and a dataset it
+// registered (range(100) | batch(10)).
+struct DispatcherAndClient {
+  std::unique_ptr<Dispatcher> dispatcher;
+  std::unique_ptr<Client> client;
+  std::string dataset;
+};
+void StartDispatcherAndClient(DispatcherAndClient* setup) {
   DispatcherOptions dispatcher_options;
   dispatcher_options.bind = transport::Address{"ucx", "127.0.0.1", 0};
   dispatcher_options.transport.ucx_tls = "posix,sysv,cma,self";
   auto dispatcher = Dispatcher::Start(dispatcher_options);
   ASSERT_TRUE(dispatcher.ok()) << dispatcher.status();
-
+  setup->dispatcher = *std::move(dispatcher);
   ClientOptions client_options;
-  client_options.dispatcher = (*dispatcher)->address();
+  client_options.dispatcher = setup->dispatcher->address();
   client_options.transport.ucx_tls = "posix,sysv,cma,self";
   auto client = Client::Connect(client_options);
   ASSERT_TRUE(client.ok()) << client.status();
-  auto pipeline = engine::ParsePipeline("range(100) | batch(10)");
-  ASSERT_TRUE(pipeline.ok()) << pipeline.status();
-  auto dataset = (*client)->RegisterDataset(*pipeline);
+  setup->client = *std::move(client);
+  auto dataset = setup->client->RegisterDataset(*engine::ParsePipeline("range(100) | batch(10)"));
   ASSERT_TRUE(dataset.ok()) << dataset.status();
+  setup->dataset = *dataset;
+}
+
+TEST(BatchReaderJobTest, AJobNoWorkerJoinsFailsAfterTheNoWorkerTimeoutAndSaysSo) {
+  DispatcherAndClient setup;
+  ASSERT_NO_FATAL_FAILURE(StartDispatcherAndClient(&setup));
+  std::unique_ptr<Client>& client = setup.client;
+  const std::string& dataset = setup.dataset;
 
   ReadOptions read;
   read.mode = proto::OFF;
@@ -38,7 +52,7 @@ TEST(BatchReaderJobTest, AJobNoWorkerJoinsFailsAfterTheNoWorkerTimeoutAndSaysSo)
   // Long enough that a read failed as "lost the dispatcher" (a request timeout after the
   // no-worker verdict, as before) would miss the bound below.
   read.request_timeout = absl::Seconds(40);
-  auto reader = (*client)->Read(*dataset, read);
+  auto reader = client->Read(dataset, read);
   ASSERT_TRUE(reader.ok()) << reader.status();
   const absl::Time start = absl::Now();
   auto batch = (*reader)->Next();
@@ -55,26 +69,18 @@ TEST(BatchReaderJobTest, AJobNoWorkerJoinsFailsAfterTheNoWorkerTimeoutAndSaysSo)
 // before it asks for the job: before, the named job was made and left with a client that
 // never came.
 TEST(BatchReaderJobTest, AReaderWhosePoolCannotBeMadeLeavesNoJob) {
-  DispatcherOptions dispatcher_options;
-  dispatcher_options.bind = transport::Address{"ucx", "127.0.0.1", 0};
-  dispatcher_options.transport.ucx_tls = "posix,sysv,cma,self";
-  auto dispatcher = Dispatcher::Start(dispatcher_options);
-  ASSERT_TRUE(dispatcher.ok()) << dispatcher.status();
-  ClientOptions client_options;
-  client_options.dispatcher = (*dispatcher)->address();
-  client_options.transport.ucx_tls = "posix,sysv,cma,self";
-  auto client = Client::Connect(client_options);
-  ASSERT_TRUE(client.ok()) << client.status();
-  auto dataset = (*client)->RegisterDataset(*engine::ParsePipeline("range(100) | batch(10)"));
-  ASSERT_TRUE(dataset.ok()) << dataset.status();
+  DispatcherAndClient setup;
+  ASSERT_NO_FATAL_FAILURE(StartDispatcherAndClient(&setup));
+  std::unique_ptr<Client>& client = setup.client;
+  const std::string& dataset = setup.dataset;
   ReadOptions read;
   read.job_name = "never-read";
   read.slab_bytes = size_t{1} << 47;
-  auto reader = (*client)->Read(*dataset, read);
+  auto reader = client->Read(dataset, read);
   ASSERT_FALSE(reader.ok()) << "a landing pool of 2^47-byte slabs";
   EXPECT_THAT(std::string(reader.status().message()),
               testing::HasSubstr("the reader's landing pool"));
-  auto status = (*client)->GetStatus();
+  auto status = client->GetStatus();
   ASSERT_TRUE(status.ok()) << status.status();
   EXPECT_EQ(status->jobs_size(), 0) << status->DebugString();
 }

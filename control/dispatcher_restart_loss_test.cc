@@ -31,6 +31,29 @@ std::unique_ptr<DispatcherState> Restored(const std::string& dir, const Dispatch
   return state;
 }
 
+// On `state`: a job over range(100) | batch(10) in `mode` (named `job_name`) made by
+// *client, whose task on `worker` is *task; a DYNAMIC one leases splits.
+void StartAPass(DispatcherState& state, proto::ProcessingMode mode,
+                const proto::WorkerHeartbeatRequest& worker, const std::string& job_name,
+                proto::ClientHeartbeatRequest* client, int64_t* task) {
+  proto::GetOrCreateJobRequest job;
+  job.set_dataset_id(*state.RegisterDataset(*engine::ParsePipeline("range(100) | batch(10)")));
+  job.set_mode(mode);
+  job.set_job_name(job_name);
+  absl::StatusOr<proto::GetOrCreateJobResponse> created = state.GetOrCreateJob(job);
+  ASSERT_TRUE(created.ok()) << created.status();
+  client->set_job_id(created->job_id());
+  client->set_client_id(created->client_id());
+  absl::StatusOr<proto::WorkerHeartbeatResponse> first = state.WorkerHeartbeat(worker);
+  ASSERT_TRUE(first.ok() && first->new_tasks_size() == 1);
+  *task = first->new_tasks(0).task_id();
+  if (mode == proto::DYNAMIC) {
+    absl::StatusOr<proto::GetSplitResponse> leased =
+        state.GetSplit(Lease(created->job_id(), *task, 1));
+    ASSERT_TRUE(leased.ok() && leased->splits_size() > 0);
+  }
+}
+
 // A worker that restarted (a new process at its address) has its old task given up and a
 // new one made. That loss is journaled: after the dispatcher's own restart the old task was
 // live again in the worker's list, sent to it as new, and read twice (an OFF pass; a
@@ -51,22 +74,7 @@ void ARestartedWorkersOldTaskStaysLostAfterARestart(proto::ProcessingMode mode,
     std::unique_ptr<JournalWriter> journal = *JournalWriter::Open(tmp.dir(), {});
     DispatcherState state({});
     state.AttachJournal(journal.get(), compact_every);
-    proto::GetOrCreateJobRequest job;
-    job.set_dataset_id(*state.RegisterDataset(*engine::ParsePipeline("range(100) | batch(10)")));
-    job.set_mode(mode);
-    job.set_job_name("passes");
-    absl::StatusOr<proto::GetOrCreateJobResponse> created = state.GetOrCreateJob(job);
-    ASSERT_TRUE(created.ok()) << created.status();
-    client.set_job_id(created->job_id());
-    client.set_client_id(created->client_id());
-    absl::StatusOr<proto::WorkerHeartbeatResponse> first = state.WorkerHeartbeat(old_process);
-    ASSERT_TRUE(first.ok() && first->new_tasks_size() == 1);
-    old_task = first->new_tasks(0).task_id();
-    if (mode == proto::DYNAMIC) {
-      absl::StatusOr<proto::GetSplitResponse> leased =
-          state.GetSplit(Lease(created->job_id(), old_task, 1));
-      ASSERT_TRUE(leased.ok() && leased->splits_size() > 0);
-    }
+    ASSERT_NO_FATAL_FAILURE(StartAPass(state, mode, old_process, "passes", &client, &old_task));
     absl::StatusOr<proto::WorkerHeartbeatResponse> restarted = state.WorkerHeartbeat(new_process);
     ASSERT_TRUE(restarted.ok() && restarted->new_tasks_size() == 1);
     new_task = restarted->new_tasks(0).task_id();
@@ -121,21 +129,7 @@ void AWorkerRestartedWhileTheDispatcherWasDownLosesItsOldTask(proto::ProcessingM
     std::unique_ptr<JournalWriter> journal = *JournalWriter::Open(tmp.dir(), {});
     DispatcherState state({});
     state.AttachJournal(journal.get(), compact_every);
-    proto::GetOrCreateJobRequest job;
-    job.set_dataset_id(*state.RegisterDataset(*engine::ParsePipeline("range(100) | batch(10)")));
-    job.set_mode(mode);
-    absl::StatusOr<proto::GetOrCreateJobResponse> created = state.GetOrCreateJob(job);
-    ASSERT_TRUE(created.ok()) << created.status();
-    client.set_job_id(created->job_id());
-    client.set_client_id(created->client_id());
-    absl::StatusOr<proto::WorkerHeartbeatResponse> first = state.WorkerHeartbeat(old_process);
-    ASSERT_TRUE(first.ok() && first->new_tasks_size() == 1);
-    old_task = first->new_tasks(0).task_id();
-    if (mode == proto::DYNAMIC) {
-      absl::StatusOr<proto::GetSplitResponse> leased =
-          state.GetSplit(Lease(created->job_id(), old_task, 1));
-      ASSERT_TRUE(leased.ok() && leased->splits_size() > 0);
-    }
+    ASSERT_NO_FATAL_FAILURE(StartAPass(state, mode, old_process, "", &client, &old_task));
     old_process.add_current_tasks(old_task);
     ASSERT_TRUE(state.WorkerHeartbeat(old_process).ok());
     ASSERT_TRUE(journal->Flush().ok());

@@ -454,20 +454,7 @@ absl::StatusOr<proto::WorkerHeartbeatResponse> DispatcherState::WorkerHeartbeat(
     for (auto& [id, job] : jobs_) LaunchRecoveries(job);
   }
   WorkerInfo& worker = workers_[request.worker_address()];
-  if (worker.unheard_since_restore) {
-    // The first heartbeat since this dispatcher recovered its state. Lost is not journaled: a job
-    // made while this worker was lost has no task on it, and a static shard would wait for it for
-    // ever. It joins them as a worker that came back does.
-    for (auto& [id, job] : jobs_) {
-      if (JobFinished(job)) continue;
-      const bool has_task =
-          std::any_of(job.task_ids.begin(), job.task_ids.end(), [&](int64_t task_id) {
-            const Task& task = tasks_.at(task_id);
-            return task.worker_address == request.worker_address() && !task.lost;
-          });
-      if (!has_task) CreateTask(job, request.worker_address());
-    }
-  }
+  if (worker.unheard_since_restore) JoinJobsMadeWhileLost(request.worker_address());
   worker.last_heartbeat = absl::Now();
   if (std::exchange(worker.unheard_since_restore, false)) {
     if (worker.uid.empty() && !request.worker_uid().empty()) {

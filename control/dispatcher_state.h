@@ -343,6 +343,10 @@ class DispatcherState {
   void WaitToReissue(Job& job, int64_t lost_task, absl::Time now,
                      absl::Time wait_until = absl::InfiniteFuture())
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // On a restored worker's first heartbeat since the restore: a task of each unfinished job
+  // that has none on it (a worker's loss is not journaled, so one lost before the restart
+  // missed the jobs made meanwhile).
+  void JoinJobsMadeWhileLost(const std::string& address) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A worker shutting down (WorkerHeartbeatRequest.leaving): lost now, not a timeout later,
   // unless it holds an OFF pass or a static shard of a job still running.
   void LetWorkerLeave(const proto::WorkerHeartbeatRequest& request)

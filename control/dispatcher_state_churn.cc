@@ -154,6 +154,21 @@ void DispatcherState::WaitToReissue(Job& job, int64_t lost_task, absl::Time now,
   job.recoveries.push_back(std::move(recovery));
 }
 
+void DispatcherState::JoinJobsMadeWhileLost(const std::string& address) {
+  // The first heartbeat since this dispatcher recovered its state. Lost is not journaled: a job
+  // made while this worker was lost has no task on it, and a static shard would wait for it for
+  // ever. It joins them as a worker that came back does.
+  for (auto& [id, job] : jobs_) {
+    if (JobFinished(job)) continue;
+    const bool has_task =
+        std::any_of(job.task_ids.begin(), job.task_ids.end(), [&](int64_t task_id) {
+          const Task& task = tasks_.at(task_id);
+          return task.worker_address == address && !task.lost;
+        });
+    if (!has_task) CreateTask(job, address);
+  }
+}
+
 void DispatcherState::LetWorkerLeave(const proto::WorkerHeartbeatRequest& request) {
   auto known = workers_.find(request.worker_address());
   // Unknown, lost already, or a new process at the address: nothing of this one to give up.

@@ -95,6 +95,8 @@ class Worker {
   void SayLeaving();
   // Adds the tasks this worker runs to `request`, the finished ones also as finished.
   void ListTasks(proto::WorkerHeartbeatRequest& request) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Slabs let go early, producers waiting for slabs, the spill heap full (worker_warnings.cc).
+  void SayPoolPressureOnce(const proto::WorkerStats& stats) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void HandleGetElement(std::shared_ptr<transport::ServerCall> call);
   // Destroys the removed runners no request handler holds any more, on the calling thread
   // (the heartbeat's): a runner's destructor joins its producer, which must happen neither
