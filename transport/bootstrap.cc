@@ -211,13 +211,22 @@ absl::Status SendHello(int fd, const Hello& hello, absl::Time deadline, int stop
   return WriteAll(fd, message.data(), message.size(), deadline, stop_fd);
 }
 
-absl::StatusOr<Hello> ReceiveHello(int fd, HelloTransport expected, absl::Time deadline,
-                                   int stop_fd) {
+absl::StatusOr<std::optional<Hello>> ParseHello(absl::string_view bytes, HelloTransport expected,
+                                                size_t* needed) {
+  size_t at = 0;
+  // Takes the next `size` bytes into `out` once they have come; until then says how many
+  // the hello needs so far.
+  auto take = [&](void* out, size_t size) {
+    if (bytes.size() - at < size) {
+      *needed = at + size;
+      return false;
+    }
+    std::memcpy(out, bytes.data() + at, size);
+    at += size;
+    return true;
+  };
   char magic[sizeof(kUcxMagic)];
-  Hello hello;
-  hello.transport = expected;
-  uint32_t length = 0;
-  SLUICE_RETURN_IF_ERROR(ReadAll(fd, magic, sizeof(magic), deadline, stop_fd));
+  if (!take(magic, sizeof(magic))) return std::nullopt;
   if (std::memcmp(magic, MagicOf(expected), sizeof(magic)) != 0) {
     for (HelloTransport other : {HelloTransport::kUcx, HelloTransport::kOfi}) {
       if (other != expected && std::memcmp(magic, MagicOf(other), sizeof(magic)) == 0) {
@@ -228,23 +237,36 @@ absl::StatusOr<Hello> ReceiveHello(int fd, HelloTransport expected, absl::Time d
     }
     return absl::InvalidArgumentError("peer is not a Sluice endpoint (bad hello magic)");
   }
-  SLUICE_RETURN_IF_ERROR(ReadAll(fd, &hello.token, sizeof(hello.token), deadline, stop_fd));
-  SLUICE_RETURN_IF_ERROR(ReadAll(fd, &length, sizeof(length), deadline, stop_fd));
+  Hello hello;
+  hello.transport = expected;
+  uint32_t length = 0;
+  if (!take(&hello.token, sizeof(hello.token)) || !take(&length, sizeof(length))) {
+    return std::nullopt;
+  }
   if (length == 0 || length > kMaxWorkerAddress) {
     return absl::InvalidArgumentError(
         absl::StrCat("hello announces a worker address of ", length, " bytes"));
   }
-  hello.worker_address.resize(length);
-  SLUICE_RETURN_IF_ERROR(ReadAll(fd, hello.worker_address.data(), length, deadline, stop_fd));
-  SLUICE_RETURN_IF_ERROR(ReadAll(fd, &length, sizeof(length), deadline, stop_fd));
+  if (bytes.size() - at < length) {
+    *needed = at + length;
+    return std::nullopt;
+  }
+  hello.worker_address.assign(bytes.data() + at, length);
+  at += length;
+  if (!take(&length, sizeof(length))) return std::nullopt;
   if (length > kMaxLocality) {
     return absl::InvalidArgumentError(
         absl::StrCat("hello announces a locality of ", length, " bytes"));
   }
-  hello.locality.resize(length);
-  SLUICE_RETURN_IF_ERROR(ReadAll(fd, hello.locality.data(), length, deadline, stop_fd));
+  if (bytes.size() - at < length) {
+    *needed = at + length;
+    return std::nullopt;
+  }
+  hello.locality.assign(bytes.data() + at, length);
+  at += length;
   uint8_t watch = 0;
-  SLUICE_RETURN_IF_ERROR(ReadAll(fd, &watch, sizeof(watch), deadline, stop_fd));
+  if (!take(&watch, sizeof(watch))) return std::nullopt;
+  *needed = at;
   switch (static_cast<PeerWatch>(watch)) {
     case PeerWatch::kUcx:
     case PeerWatch::kSocket:
@@ -253,6 +275,20 @@ absl::StatusOr<Hello> ReceiveHello(int fd, HelloTransport expected, absl::Time d
       return hello;
   }
   return absl::InvalidArgumentError(absl::StrCat("hello announces peer watch ", watch));
+}
+
+absl::StatusOr<Hello> ReceiveHello(int fd, HelloTransport expected, absl::Time deadline,
+                                   int stop_fd) {
+  // Exactly what the hello needs is read, never past it.
+  std::string bytes;
+  size_t needed = sizeof(kUcxMagic);
+  while (true) {
+    const size_t have = bytes.size();
+    bytes.resize(needed);
+    SLUICE_RETURN_IF_ERROR(ReadAll(fd, bytes.data() + have, needed - have, deadline, stop_fd));
+    SLUICE_ASSIGN_OR_RETURN(std::optional<Hello> hello, ParseHello(bytes, expected, &needed));
+    if (hello.has_value()) return *std::move(hello);
+  }
 }
 
 bool SocketAloneWatches(const Hello& mine, const Hello& theirs) {
@@ -269,28 +305,6 @@ bool SocketAloneWatches(const Hello& mine, const Hello& theirs) {
     return false;
   };
   return wishes_socket_alone(mine.peer_watch) && wishes_socket_alone(theirs.peer_watch);
-}
-
-bool AcceptPeer(int listen_fd, HelloTransport expected, absl::Time deadline,
-                absl::StatusOr<AcceptedPeer>* accepted) {
-  sockaddr_storage from{};
-  socklen_t length = sizeof(from);
-  ScopedFd socket(accept4(listen_fd, reinterpret_cast<sockaddr*>(&from), &length,
-                          SOCK_NONBLOCK | SOCK_CLOEXEC));
-  if (socket.get() < 0) return false;
-  char host[NI_MAXHOST] = "?";
-  char port[NI_MAXSERV] = "?";
-  getnameinfo(reinterpret_cast<sockaddr*>(&from), length, host, sizeof(host), port, sizeof(port),
-              NI_NUMERICHOST | NI_NUMERICSERV);
-  // The hello is small and sent right after connecting; a peer that does not send it in
-  // time is dropped.
-  absl::StatusOr<Hello> hello = ReceiveHello(socket.get(), expected, deadline);
-  if (!hello.ok()) {
-    *accepted = hello.status();
-    return true;
-  }
-  *accepted = AcceptedPeer{std::move(socket), *std::move(hello), absl::StrCat(host, ":", port)};
-  return true;
 }
 
 }  // namespace sluice::transport

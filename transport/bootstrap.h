@@ -22,9 +22,11 @@
 #define SLUICE_TRANSPORT_BOOTSTRAP_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "transport/address.h"
 
@@ -95,21 +97,15 @@ class ConnectStop {
 [[nodiscard]] absl::Status SendHello(int fd, const Hello& hello, absl::Time deadline,
                                      int stop_fd = -1);
 // A hello of the `expected` transport; one of the other is InvalidArgument naming both.
+// Reads exactly the hello's bytes.
 [[nodiscard]] absl::StatusOr<Hello> ReceiveHello(int fd, HelloTransport expected,
                                                  absl::Time deadline, int stop_fd = -1);
-
-// A connection taken from a listening socket, with the hello its peer sent.
-struct AcceptedPeer {
-  ScopedFd socket;
-  Hello hello;
-  std::string peer;  // "host:port", for messages
-};
-
-// Accepts one pending connection on the non-blocking `listen_fd` and reads its hello by
-// `deadline`. Returns false when no connection is pending; otherwise `*accepted` holds the
-// peer, or the error that dropped it (the peer sees its connection closed).
-[[nodiscard]] bool AcceptPeer(int listen_fd, HelloTransport expected, absl::Time deadline,
-                              absl::StatusOr<AcceptedPeer>* accepted);
+// The hello at the front of `bytes` (as ReceiveHello), or nullopt while it is incomplete:
+// then `*needed` is how many bytes it needs at least (more may be asked once they came).
+// On success `*needed` is the hello's size.
+[[nodiscard]] absl::StatusOr<std::optional<Hello>> ParseHello(absl::string_view bytes,
+                                                              HelloTransport expected,
+                                                              size_t* needed);
 
 }  // namespace sluice::transport
 

@@ -6,6 +6,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <optional>
+#include <string>
+
 namespace sluice::transport {
 namespace {
 
@@ -75,6 +78,54 @@ TEST(HelloTest, AHelloOfTheOtherTransportIsRefusedByName) {
   absl::StatusOr<Hello> received = ReceiveHello(pair.b.get(), HelloTransport::kOfi, Soon());
   ASSERT_TRUE(received.ok()) << received.status();
   EXPECT_EQ(received->transport, HelloTransport::kOfi);
+}
+
+// The bytes SendHello puts on the wire for `hello`.
+std::string WireBytes(const Hello& hello) {
+  SocketPair pair;
+  EXPECT_TRUE(SendHello(pair.a.get(), hello, Soon()).ok());
+  std::string bytes(1 << 16, '\0');
+  const ssize_t n = read(pair.b.get(), bytes.data(), bytes.size());
+  EXPECT_GT(n, 0);
+  bytes.resize(n > 0 ? static_cast<size_t>(n) : 0);
+  return bytes;
+}
+
+// What an accepting transport does with a hello that comes a byte at a time: it is
+// incomplete until its last byte, each step asks for no byte past its end, and the whole is
+// the hello sent.
+TEST(ParseHelloTest, AHelloInPiecesAsksForNoBytePastItsEnd) {
+  const Hello sent{9, std::string(200, 'w'), "host;ipc=2", PeerWatch::kSocket};
+  const std::string wire = WireBytes(sent);
+  size_t needed = 0;
+  for (size_t have = 0; have < wire.size(); ++have) {
+    absl::StatusOr<std::optional<Hello>> parsed =
+        ParseHello(absl::string_view(wire).substr(0, have), HelloTransport::kUcx, &needed);
+    ASSERT_TRUE(parsed.ok()) << parsed.status() << " at " << have;
+    EXPECT_FALSE(parsed->has_value()) << "complete at " << have << " of " << wire.size();
+    EXPECT_GT(needed, have);
+    EXPECT_LE(needed, wire.size());
+  }
+  absl::StatusOr<std::optional<Hello>> parsed = ParseHello(wire, HelloTransport::kUcx, &needed);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  ASSERT_TRUE(parsed->has_value());
+  EXPECT_EQ(needed, wire.size());
+  EXPECT_EQ((*parsed)->token, 9u);
+  EXPECT_EQ((*parsed)->worker_address, sent.worker_address);
+  EXPECT_EQ((*parsed)->locality, "host;ipc=2");
+  EXPECT_EQ((*parsed)->peer_watch, PeerWatch::kSocket);
+}
+
+// A bad length is refused as soon as it has come, not after waiting for 4 GiB.
+TEST(ParseHelloTest, AnOversizedAddressIsRefusedBeforeItsBytes) {
+  std::string wire = WireBytes(Hello{1, "address"});
+  const uint32_t huge = 0xffffffff;
+  wire.replace(12, sizeof(huge), reinterpret_cast<const char*>(&huge), sizeof(huge));
+  size_t needed = 0;
+  absl::StatusOr<std::optional<Hello>> parsed =
+      ParseHello(absl::string_view(wire).substr(0, 16), HelloTransport::kUcx, &needed);
+  EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(parsed.status().message(), HasSubstr("4294967295 bytes"));
 }
 
 Hello From(std::string locality, PeerWatch watch) {

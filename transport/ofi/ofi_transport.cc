@@ -19,7 +19,6 @@ namespace sluice::transport::ofi {
 namespace {
 
 // How long an accepting transport waits for a connecting peer's hello.
-constexpr absl::Duration kAcceptHelloTimeout = absl::Seconds(2);
 // How long the destructor lets closing connections finish their transfers.
 constexpr auto kCloseGrace = std::chrono::seconds(2);
 // How long an ended connection's peer address stays in the AV (RemoveRetiredAddresses).
@@ -61,6 +60,7 @@ absl::Status OfiTransport::Start() {
   hooks.on_tick = [this] {
     RetireOverdueCloses();
     RemoveRetiredAddresses();
+    if (acceptor_.pending() > 0) acceptor_.DropOverdue(absl::Now());
     handler_->OnTick();
   };
   domain_->SetOwner(progress_);
@@ -73,6 +73,7 @@ OfiTransport::~OfiTransport() {
     progress_->RunSync([this] {
       if (listen_socket_.get() >= 0) progress_->Unwatch(listen_socket_.get());
       listen_socket_.reset();
+      acceptor_.Clear();
       std::vector<ConnectionId> ids;
       for (const auto& [id, connection] : connections_) ids.push_back(id);
       for (ConnectionId id : ids) CloseConnection(id);
@@ -211,6 +212,10 @@ void OfiTransport::OnSocketReady(int fd) {
     AcceptConnections();
     return;
   }
+  if (acceptor_.Owns(fd)) {
+    FinishAccept(fd);
+    return;
+  }
   auto it = connection_by_socket_.find(fd);
   if (it == connection_by_socket_.end()) return;
   // Nothing is sent on a bootstrap socket after the hello: readable means closed.
@@ -233,19 +238,22 @@ void OfiTransport::OnSocketReady(int fd) {
 }
 
 void OfiTransport::AcceptConnections() {
-  while (true) {
-    absl::Time deadline = absl::Now() + kAcceptHelloTimeout;
-    absl::StatusOr<AcceptedPeer> accepted;
-    if (!AcceptPeer(listen_socket_.get(), HelloTransport::kOfi, deadline, &accepted)) return;
-    if (!accepted.ok()) continue;
-    ConnectionId id = next_connection_id_.fetch_add(1);
-    int fd = accepted->socket.get();
-    if (!AddConnection(id, accepted->hello, std::move(accepted->peer), std::move(accepted->socket))
-             .ok()) {
-      continue;
-    }
-    // The handler has not seen this connection yet: drop it without an OnDisconnect.
-    if (!SendHello(fd, OwnHello(id), deadline).ok()) CloseConnection(id);
+  acceptor_.DropOverdue(absl::Now());
+  acceptor_.AcceptAll(listen_socket_.get());
+}
+
+void OfiTransport::FinishAccept(int fd) {
+  std::optional<AcceptedPeer> accepted = acceptor_.OnReadable(fd);
+  if (!accepted.has_value()) return;
+  ConnectionId id = next_connection_id_.fetch_add(1);
+  if (!AddConnection(id, accepted->hello, std::move(accepted->peer), std::move(accepted->socket))
+           .ok()) {
+    return;
+  }
+  // A fresh socket's send buffer takes the hello at once: this does not wait on the peer.
+  // The handler has not seen this connection yet: drop it without an OnDisconnect.
+  if (!SendHello(fd, OwnHello(id), absl::Now() + HelloAcceptor::kTimeout).ok()) {
+    CloseConnection(id);
   }
 }
 

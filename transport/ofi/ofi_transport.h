@@ -36,6 +36,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "transport/bootstrap.h"
+#include "transport/hello_acceptor.h"
 #include "transport/ofi/ofi_domain.h"
 #include "transport/ofi/ofi_endpoint.h"
 #include "transport/ofi/ofi_wire.h"
@@ -104,6 +105,8 @@ class OfiTransport final : public Transport {
                              ScopedFd socket);
   void OnSocketReady(int fd);
   void AcceptConnections();
+  // A pending peer's socket is readable: its connection once its hello is complete.
+  void FinishAccept(int fd);
   // `peer_alive`: it may be (Abort): the payloads of the sends it fails may still be read
   // (PayloadMayStillBeRead). `fail_reads`: also fail reads in flight now (their peer is
   // dead and serves none); otherwise they stay
@@ -153,6 +156,10 @@ class OfiTransport final : public Transport {
   std::unique_ptr<OfiEndpoint> endpoint_;
   std::shared_ptr<ProgressThread> progress_;
   ScopedFd listen_socket_;
+  // Peers accepted from listen_socket_ whose hellos have not all come; progress thread only.
+  HelloAcceptor acceptor_{HelloTransport::kOfi, HelloAcceptor::kTimeout,
+                          [this](int fd) { progress_->Watch(fd); },
+                          [this](int fd) { progress_->Unwatch(fd); }};
   std::string hello_address_;  // EncodePeerAddress of this endpoint, sent in every hello
   [[nodiscard]] Hello OwnHello(ConnectionId id) const {
     Hello hello{id, hello_address_};

@@ -17,9 +17,6 @@
 namespace sluice::transport::ucx {
 namespace {
 
-// How long an accepting transport waits for a connecting peer's hello.
-constexpr absl::Duration kAcceptHelloTimeout = absl::Seconds(2);
-
 // A same-host peer is left to the bootstrap socket on the grounds that UCX reaches it over
 // shared memory only; should UCX pick a lane that can fail inside it (tcp, because shared
 // memory turned out unreachable), say so, and how to have UCX watch instead.
@@ -47,19 +44,22 @@ absl::StatusOr<Address> UcxTransport::Listen(const Address& bind) {
 }
 
 void UcxTransport::AcceptConnections() {
-  while (true) {
-    absl::Time deadline = absl::Now() + kAcceptHelloTimeout;
-    absl::StatusOr<AcceptedPeer> accepted;
-    if (!AcceptPeer(listen_socket_.get(), HelloTransport::kUcx, deadline, &accepted)) return;
-    if (!accepted.ok()) continue;
-    ConnectionId id = next_connection_id_.fetch_add(1);
-    int fd = accepted->socket.get();
-    if (!CreateEndpoint(id, accepted->hello, std::move(accepted->peer), std::move(accepted->socket))
-             .ok()) {
-      continue;
-    }
-    // The handler has not seen this connection yet: drop it without an OnDisconnect.
-    if (!SendHello(fd, OwnHello(id), deadline).ok()) CloseEndpoint(id, Closing::kGivenUp);
+  acceptor_.DropOverdue(absl::Now());
+  acceptor_.AcceptAll(listen_socket_.get());
+}
+
+void UcxTransport::FinishAccept(int fd) {
+  std::optional<AcceptedPeer> accepted = acceptor_.OnReadable(fd);
+  if (!accepted.has_value()) return;
+  ConnectionId id = next_connection_id_.fetch_add(1);
+  if (!CreateEndpoint(id, accepted->hello, std::move(accepted->peer), std::move(accepted->socket))
+           .ok()) {
+    return;
+  }
+  // A fresh socket's send buffer takes the hello at once: this does not wait on the peer.
+  // The handler has not seen this connection yet: drop it without an OnDisconnect.
+  if (!SendHello(fd, OwnHello(id), absl::Now() + HelloAcceptor::kTimeout).ok()) {
+    CloseEndpoint(id, Closing::kGivenUp);
   }
 }
 
@@ -124,10 +124,7 @@ absl::Status UcxTransport::CreateEndpoint(ConnectionId id, const Hello& remote, 
     return UcsError(
         s, absl::StrCat("cannot create endpoint to ", peer, " (UCX_TLS=", context_->tls(), ")"));
   }
-  epoll_event ev{};
-  ev.events = EPOLLIN | EPOLLRDHUP;
-  ev.data.fd = socket.get();
-  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, socket.get(), &ev);
+  WatchSocket(socket.get());
   connection_by_socket_[socket.get()] = id;
   connection_by_ep_[ep] = id;
   bool ucx_watches = params.err_mode == UCP_ERR_HANDLING_MODE_PEER;
@@ -201,6 +198,13 @@ void UcxTransport::OnEndpointError(void* arg, ucp_ep_h ep, ucs_status_t status) 
   self->FailConnection(
       id, UcsError(status, absl::StrCat("connection to ", endpoint.peer,
                                         " failed (the peer exited or cannot be reached)")));
+}
+
+void UcxTransport::WatchSocket(int fd) {
+  epoll_event ev{};
+  ev.events = EPOLLIN | EPOLLRDHUP;
+  ev.data.fd = fd;
+  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev);
 }
 
 void UcxTransport::StopWatching(const Endpoint& endpoint) {

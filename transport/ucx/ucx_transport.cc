@@ -118,6 +118,7 @@ UcxTransport::~UcxTransport() {
       if (listen_socket_.get() >= 0)
         epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, listen_socket_.get(), nullptr);
       listen_socket_.reset();
+      acceptor_.Clear();
       std::vector<ConnectionId> ids;
       for (const auto& [id, endpoint] : endpoints_) ids.push_back(id);
       for (ConnectionId id : ids) CloseEndpoint(id, Closing::kGraceful);
@@ -281,6 +282,7 @@ unsigned UcxTransport::ProgressOnce() {
       // never accept a connection or notice a closed bootstrap socket.
       epoll_event ready[16];
       HandleReadyFds(ready, epoll_wait(epoll_fd_, ready, 16, 0));
+      if (acceptor_.pending() > 0) acceptor_.DropOverdue(absl::Now());
       CheckReceiveQueue(now);
     }
   }
@@ -388,12 +390,12 @@ bool UcxTransport::SleepHoldingBaton(std::chrono::steady_clock::duration at_most
   caller_spin_.Slept(absl::FromChrono(slept_for), slept == Slept::kRaced || n > 0);
   caller_spin_now_ = IdleTimer::ToChrono(caller_spin_.current());
   if (slept == Slept::kRaced) return true;
-  // Accepting waits for the peer's hello (up to seconds for a slow one): the progress thread
-  // does it, not a caller in the middle of its call. The listen socket stays readable.
+  // Accepting, and answering a hello, is for the progress thread, not a caller in the middle
+  // of its call. Their sockets stay readable for it.
   bool connection_waiting = false;
   int kept = 0;
   for (int i = 0; i < n; ++i) {
-    if (ready[i].data.fd == listen_socket_.get()) {
+    if (ready[i].data.fd == listen_socket_.get() || acceptor_.Owns(ready[i].data.fd)) {
       connection_waiting = true;
     } else {
       ready[kept++] = ready[i];
@@ -468,6 +470,8 @@ void UcxTransport::HandleReadyFds(const epoll_event* ready, int n) {
       (void)!read(event_fd_, &count, sizeof(count));
     } else if (fd == listen_socket_.get()) {
       AcceptConnections();
+    } else if (owners[i] == kNoConnection && acceptor_.Owns(fd)) {
+      FinishAccept(fd);
     } else if (owners[i] != kNoConnection) {
       // Nothing is sent on a bootstrap socket after the hello: readable means closed.
       const ConnectionId id = owners[i];

@@ -39,6 +39,7 @@
 #include "absl/synchronization/mutex.h"
 #include "transport/adaptive_spin.h"
 #include "transport/bootstrap.h"
+#include "transport/hello_acceptor.h"
 #include "transport/progress_baton.h"
 #include "transport/transport.h"
 #include "transport/ucx/ucx_handles.h"
@@ -183,8 +184,12 @@ class UcxTransport final : public Transport {
   absl::Status CreateEndpoint(ConnectionId id, const Hello& remote, std::string peer,
                               ScopedFd socket);
   void AcceptConnections();
+  // A pending peer's socket is readable: its endpoint once its hello is complete.
+  void FinishAccept(int fd);
   // The hello this transport sends for connection `id`.
   [[nodiscard]] Hello OwnHello(ConnectionId id) const;
+  // Readable and hang-up events of a bootstrap socket wake the progress thread.
+  void WatchSocket(int fd);
   // No more epoll events for the endpoint's bootstrap socket.
   void StopWatching(const Endpoint& endpoint);
   void FailConnection(ConnectionId id, const absl::Status& why);
@@ -307,6 +312,10 @@ class UcxTransport final : public Transport {
   std::string worker_address_ ABSL_GUARDED_BY(address_mu_);
   std::string locality_;  // HostLocality(), sent in hellos
   ScopedFd listen_socket_;
+  // Peers accepted from listen_socket_ whose hellos have not all come; progress thread only.
+  HelloAcceptor acceptor_{HelloTransport::kUcx, HelloAcceptor::kTimeout,
+                          [this](int fd) { WatchSocket(fd); },
+                          [this](int fd) { epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr); }};
   int ucx_fd_ = -1;
   size_t max_header_size_ = 0;
   // The UCX loaded honours UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL in ucp_am_send_nbx (SendAtOnce).

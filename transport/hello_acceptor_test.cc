@@ -1,0 +1,174 @@
+// HelloAcceptor on real loopback sockets: peers that say nothing, or say it slowly, wait
+// beside the others instead of in front of them, and are dropped when their time is up.
+#include "transport/hello_acceptor.h"
+
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/match.h"
+
+namespace sluice::transport {
+namespace {
+
+absl::Time Soon() { return absl::Now() + absl::Seconds(5); }
+
+class HelloAcceptorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    uint16_t port = 0;
+    absl::StatusOr<ScopedFd> listening = ListenSocket(Address{"ucx", "127.0.0.1", 0}, &port);
+    ASSERT_TRUE(listening.ok()) << listening.status();
+    listening_ = *std::move(listening);
+    address_ = Address{"ucx", "127.0.0.1", port};
+  }
+
+  ScopedFd Connect() {
+    absl::StatusOr<ScopedFd> socket = ConnectSocket(address_, absl::Seconds(5));
+    EXPECT_TRUE(socket.ok()) << socket.status();
+    return socket.ok() ? *std::move(socket) : ScopedFd();
+  }
+
+  // Accepts what connected so far (the kernel finishes the handshake before connect returns).
+  void AcceptAll() { acceptor_.AcceptAll(listening_.get()); }
+
+  // Hands every watched socket to OnReadable until one yields a peer, or none is readable.
+  std::optional<AcceptedPeer> ReadWatched() {
+    std::vector<int> fds(watched_.begin(), watched_.end());
+    for (int fd : fds) {
+      if (std::optional<AcceptedPeer> peer = acceptor_.OnReadable(fd)) return peer;
+    }
+    return std::nullopt;
+  }
+
+  // Whether the peer's end of `socket` was closed by the acceptor, within `within`: an end
+  // of file, or a reset when the acceptor closed with bytes of ours unread.
+  static bool ClosedByTheOtherEnd(int socket, absl::Duration within) {
+    pollfd p{socket, POLLIN, 0};
+    if (poll(&p, 1, static_cast<int>(absl::ToInt64Milliseconds(within))) != 1) return false;
+    char byte;
+    const ssize_t n = read(socket, &byte, 1);
+    return n == 0 || (n < 0 && errno == ECONNRESET);
+  }
+
+  static std::string HelloBytes(uint64_t token) {
+    int fds[2];
+    EXPECT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+    ScopedFd a(fds[0]), b(fds[1]);
+    EXPECT_TRUE(SendHello(a.get(), Hello{token, "worker-address", "here"}, Soon()).ok());
+    std::string bytes(4096, '\0');
+    const ssize_t n = read(b.get(), bytes.data(), bytes.size());
+    bytes.resize(n > 0 ? static_cast<size_t>(n) : 0);
+    return bytes;
+  }
+
+  absl::flat_hash_set<int> watched_;
+  HelloAcceptor acceptor_{
+      HelloTransport::kUcx, absl::Seconds(1), [this](int fd) { watched_.insert(fd); },
+      [this](int fd) { EXPECT_TRUE(watched_.erase(fd)) << "unwatched twice or never watched"; }};
+  ScopedFd listening_;
+  Address address_;
+};
+
+TEST_F(HelloAcceptorTest, APeerThatSaysNothingDoesNotHoldUpTheNext) {
+  ScopedFd silent = Connect();
+  ScopedFd talker = Connect();
+  const std::string hello = HelloBytes(77);
+  ASSERT_EQ(write(talker.get(), hello.data(), hello.size()), static_cast<ssize_t>(hello.size()));
+  AcceptAll();
+  EXPECT_EQ(acceptor_.pending(), 2u);
+  std::optional<AcceptedPeer> peer = ReadWatched();
+  ASSERT_TRUE(peer.has_value());
+  EXPECT_EQ(peer->hello.token, 77u);
+  EXPECT_EQ(peer->hello.worker_address, "worker-address");
+  EXPECT_TRUE(absl::StartsWith(peer->peer, "127.0.0.1:")) << peer->peer;
+  // Handed over unwatched; the silent one still waits.
+  EXPECT_FALSE(watched_.contains(peer->socket.get()));
+  EXPECT_EQ(acceptor_.pending(), 1u);
+  EXPECT_EQ(watched_.size(), 1u);
+}
+
+TEST_F(HelloAcceptorTest, AHelloInPiecesIsPutTogether) {
+  ScopedFd talker = Connect();
+  AcceptAll();
+  const std::string hello = HelloBytes(5);
+  for (size_t at = 0; at < hello.size(); at += 7) {
+    EXPECT_FALSE(ReadWatched().has_value()) << "complete before byte " << at;
+    const size_t n = std::min<size_t>(7, hello.size() - at);
+    ASSERT_EQ(write(talker.get(), hello.data() + at, n), static_cast<ssize_t>(n));
+  }
+  std::optional<AcceptedPeer> peer = ReadWatched();
+  ASSERT_TRUE(peer.has_value());
+  EXPECT_EQ(peer->hello.token, 5u);
+  EXPECT_EQ(peer->hello.locality, "here");
+}
+
+TEST_F(HelloAcceptorTest, ABadHelloIsDroppedAndItsPeerSeesTheClose) {
+  ScopedFd talker = Connect();
+  AcceptAll();
+  ASSERT_EQ(write(talker.get(), "GET / HTTP/1.1\r\n", 16), 16);
+  EXPECT_FALSE(ReadWatched().has_value());
+  EXPECT_EQ(acceptor_.pending(), 0u);
+  EXPECT_TRUE(watched_.empty());
+  EXPECT_TRUE(ClosedByTheOtherEnd(talker.get(), absl::Seconds(5)));
+}
+
+TEST_F(HelloAcceptorTest, APeerThatHangsUpMidHelloIsDropped) {
+  ScopedFd talker = Connect();
+  AcceptAll();
+  const std::string hello = HelloBytes(5);
+  ASSERT_EQ(write(talker.get(), hello.data(), 10), 10);
+  talker.reset();
+  // The bytes, then the end: two reads may be needed.
+  EXPECT_FALSE(ReadWatched().has_value());
+  EXPECT_FALSE(ReadWatched().has_value());
+  EXPECT_EQ(acceptor_.pending(), 0u);
+}
+
+TEST_F(HelloAcceptorTest, AnOverduePeerIsDroppedAndOnlyIt) {
+  ScopedFd early = Connect();
+  AcceptAll();
+  const absl::Time first_deadline = absl::Now() + absl::Seconds(1);
+  absl::SleepFor(absl::Milliseconds(600));
+  ScopedFd late = Connect();
+  AcceptAll();
+  acceptor_.DropOverdue(first_deadline - absl::Milliseconds(700));
+  EXPECT_EQ(acceptor_.pending(), 2u);
+  acceptor_.DropOverdue(first_deadline + absl::Milliseconds(100));
+  EXPECT_EQ(acceptor_.pending(), 1u);
+  EXPECT_TRUE(ClosedByTheOtherEnd(early.get(), absl::Seconds(5)));
+  EXPECT_FALSE(ClosedByTheOtherEnd(late.get(), absl::Milliseconds(50)));
+}
+
+TEST_F(HelloAcceptorTest, PastTheLimitTheOldestPendingPeerMakesRoom) {
+  std::vector<ScopedFd> peers;
+  // Accepted as they come: the listen backlog is shorter than the limit.
+  for (size_t i = 0; i < HelloAcceptor::kMaxPending; ++i) {
+    peers.push_back(Connect());
+    AcceptAll();
+  }
+  ASSERT_EQ(acceptor_.pending(), HelloAcceptor::kMaxPending);
+  absl::SleepFor(absl::Milliseconds(5));  // a later deadline than all of them
+  ScopedFd newest = Connect();
+  AcceptAll();
+  EXPECT_EQ(acceptor_.pending(), HelloAcceptor::kMaxPending);
+  EXPECT_EQ(watched_.size(), HelloAcceptor::kMaxPending);
+  absl::SleepFor(absl::Milliseconds(50));  // for the close to cross loopback
+  int closed = 0;
+  for (const ScopedFd& peer : peers)
+    closed += ClosedByTheOtherEnd(peer.get(), absl::ZeroDuration());
+  EXPECT_EQ(closed, 1);
+  EXPECT_TRUE(ClosedByTheOtherEnd(peers.front().get(), absl::ZeroDuration()));
+  EXPECT_FALSE(ClosedByTheOtherEnd(newest.get(), absl::ZeroDuration()));
+}
+
+}  // namespace
+}  // namespace sluice::transport
