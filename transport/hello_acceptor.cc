@@ -1,9 +1,13 @@
 #include "transport/hello_acceptor.h"
 
+#include <fcntl.h>
 #include <netdb.h>
+#include <poll.h>
 #include <sys/socket.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <utility>
 #include <vector>
 
@@ -16,7 +20,8 @@ HelloAcceptor::HelloAcceptor(HelloTransport expected, absl::Duration timeout,
     : expected_(expected),
       timeout_(timeout),
       watch_(std::move(watch)),
-      unwatch_(std::move(unwatch)) {}
+      unwatch_(std::move(unwatch)),
+      reserve_(open("/dev/null", O_RDONLY | O_CLOEXEC)) {}
 
 void HelloAcceptor::AcceptAll(int listen_fd) {
   while (true) {
@@ -25,18 +30,13 @@ void HelloAcceptor::AcceptAll(int listen_fd) {
     ScopedFd socket(accept4(listen_fd, reinterpret_cast<sockaddr*>(&from), &length,
                             SOCK_NONBLOCK | SOCK_CLOEXEC));
     if (socket.get() < 0) {
-      // A peer that reset its connection in the backlog is skipped; anything else (nothing
-      // waiting, out of fds) waits for the next readable.
+      // A peer that reset its connection in the backlog is skipped; with nothing waiting,
+      // the next readable comes back here.
       if (errno == ECONNABORTED || errno == EINTR) continue;
+      if ((errno == EMFILE || errno == ENFILE) && FreeADescriptor(listen_fd)) continue;
       return;
     }
-    if (pending_.size() >= kMaxPending) {
-      auto oldest = pending_.begin();
-      for (auto it = pending_.begin(); it != pending_.end(); ++it) {
-        if (it->second.deadline < oldest->second.deadline) oldest = it;
-      }
-      Drop(oldest->first);
-    }
+    if (pending_.size() >= kMaxPending) DropOldest();
     char host[NI_MAXHOST] = "?";
     char port[NI_MAXSERV] = "?";
     getnameinfo(reinterpret_cast<sockaddr*>(&from), length, host, sizeof(host), port, sizeof(port),
@@ -45,7 +45,7 @@ void HelloAcceptor::AcceptAll(int listen_fd) {
     Pending& pending = pending_[fd];
     pending.socket = std::move(socket);
     pending.peer = absl::StrCat(host, ":", port);
-    pending.deadline = absl::Now() + timeout_;
+    pending.deadline = std::chrono::steady_clock::now() + absl::ToChronoNanoseconds(timeout_);
     // Nothing to parse yet: ParseHello asks for the first bytes it needs.
     (void)ParseHello("", expected_, &pending.needed);
     watch_(fd);
@@ -90,7 +90,7 @@ std::optional<AcceptedPeer> HelloAcceptor::OnReadable(int fd) {
   }
 }
 
-void HelloAcceptor::DropOverdue(absl::Time now) {
+void HelloAcceptor::DropOverdue(std::chrono::steady_clock::time_point now) {
   std::vector<int> overdue;
   for (const auto& [fd, pending] : pending_) {
     if (pending.deadline <= now) overdue.push_back(fd);
@@ -100,6 +100,39 @@ void HelloAcceptor::DropOverdue(absl::Time now) {
 
 void HelloAcceptor::Clear() {
   while (!pending_.empty()) Drop(pending_.begin()->first);
+}
+
+bool HelloAcceptor::FreeADescriptor(int listen_fd) {
+  // Linux takes the descriptor before it looks for a connection: EMFILE says nothing of
+  // whether one waits.
+  pollfd waiting{listen_fd, POLLIN, 0};
+  if (poll(&waiting, 1, 0) != 1) return false;
+  if (!said_out_of_descriptors_) {
+    said_out_of_descriptors_ = true;
+    std::fprintf(stderr,
+                 "sluice: out of file descriptors (%s) accepting connections: peers still to "
+                 "send their hello are dropped, or new connections hung up on; raise `ulimit "
+                 "-n`\n",
+                 std::strerror(errno));
+  }
+  if (!pending_.empty()) {
+    DropOldest();
+    return true;
+  }
+  if (reserve_.get() < 0) return false;
+  // Takes one connection with the reserve's descriptor and hangs up on it.
+  reserve_.reset();
+  const bool shed = ScopedFd(accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC)).get() >= 0;
+  reserve_ = ScopedFd(open("/dev/null", O_RDONLY | O_CLOEXEC));
+  return shed;
+}
+
+void HelloAcceptor::DropOldest() {
+  auto oldest = pending_.begin();
+  for (auto it = pending_.begin(); it != pending_.end(); ++it) {
+    if (it->second.deadline < oldest->second.deadline) oldest = it;
+  }
+  Drop(oldest->first);
 }
 
 void HelloAcceptor::Drop(int fd) {

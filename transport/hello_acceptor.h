@@ -4,7 +4,8 @@
 // hello timeout behind one peer that connected and said nothing (a port scanner, a peer
 // whose process stopped, a partition after the TCP handshake).
 //
-// Progress thread only. Each accepted socket is watched (the `watch` given) until its hello
+// For the thread driving the transport only (its progress thread; UCX's baton holder may ask
+// Owns). Each accepted socket is watched (the `watch` given) until its hello
 // is complete, it is found bad, or its time is up; the finished peer is handed back with
 // its socket unwatched.
 //
@@ -16,10 +17,11 @@
 //     if (std::optional<AcceptedPeer> peer = acceptor.OnReadable(fd)) Connect(*peer);
 //   }
 //   // now and then:
-//   acceptor.DropOverdue(absl::Now());
+//   acceptor.DropOverdue(std::chrono::steady_clock::now());
 #ifndef SLUICE_TRANSPORT_HELLO_ACCEPTOR_H_
 #define SLUICE_TRANSPORT_HELLO_ACCEPTOR_H_
 
+#include <chrono>
 #include <cstddef>
 #include <functional>
 #include <optional>
@@ -50,7 +52,11 @@ class HelloAcceptor {
   ~HelloAcceptor() = default;
 
   // Accepts every connection waiting on the non-blocking `listen_fd`. Past kMaxPending
-  // peers pending at once, the one accepted first is dropped for each new one.
+  // peers pending at once, the one accepted first is dropped for each new one. Out of file
+  // descriptors, pending peers are dropped, oldest first, to make room; with none pending,
+  // the waiting connections are hung up on (the listen socket would otherwise stay
+  // readable and its caller spin).
+
   void AcceptAll(int listen_fd);
   [[nodiscard]] bool Owns(int fd) const { return pending_.contains(fd); }
   // Reads what the peer on `fd` sent. Returns it once its hello is complete; nullopt while
@@ -58,7 +64,7 @@ class HelloAcceptor {
   // gets its own error). Any fd is taken: one not pending is ignored.
   [[nodiscard]] std::optional<AcceptedPeer> OnReadable(int fd);
   // Drops the peers whose hello has not come by `now`.
-  void DropOverdue(absl::Time now);
+  void DropOverdue(std::chrono::steady_clock::time_point now);
   // Drops every pending peer.
   void Clear();
   [[nodiscard]] size_t pending() const { return pending_.size(); }
@@ -71,18 +77,25 @@ class HelloAcceptor {
   struct Pending {
     ScopedFd socket;
     std::string peer;
-    std::string bytes;  // of the hello so far
-    size_t needed = 0;  // ParseHello's
-    absl::Time deadline;
+    std::string bytes;                               // of the hello so far
+    size_t needed = 0;                               // ParseHello's
+    std::chrono::steady_clock::time_point deadline;  // not the wall clock, which may step
   };
 
   void Drop(int fd);
+  void DropOldest();
+  // Out of descriptors: makes room for one accept; false if there is none to free.
+  bool FreeADescriptor(int listen_fd);
 
   const HelloTransport expected_;
   const absl::Duration timeout_;
   const std::function<void(int)> watch_;
   const std::function<void(int)> unwatch_;
   absl::flat_hash_map<int, Pending> pending_;
+  // Held to be closed when accept runs out of descriptors, so that one waiting connection
+  // can be taken and hung up on (reopened after).
+  ScopedFd reserve_;
+  bool said_out_of_descriptors_ = false;
 };
 
 }  // namespace sluice::transport

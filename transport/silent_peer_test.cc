@@ -32,7 +32,9 @@ std::vector<ScopedFd> ConnectSilentPeers(const Address& to) {
     if (socket.ok()) peers.push_back(*std::move(socket));
   }
   const char* magic = to.scheme == "ofi" ? "SLO2" : "SLC2";
-  if (!peers.empty()) EXPECT_EQ(write(peers.back().get(), magic, 4), 4);
+  if (!peers.empty()) {
+    EXPECT_EQ(write(peers.back().get(), magic, 4), 4);
+  }
   return peers;
 }
 
@@ -40,7 +42,9 @@ absl::Duration TimeToEcho(RpcEndpoint& client, ConnectionId to) {
   const absl::Time start = absl::Now();
   absl::StatusOr<CallResult> reply = client.Call(to, kEcho, "hi", {});
   EXPECT_TRUE(reply.ok()) << reply.status();
-  if (reply.ok()) EXPECT_EQ(reply->response.view(), "echo:hi");
+  if (reply.ok()) {
+    EXPECT_EQ(reply->response.view(), "echo:hi");
+  }
   return absl::Now() - start;
 }
 

@@ -226,7 +226,8 @@ class Transport {
   // their socket (connecting, the hello): for an owner about to destroy the transport,
   // which would otherwise wait out each connect to a peer that never answers
   // (RpcEndpoint's background connects). A host name lookup is not cut short. For good.
-  // (The accepting side never waits: hellos are read as they come, hello_acceptor.h.)
+  // (The accepting side does not wait for a peer's hello: it is read as it comes,
+  // hello_acceptor.h.)
   virtual void StopConnecting() = 0;
   // Sends header + payload; `done` runs on the thread driving progress once the payload may
   // be reused. The header is copied before Send returns (a small message then costs no

@@ -18,7 +18,6 @@
 namespace sluice::transport::ofi {
 namespace {
 
-// How long an accepting transport waits for a connecting peer's hello.
 // How long the destructor lets closing connections finish their transfers.
 constexpr auto kCloseGrace = std::chrono::seconds(2);
 // How long an ended connection's peer address stays in the AV (RemoveRetiredAddresses).
@@ -60,7 +59,7 @@ absl::Status OfiTransport::Start() {
   hooks.on_tick = [this] {
     RetireOverdueCloses();
     RemoveRetiredAddresses();
-    if (acceptor_.pending() > 0) acceptor_.DropOverdue(absl::Now());
+    if (acceptor_.pending() > 0) acceptor_.DropOverdue(std::chrono::steady_clock::now());
     handler_->OnTick();
   };
   domain_->SetOwner(progress_);
@@ -238,7 +237,7 @@ void OfiTransport::OnSocketReady(int fd) {
 }
 
 void OfiTransport::AcceptConnections() {
-  acceptor_.DropOverdue(absl::Now());
+  acceptor_.DropOverdue(std::chrono::steady_clock::now());
   acceptor_.AcceptAll(listen_socket_.get());
 }
 

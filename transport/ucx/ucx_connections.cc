@@ -44,7 +44,7 @@ absl::StatusOr<Address> UcxTransport::Listen(const Address& bind) {
 }
 
 void UcxTransport::AcceptConnections() {
-  acceptor_.DropOverdue(absl::Now());
+  acceptor_.DropOverdue(std::chrono::steady_clock::now());
   acceptor_.AcceptAll(listen_socket_.get());
 }
 

@@ -282,7 +282,7 @@ unsigned UcxTransport::ProgressOnce() {
       // never accept a connection or notice a closed bootstrap socket.
       epoll_event ready[16];
       HandleReadyFds(ready, epoll_wait(epoll_fd_, ready, 16, 0));
-      if (acceptor_.pending() > 0) acceptor_.DropOverdue(absl::Now());
+      if (acceptor_.pending() > 0) acceptor_.DropOverdue(now);
       CheckReceiveQueue(now);
     }
   }
