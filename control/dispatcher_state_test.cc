@@ -452,6 +452,26 @@ TEST(DispatcherStateTest, ARestartedCoordinatedConsumerJoinsTheOthersRound) {
   EXPECT_EQ(restarted.job_id(), clients[0].job_id());
 }
 
+// Coordinated reads need an endless pipeline; repeat() of one of unknown size is endless, as
+// in tf.data (`list_files | interleave(tfrecord()) | repeat()`, a filter before the repeat).
+// It was refused as "an unknown number of elements".
+TEST(DispatcherStateTest, CoordinatedReadsTakeARepeatOfAnUnknownSize) {
+  DispatcherState state({});
+  for (const char* pipeline :
+       {"range(10) | filter(is_even) | repeat() | batch(2)", "range(10) | batch(3) | repeat()"}) {
+    std::string ds = *state.RegisterDataset(Pipeline(pipeline));
+    proto::GetOrCreateJobRequest request = JobRequest(ds, proto::OFF, pipeline);
+    request.set_num_consumers(2);
+    absl::StatusOr<proto::GetOrCreateJobResponse> job = state.GetOrCreateJob(request);
+    EXPECT_TRUE(job.ok()) << pipeline << ": " << job.status();
+  }
+  std::string finite = *state.RegisterDataset(Pipeline("range(10) | filter(is_even) | repeat(3)"));
+  proto::GetOrCreateJobRequest request = JobRequest(finite, proto::OFF, "finite");
+  request.set_num_consumers(2);
+  EXPECT_THAT(state.GetOrCreateJob(request).status().message(),
+              HasSubstr("an unknown number of elements"));
+}
+
 // A coordinated round waits, unless told otherwise, long enough for a consumer stuck on a
 // lost worker's round to learn of the loss (1.25 x worker_timeout and a little more).
 TEST(DispatcherStateTest, CoordinatedTasksWaitForConsumersLongerThanTheWorkerTimeout) {

@@ -36,6 +36,19 @@ TEST(CardinalityTest, InfiniteFlowsThroughAndTakeBoundsIt) {
   EXPECT_EQ(CardinalityOf("range(10) | repeat() | repeat(2)"), kInfinite);
   // An empty pass ends the repeat, so forever over nothing is nothing.
   EXPECT_EQ(CardinalityOf("range(0) | repeat()"), 0);
+  // skip(-1) never gets past an infinite input (tf.data keeps it infinite).
+  EXPECT_EQ(CardinalityOf("range(10) | repeat() | skip(-1)"), kInfinite);
+  EXPECT_EQ(CardinalityOf("range(10) | skip(-1)"), 0);
+}
+
+// As tf.data: repeat() makes any input of unknown size infinite, so that the usual
+// `list_files | interleave(tfrecord()) | repeat()`, or a filter before the repeat, can be
+// read by coordinated consumers and keeps its workers on an endless DYNAMIC job.
+TEST(CardinalityTest, RepeatForeverOfAnUnknownSizeIsInfinite) {
+  EXPECT_EQ(CardinalityOf("range(10) | filter(is_even)"), kUnknown);
+  EXPECT_EQ(CardinalityOf("range(10) | filter(is_even) | repeat()"), kInfinite);
+  EXPECT_EQ(CardinalityOf("range(10) | filter(is_even) | repeat() | batch(2)"), kInfinite);
+  EXPECT_EQ(CardinalityOf("range(10) | filter(is_even) | repeat(3)"), kUnknown);
 }
 
 TEST(CardinalityTest, OverflowIsOutOfRange) {

@@ -28,6 +28,7 @@
 #ifndef SLUICE_ENGINE_ITERATOR_H_
 #define SLUICE_ENGINE_ITERATOR_H_
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -79,12 +80,25 @@ class SplitFeed {
   // splits also carry the file names).
   [[nodiscard]] virtual absl::Status GetNext(int64_t repetition, proto::Split* split,
                                              bool* end_of_splits) = 0;
+  // GetNext, counted: what sources call.
+  [[nodiscard]] absl::Status Next(int64_t repetition, proto::Split* split, bool* end_of_splits) {
+    absl::Status got = GetNext(repetition, split, end_of_splits);
+    if (got.ok() && !*end_of_splits) handed_out_.fetch_add(1, std::memory_order_relaxed);
+    return got;
+  }
+  // How many splits Next has handed out, over all repetitions. Any thread; a repeat reads it
+  // after its input ended, which comes after the source's calls (through whatever queue
+  // joins the two threads).
+  [[nodiscard]] int64_t handed_out() const { return handed_out_.load(std::memory_order_relaxed); }
   // Asks a GetNext that is waiting (e.g. retrying a remote call) to give up soon; called
   // from another thread when the pipeline's owner shuts down.
   virtual void Cancel() {}
   // GetNext has failed: the feed, not the data, ended the pipeline (the dispatcher gave the
   // task up, or stayed out of reach). Any thread.
   [[nodiscard]] virtual bool failed() const { return false; }
+
+ private:
+  std::atomic<int64_t> handed_out_{0};
 };
 
 class PipelineStats;

@@ -38,7 +38,7 @@ absl::Status SplitCursor::Next(int64_t* index, bool* end) {
     }
     proto::Split split;
     bool end_of_splits = false;
-    SLUICE_RETURN_IF_ERROR(feed_->GetNext(repetition_, &split, &end_of_splits));
+    SLUICE_RETURN_IF_ERROR(feed_->Next(repetition_, &split, &end_of_splits));
     if (end_of_splits) {
       done_ = true;
       continue;

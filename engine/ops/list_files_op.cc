@@ -91,7 +91,7 @@ class ListFilesIterator : public ElementIterator {
   absl::Status NextSplit() {
     proto::Split split;
     bool end = false;
-    SLUICE_RETURN_IF_ERROR(feed_->GetNext(repetition_, &split, &end));
+    SLUICE_RETURN_IF_ERROR(feed_->Next(repetition_, &split, &end));
     if (end) {
       done_ = true;
       return absl::OkStatus();

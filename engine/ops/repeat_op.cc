@@ -11,8 +11,8 @@ namespace {
 
 class RepeatIterator : public ElementIterator {
  public:
-  RepeatIterator(IteratorFactory input_factory, int64_t count)
-      : input_factory_(std::move(input_factory)), count_(count) {}
+  RepeatIterator(IteratorFactory input_factory, int64_t count, const SplitFeed* feed)
+      : input_factory_(std::move(input_factory)), count_(count), feed_(feed) {}
 
   absl::Status GetNext(Element* out, bool* end_of_sequence) override {
     while (!done_) {
@@ -20,7 +20,7 @@ class RepeatIterator : public ElementIterator {
       if (input_ == nullptr) {
         // Created lazily so repeat(0) never touches its input (or asks for splits).
         SLUICE_ASSIGN_OR_RETURN(input_, input_factory_());
-        produced_in_pass_ = false;
+        StartPass();
       }
       bool end = false;
       SLUICE_RETURN_IF_ERROR(input_->GetNext(out, &end));
@@ -30,13 +30,21 @@ class RepeatIterator : public ElementIterator {
         return absl::OkStatus();
       }
       ++pass_;
-      if (!produced_in_pass_) {
+      // A pass that yields nothing ends the repeat, else repeat() over an empty source would
+      // spin for ever; tf.data does the same. Under DYNAMIC sharding, though, this worker's
+      // share of a pass may yield nothing while the source does not: its splits were
+      // filtered out, or fell short of a batch(drop_remainder=True). Then the repeat goes
+      // on, as tf.data's does with split providers. (A share with no split at all is an
+      // empty source or a pass the other workers took: the feed has already skipped to a
+      // pass with splits left where the job is endless.)
+      const bool had_splits = feed_ != nullptr && feed_->handed_out() > handed_out_at_start_;
+      if (!produced_in_pass_ && !had_splits) {
         input_.reset();
         break;
       }
       const bool another_pass = count_ == -1 || pass_ < count_;
       if (!another_pass || !input_->Rewind()) input_.reset();
-      produced_in_pass_ = false;
+      StartPass();
     }
     done_ = true;
     *end_of_sequence = true;
@@ -44,8 +52,15 @@ class RepeatIterator : public ElementIterator {
   }
 
  private:
+  void StartPass() {
+    produced_in_pass_ = false;
+    if (feed_ != nullptr) handed_out_at_start_ = feed_->handed_out();
+  }
+
   IteratorFactory input_factory_;
   const int64_t count_;
+  const SplitFeed* const feed_;  // null without DYNAMIC sharding
+  int64_t handed_out_at_start_ = 0;
   std::unique_ptr<ElementIterator> input_;
   int64_t pass_ = 0;
   bool produced_in_pass_ = false;
@@ -81,8 +96,10 @@ OpDef RepeatOpDef() {
   def.cardinality = [](const proto::Stage& stage, int64_t input) -> absl::StatusOr<int64_t> {
     const int64_t count = stage.repeat().count();
     if (count == 0 || input == 0) return 0;
-    if (input == kUnknown) return kUnknown;
+    // As tf.data: for ever over an input of unknown size is infinite (a pass that yields
+    // nothing ends it all the same), so `list_files | interleave(...) | repeat()` is.
     if (count == -1 || input == kInfinite) return kInfinite;
+    if (input == kUnknown) return kUnknown;
     int64_t total;
     if (__builtin_mul_overflow(input, count, &total)) {
       return absl::OutOfRangeError(
@@ -92,7 +109,8 @@ OpDef RepeatOpDef() {
   };
   def.make_iterator =
       [](const OpBuildArgs& args) -> absl::StatusOr<std::unique_ptr<ElementIterator>> {
-    return std::make_unique<RepeatIterator>(args.input, args.stage.repeat().count());
+    return std::make_unique<RepeatIterator>(args.input, args.stage.repeat().count(),
+                                            args.context.split_feed);
   };
   return def;
 }

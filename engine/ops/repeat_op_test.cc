@@ -1,8 +1,10 @@
 #include "engine/ops/repeat_op.h"
 
 #include <set>
+#include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "engine/test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -75,6 +77,45 @@ TEST(RepeatIteratorTest, NestedRepeatsNumberSourcePassesConsecutively) {
   EXPECT_THAT(Values("range(1) | repeat(2) | map(increment) | repeat(3)", context),
               ElementsAre(1, 1, 1, 1, 1, 1));
   EXPECT_THAT(feed.requests, ElementsAre(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5));
+}
+
+// Serves one split [0, sizes[r]) for each repetition r it has a size for; none after.
+class SizedFeed : public SplitFeed {
+ public:
+  explicit SizedFeed(std::vector<int64_t> sizes) : sizes_(std::move(sizes)) {}
+  std::vector<int64_t> requests;
+
+  absl::Status GetNext(int64_t repetition, proto::Split* split, bool* end) override {
+    requests.push_back(repetition);
+    *end = repetition >= static_cast<int64_t>(sizes_.size()) || !served_.insert(repetition).second;
+    if (!*end) {
+      split->set_begin(0);
+      split->set_end(sizes_[repetition]);
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  std::vector<int64_t> sizes_;
+  std::set<int64_t> served_;
+};
+
+// A worker's share of a DYNAMIC pass can yield nothing while the source does not: here its
+// one-element splits fall short of a batch(drop_remainder=true). The repeat goes on to the
+// pass that yields, as tf.data's does with split providers; it ended at the first before.
+// A pass with no split at all still ends it.
+TEST(RepeatIteratorTest, ADynamicPassWhoseSplitsYieldNothingDoesNotEndTheRepeat) {
+  for (const char* count : {"", "5"}) {
+    SizedFeed feed({1, 1, 4});
+    PipelineContext context;
+    context.split_feed = &feed;
+    absl::StatusOr<std::vector<Element>> out = DrainText(
+        absl::StrCat("range(4) | batch(2, drop_remainder=true) | repeat(", count, ")"), context,
+        /*limit=*/100);
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_EQ(out->size(), 2u) << "repeat(" << count << ")";
+    EXPECT_THAT(feed.requests, ElementsAre(0, 0, 1, 1, 2, 2, 3)) << "repeat(" << count << ")";
+  }
 }
 
 TEST(RepeatIteratorTest, RepeatZeroNeverTouchesItsInput) {

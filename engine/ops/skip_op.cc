@@ -59,7 +59,7 @@ OpDef SkipOpDef() {
   };
   def.cardinality = [](const proto::Stage& stage, int64_t input) -> absl::StatusOr<int64_t> {
     const int64_t count = stage.skip().count();
-    if (input == kInfinite) return count == -1 ? 0 : kInfinite;
+    if (input == kInfinite) return kInfinite;  // skip(-1) too: it never gets past it
     if (input == kUnknown) return kUnknown;
     if (count == -1) return 0;
     return input > count ? input - count : 0;
