@@ -1,6 +1,8 @@
 #include "gpu/control_batch_source.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -19,7 +21,7 @@ ControlBatchSource::ControlBatchSource(std::unique_ptr<control::BatchReader> rea
 absl::StatusOr<std::optional<HostBatch>> ControlBatchSource::Next() {
   SLUICE_ASSIGN_OR_RETURN(std::optional<control::Batch> batch, reader_->Next());
   if (!batch.has_value()) return std::nullopt;
-  SLUICE_RETURN_IF_ERROR(PinSlab(batch->data()));
+  PinSlab(batch->data());
   auto owner = std::make_shared<control::Batch>(std::move(*batch));
   HostBatch host;
   host.bytes = owner->view().bytes();
@@ -40,21 +42,23 @@ absl::StatusOr<std::unique_ptr<DeviceBatchReader>> ReadIntoDevice(
       std::make_unique<ControlBatchSource>(std::move(reader), read_options, device), options);
 }
 
-absl::Status ControlBatchSource::PinSlab(const std::byte* slab) {
-  if (!pin_ || std::find(seen_.begin(), seen_.end(), slab) != seen_.end()) {
-    return absl::OkStatus();
-  }
+void ControlBatchSource::PinSlab(const std::byte* slab) {
+  if (!pin_ || std::find(seen_.begin(), seen_.end(), slab) != seen_.end()) return;
   absl::StatusOr<HostRegistration> registration =
       HostRegistration::Register(const_cast<std::byte*>(slab), slab_bytes_, device_);
   if (registration.ok()) {
     pinned_.push_back(*std::move(registration));
   } else if (!absl::IsAlreadyExists(registration.status())) {
-    return absl::Status(
-        registration.status().code(),
-        absl::StrCat("page-locking a landing slab for CUDA: ", registration.status().message()));
+    // Pinning only lets the copy run asynchronously; from pageable memory it is still right
+    // (copy_engine.h). The batch, taken from the service already, is not dropped for it.
+    std::fprintf(stderr,
+                 "sluice: cannot page-lock landing slabs for CUDA (%s); batches are copied to "
+                 "the device from pageable memory, more slowly\n",
+                 std::string(registration.status().message()).c_str());
+    pin_ = false;
+    return;
   }
   seen_.push_back(slab);
-  return absl::OkStatus();
 }
 
 }  // namespace sluice::gpu

@@ -40,12 +40,13 @@ class ControlBatchSource final : public HostBatchSource {
   [[nodiscard]] size_t pinned_slabs() const { return pinned_.size(); }
 
  private:
-  absl::Status PinSlab(const std::byte* slab);
+  // Page-locks `slab` once; where that fails, says so and pins nothing more.
+  void PinSlab(const std::byte* slab);
 
   std::unique_ptr<control::BatchReader> reader_;
   const size_t slab_bytes_;
   const int device_;
-  const bool pin_;
+  bool pin_;
   std::vector<const std::byte*> seen_;  // slabs already pinned (or pinned by someone else)
   // After reader_: unregistered before the reader (and its slab pool) goes away.
   std::vector<HostRegistration> pinned_;

@@ -4,12 +4,29 @@
 
 #if SLUICE_HAVE_CUDA
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 
 #include "gpu/cuda_error.h"
 #endif
 
 namespace sluice::gpu {
 namespace {
+
+#if SLUICE_HAVE_CUDA
+// Why a host has no driver to talk to, or "" when libcuda.so.1 loads. Without it cudart
+// answers cudaErrorInsufficientDriver ("CUDA driver version is insufficient"), which reads
+// as "upgrade the driver" on a host that has none.
+std::string MissingDriver() {
+  void* driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+  if (driver != nullptr) {
+    dlclose(driver);
+    return "";
+  }
+  const char* why = dlerror();
+  return absl::StrCat("no NVIDIA driver on this host (",
+                      why != nullptr ? why : "libcuda.so.1 cannot be loaded", ")");
+}
+#endif
 
 CudaAvailability ProbeOnce() {
   CudaAvailability result;
@@ -18,6 +35,9 @@ CudaAvailability ProbeOnce() {
   cudaError_t err = cudaGetDeviceCount(&count);
   if (err != cudaSuccess) {
     result.reason = std::string(internal::CudaCheck(err, "cudaGetDeviceCount").message());
+    if (std::string missing = MissingDriver(); !missing.empty()) {
+      result.reason = absl::StrCat(missing, "; ", result.reason);
+    }
     return result;
   }
   if (count <= 0) {

@@ -24,7 +24,8 @@ struct CudaAvailability {
   bool available = false;
   int device_count = 0;
   // Never empty. When unavailable: "built without CUDA: cudart not found at build time", or
-  // "cudaGetDeviceCount failed: <cudaGetErrorName>: <cudaGetErrorString>", or that no device
+  // "cudaGetDeviceCount failed: <cudaGetErrorName>: <cudaGetErrorString>" (led by "no NVIDIA
+  // driver on this host (libcuda.so.1: ...); " when the driver cannot be loaded), or that no device
   // is visible. When available: the devices, e.g. "1 CUDA device: 0 NVIDIA H100 (sm_90)".
   std::string reason;
 };

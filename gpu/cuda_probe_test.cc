@@ -2,6 +2,7 @@
 // say why, and the reason must come from CUDA (or from the build) rather than be generic.
 #include "gpu/cuda_probe.h"
 
+#include <dlfcn.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -34,8 +35,16 @@ TEST(CudaProbeTest, ExplainsItsAnswer) {
     EXPECT_EQ(cuda.reason, "built without CUDA: cudart not found at build time");
   } else {
     // "cudaGetDeviceCount failed: cudaErrorNoDevice: no CUDA-capable device is detected", or
-    // the driver's error, or no device at all.
-    EXPECT_THAT(cuda.reason, StartsWith("cudaGetDeviceCount"));
+    // the driver's error, or no device at all; a host with no driver says so first (cudart
+    // alone calls it cudaErrorInsufficientDriver, "driver version is insufficient").
+    void* driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+    if (driver == nullptr) {
+      EXPECT_THAT(cuda.reason, StartsWith("no NVIDIA driver on this host (libcuda.so.1: "));
+    } else {
+      dlclose(driver);
+      EXPECT_THAT(cuda.reason, StartsWith("cudaGetDeviceCount"));
+    }
+    EXPECT_THAT(cuda.reason, HasSubstr("cudaGetDeviceCount"));
     if (cuda.reason.find("failed") != std::string::npos) {
       EXPECT_THAT(cuda.reason, HasSubstr(": cudaError"));
     }

@@ -43,12 +43,12 @@ absl::Status DeviceBufferLease::ReleaseAfter(CUstream_st* stream) {
 #if SLUICE_HAVE_CUDA
   recorded = [&]() -> absl::Status {
     SLUICE_ASSIGN_OR_RETURN(ScopedCudaDevice on_device, ScopedCudaDevice::Enter(pool_->device()));
-    absl::Status status = internal::CudaCheck(
-        cudaEventRecord(pool_->released_[index_].get(), stream), "cudaEventRecord");
-    // The slow, safe way: the next holder may write at once.
-    if (!status.ok() && cudaStreamSynchronize(stream) != cudaSuccess) (void)cudaGetLastError();
-    return status;
+    return internal::CudaCheck(cudaEventRecord(pool_->released_[index_].get(), stream),
+                               "cudaEventRecord");
   }();
+  // Not recorded (nor even on the device: the stream carries its own context): the slow, safe
+  // way, for the next holder may write at once.
+  if (!recorded.ok() && cudaStreamSynchronize(stream) != cudaSuccess) (void)cudaGetLastError();
 #else
   (void)stream;
 #endif

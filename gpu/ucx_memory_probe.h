@@ -37,7 +37,9 @@ struct UcxMemoryTypes {
 // InvalidArgument for a null context; the UCX error when the query fails.
 [[nodiscard]] absl::StatusOr<UcxMemoryTypes> QueryUcxMemoryTypes(ucp_context_h context);
 
-// True when the context can register and move CUDA device memory.
+// True when the context detects (and can move) CUDA device memory: its memory-type mask,
+// set once UCX's cuda_copy is loaded. Not that it can register it for a network transfer
+// (that takes GPUDirect RDMA as well): a direct landing (kDirect) must test a registration.
 [[nodiscard]] bool UcxSupportsCudaMemory(ucp_context_h context);
 
 }  // namespace sluice::gpu

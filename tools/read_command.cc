@@ -15,6 +15,7 @@
 #include "control/processing_mode.h"
 #include "engine/pipeline_text.h"
 #include "engine/pipeline_validate.h"
+#include "gpu/cuda_probe.h"
 #include "tools/batch_output.h"
 #include "tools/byte_size.h"
 #include "tools/device_read.h"
@@ -176,6 +177,9 @@ absl::Status CheckReadFlags(const ReadFlags& flags) {
                                                    " must be below --num-consumers ",
                                                    flags.num_consumers));
   }
+  // Before any job is joined: a reader fetches from the moment it joins, and what it had
+  // fetched when the device then failed it would be lost to a shared job's other readers.
+  if (flags.device >= 0) SLUICE_RETURN_IF_ERROR(gpu::RequireCudaDevice(flags.device, "--device"));
   return absl::OkStatus();
 }
 

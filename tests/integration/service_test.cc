@@ -504,6 +504,22 @@ TEST(ServiceTest, ReadIntoDeviceMemoryMatchesAHostReadOrSaysWhyNot) {
   }
 }
 
+// Where the device is not there, `read --device` fails before it registers its dataset or
+// joins its job: it used to join, and fetch from the moment it joined, then fail on the
+// device; what it had fetched by then was lost to the job's other readers.
+TEST(ServiceTest, AReadOnADeviceThatIsNotThereJoinsNoJob) {
+  Cluster cluster(1);
+  auto device_read = StartRead(cluster.address(), "range(5000) | batch(10)", "dynamic", "shared",
+                               {"--device", "0"});
+  if (device_read->Wait(absl::Seconds(120)) == 0) GTEST_SKIP() << "a GPU is usable here";
+  EXPECT_THAT(device_read->stderr_text(), HasSubstr("needs a CUDA device: "));
+  Subprocess status({Binary(), "status", "--dispatcher", cluster.address(), "--json"});
+  ASSERT_EQ(status.Wait(absl::Seconds(30)), 0) << status.stderr_text();
+  const nlohmann::json parsed = nlohmann::json::parse(status.stdout_text());
+  EXPECT_TRUE(parsed["jobs"].empty()) << parsed["jobs"];
+  EXPECT_TRUE(parsed["datasets"].empty()) << parsed["datasets"];
+}
+
 TEST(ServiceTest, LocalClusterReadsEverythingOnce) {
   Subprocess local({Binary(), "--transport", Scheme(), "local", "--workers", "3", "--pipeline",
                     "range(4000) | map(identity) | batch(10)", "--format", "jsonl"});
