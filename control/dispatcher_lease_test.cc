@@ -12,22 +12,26 @@ namespace {
 
 // A worker whose pass others exhausted before it leased any of it is pointed at the next
 // pass when the job never ends: an empty pass would end its repeat() (a late worker of an
-// endless job used to end at once). A finite job's pass just ends.
+// endless job used to end at once). A finite job's pass just ends. repeat() of an input of
+// unknown size (a filter) is endless too: it was not, and its late workers left the job.
 TEST(DispatcherLeaseTest, EndlessJobsPointAnEmptyPassAtTheNextRepetition) {
   DispatcherState state({.elements_per_split = 10});
   const proto::GetOrCreateJobResponse endless = DynamicJob(state, "range(20) | repeat()");
   const proto::GetOrCreateJobResponse finite = DynamicJob(state, "range(20) | repeat(3)");
+  const proto::GetOrCreateJobResponse filtered =
+      DynamicJob(state, "range(20) | filter(is_even) | repeat()");
   const proto::WorkerHeartbeatResponse first = Heartbeat(state, "ucx://a:1");
   const proto::WorkerHeartbeatResponse late = Heartbeat(state, "ucx://b:1");
-  ASSERT_EQ(first.new_tasks_size(), 2);
-  ASSERT_EQ(late.new_tasks_size(), 2);
-  for (int j = 0; j < 2; ++j) {
-    const bool is_endless = first.new_tasks(j).job_id() == endless.job_id();
-    const int64_t job = first.new_tasks(j).job_id();
-    const proto::GetSplitResponse whole = Lease(state, job, first.new_tasks(j).task_id(), 8);
+  ASSERT_EQ(first.new_tasks_size(), 3);
+  ASSERT_EQ(late.new_tasks_size(), 3);
+  for (int j = 0; j < 3; ++j) {
+    const int64_t job_id = first.new_tasks(j).job_id();
+    const bool is_endless = job_id == endless.job_id() || job_id == filtered.job_id();
+    ASSERT_TRUE(is_endless || job_id == finite.job_id());
+    const proto::GetSplitResponse whole = Lease(state, job_id, first.new_tasks(j).task_id(), 8);
     EXPECT_EQ(whole.splits_size(), 2);
     EXPECT_TRUE(whole.end_of_splits());
-    const proto::GetSplitResponse empty = Lease(state, job, late.new_tasks(j).task_id(), 8);
+    const proto::GetSplitResponse empty = Lease(state, job_id, late.new_tasks(j).task_id(), 8);
     EXPECT_EQ(empty.splits_size(), 0);
     EXPECT_TRUE(empty.end_of_splits());
     EXPECT_EQ(empty.next_repetition(), is_endless ? 1 : 0) << (is_endless ? "endless" : "finite");

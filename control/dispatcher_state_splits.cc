@@ -159,8 +159,9 @@ absl::StatusOr<proto::GetSplitResponse> DispatcherState::GetSplit(
 
 bool DispatcherState::EndlessJob(Job& job) {
   if (!job.endless.has_value()) {
-    // A count the engine cannot tell (a filter, say) is taken as infinite only for
-    // coordinated reads, which need an infinite pipeline anyway.
+    // repeat() of an input of unknown size is infinite; what is left unknown (a filter
+    // after a finite repeat) is taken as infinite only for coordinated reads, which are
+    // refused at creation unless infinite anyway.
     absl::StatusOr<int64_t> cardinality = engine::Cardinality(datasets_.at(job.dataset_id));
     job.endless = cardinality.ok() && (*cardinality == engine::kInfinite ||
                                        (job.num_consumers > 0 && *cardinality == engine::kUnknown));

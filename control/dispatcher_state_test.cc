@@ -457,8 +457,8 @@ TEST(DispatcherStateTest, ARestartedCoordinatedConsumerJoinsTheOthersRound) {
 // It was refused as "an unknown number of elements".
 TEST(DispatcherStateTest, CoordinatedReadsTakeARepeatOfAnUnknownSize) {
   DispatcherState state({});
-  for (const char* pipeline :
-       {"range(10) | filter(is_even) | repeat() | batch(2)", "range(10) | batch(3) | repeat()"}) {
+  for (const char* pipeline : {"range(10) | filter(is_even) | repeat() | batch(2)",
+                               "range(10) | filter(is_even) | batch(3) | repeat()"}) {
     std::string ds = *state.RegisterDataset(Pipeline(pipeline));
     proto::GetOrCreateJobRequest request = JobRequest(ds, proto::OFF, pipeline);
     request.set_num_consumers(2);

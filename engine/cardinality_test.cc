@@ -36,8 +36,12 @@ TEST(CardinalityTest, InfiniteFlowsThroughAndTakeBoundsIt) {
   EXPECT_EQ(CardinalityOf("range(10) | repeat() | repeat(2)"), kInfinite);
   // An empty pass ends the repeat, so forever over nothing is nothing.
   EXPECT_EQ(CardinalityOf("range(0) | repeat()"), 0);
-  // skip(-1) never gets past an infinite input (tf.data keeps it infinite).
-  EXPECT_EQ(CardinalityOf("range(10) | repeat() | skip(-1)"), kInfinite);
+  // skip(-1) never gets past an infinite input: refused (tf.data calls it infinite; it
+  // said 0 and spun).
+  absl::StatusOr<proto::PipelineDef> endless_skip =
+      ParsePipeline("range(10) | repeat() | skip(-1)");
+  ASSERT_TRUE(endless_skip.ok());
+  EXPECT_EQ(Cardinality(*endless_skip).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(CardinalityOf("range(10) | skip(-1)"), 0);
 }
 

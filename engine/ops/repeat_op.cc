@@ -1,5 +1,6 @@
 #include "engine/ops/repeat_op.h"
 
+#include <cstdio>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -19,32 +20,25 @@ class RepeatIterator : public ElementIterator {
       if (count_ != -1 && pass_ >= count_) break;
       if (input_ == nullptr) {
         // Created lazily so repeat(0) never touches its input (or asks for splits).
+        StartPass();  // first: a prefetch under it starts leasing as it is made
         SLUICE_ASSIGN_OR_RETURN(input_, input_factory_());
-        StartPass();
       }
       bool end = false;
       SLUICE_RETURN_IF_ERROR(input_->GetNext(out, &end));
       if (!end) {
         produced_in_pass_ = true;
+        barren_passes_ = 0;
         *end_of_sequence = false;
         return absl::OkStatus();
       }
       ++pass_;
-      // A pass that yields nothing ends the repeat, else repeat() over an empty source would
-      // spin for ever; tf.data does the same. Under DYNAMIC sharding, though, this worker's
-      // share of a pass may yield nothing while the source does not: its splits were
-      // filtered out, or fell short of a batch(drop_remainder=True). Then the repeat goes
-      // on, as tf.data's does with split providers. (A share with no split at all is an
-      // empty source or a pass the other workers took: the feed has already skipped to a
-      // pass with splits left where the job is endless.)
-      const bool had_splits = feed_ != nullptr && feed_->handed_out() > handed_out_at_start_;
-      if (!produced_in_pass_ && !had_splits) {
+      if (!produced_in_pass_ && !GoOnPastAnEmptyPass()) {
         input_.reset();
         break;
       }
       const bool another_pass = count_ == -1 || pass_ < count_;
-      if (!another_pass || !input_->Rewind()) input_.reset();
       StartPass();
+      if (!another_pass || !input_->Rewind()) input_.reset();
     }
     done_ = true;
     *end_of_sequence = true;
@@ -52,15 +46,39 @@ class RepeatIterator : public ElementIterator {
   }
 
  private:
+  // Passes in a row that had splits and yielded nothing, past which the repeat ends: a
+  // pipeline that never yields (a filter that drops everything) would otherwise lease pass
+  // after pass for ever, as tf.data's does.
+  static constexpr int64_t kMaxBarrenPasses = 1000;
+
   void StartPass() {
     produced_in_pass_ = false;
     if (feed_ != nullptr) handed_out_at_start_ = feed_->handed_out();
+  }
+
+  // A pass that yields nothing ends the repeat, else repeat() over an empty source would
+  // spin for ever; tf.data does the same. Under DYNAMIC sharding, though, this worker's
+  // share of a pass may yield nothing while the source does not: its splits were filtered
+  // out, or fell short of a batch(drop_remainder=True). Then the repeat goes on, as
+  // tf.data's does with split providers, up to kMaxBarrenPasses in a row. (A share with no
+  // split at all is an empty source or a pass the other workers took: the feed has already
+  // skipped to a pass with splits left where the job is endless.)
+  bool GoOnPastAnEmptyPass() {
+    const bool had_splits = feed_ != nullptr && feed_->handed_out() > handed_out_at_start_;
+    if (!had_splits) return false;
+    if (++barren_passes_ <= kMaxBarrenPasses) return true;
+    std::fprintf(stderr,
+                 "sluice: repeat() ends: its last %lld passes had splits and yielded nothing "
+                 "(does a filter drop everything?)\n",
+                 static_cast<long long>(kMaxBarrenPasses));
+    return false;
   }
 
   IteratorFactory input_factory_;
   const int64_t count_;
   const SplitFeed* const feed_;  // null without DYNAMIC sharding
   int64_t handed_out_at_start_ = 0;
+  int64_t barren_passes_ = 0;
   std::unique_ptr<ElementIterator> input_;
   int64_t pass_ = 0;
   bool produced_in_pass_ = false;

@@ -118,6 +118,31 @@ TEST(RepeatIteratorTest, ADynamicPassWhoseSplitsYieldNothingDoesNotEndTheRepeat)
   }
 }
 
+// The same with a prefetch under the repeat, whose thread leases as soon as it is made: the
+// pass's count of splits starts before it, or the splits it took first went uncounted.
+TEST(RepeatIteratorTest, SplitsAPrefetchTakesAtOnceCountForItsPass) {
+  for (int run = 0; run < 20; ++run) {
+    SizedFeed feed({1, 1, 4});
+    PipelineContext context;
+    context.split_feed = &feed;
+    absl::StatusOr<std::vector<Element>> out = DrainText(
+        "range(4) | batch(2, drop_remainder=true) | prefetch(2) | repeat()", context, 100);
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_EQ(out->size(), 2u) << "run " << run;
+  }
+}
+
+// Splits in every pass and never an element (a filter that drops everything): the repeat
+// still ends, after 1000 such passes in a row, rather than lease passes for ever.
+TEST(RepeatIteratorTest, ADynamicPipelineThatNeverYieldsStillEnds) {
+  CountingFeed feed(/*n=*/1, /*repetitions=*/1'000'000);
+  PipelineContext context;
+  context.split_feed = &feed;
+  EXPECT_THAT(Values("range(1) | skip(5) | repeat()", context), ElementsAre());
+  // Each pass: its split, then the end of its splits.
+  EXPECT_EQ(feed.requests.size(), 2u * 1001);
+}
+
 TEST(RepeatIteratorTest, RepeatZeroNeverTouchesItsInput) {
   CountingFeed feed(/*n=*/1, /*repetitions=*/1);
   PipelineContext context;

@@ -59,7 +59,12 @@ OpDef SkipOpDef() {
   };
   def.cardinality = [](const proto::Stage& stage, int64_t input) -> absl::StatusOr<int64_t> {
     const int64_t count = stage.skip().count();
-    if (input == kInfinite) return kInfinite;  // skip(-1) too: it never gets past it
+    if (input == kInfinite && count == -1) {
+      // tf.data calls it infinite; it never yields an element, and would spin a worker's
+      // thread (uncancellable) for a job that then reads nothing.
+      return absl::InvalidArgumentError("skip(-1) of an infinite input never yields an element");
+    }
+    if (input == kInfinite) return kInfinite;
     if (input == kUnknown) return kUnknown;
     if (count == -1) return 0;
     return input > count ? input - count : 0;

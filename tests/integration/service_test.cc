@@ -460,7 +460,8 @@ TEST(ServiceTest, AReadWithNoWorkerSaysWhatItWaitsOnAndStopsOnSigint) {
   Subprocess read({Binary(), "read", "--dispatcher", cluster.address(), "--pipeline",
                    "range(100) | batch(10)"});
   const absl::Time deadline = absl::Now() + absl::Seconds(20);
-  while (read.stderr_text().find("no batch for") == std::string::npos && absl::Now() < deadline) {
+  // The whole notice, not its first words: the line may be read while it is written.
+  while (read.stderr_text().find("no live worker") == std::string::npos && absl::Now() < deadline) {
     absl::SleepFor(absl::Milliseconds(50));
   }
   EXPECT_THAT(read.stderr_text(), HasSubstr("the dispatcher lists no live worker"));
