@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -33,8 +34,14 @@ std::string TempPath(const char* tag) {
 
 Subprocess::Subprocess(std::vector<std::string> argv)
     : stdout_path_(TempPath("out")), stderr_path_(TempPath("err")) {
+  const pid_t parent = getpid();
   pid_ = fork();
   if (pid_ == 0) {
+    // Ended with its parent, however that ends (SIGKILL, a script's timeout, a crash): a
+    // child left running held ports and CPUs (a perf run's server, a test's dispatcher).
+    // Sent when the forking thread ends: no Subprocess is made on a thread that ends first.
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent) _exit(127);  // the parent went before the line above
     int out = open(stdout_path_.c_str(), O_WRONLY | O_TRUNC);
     int err = open(stderr_path_.c_str(), O_WRONLY | O_TRUNC);
     dup2(out, 1);

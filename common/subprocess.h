@@ -4,6 +4,10 @@
 //   Subprocess p({"/path/sluice", "dispatcher", "--port", "0"});
 //   std::string line = p.WaitForOutput("listening on", absl::Seconds(10));
 //   int code = p.Wait(absl::Seconds(30));  // kills the child if it overruns
+//
+// The child is sent SIGTERM when its parent ends, however it ends (PR_SET_PDEATHSIG): make
+// a Subprocess on a thread that lives as long as the child should, since Linux sends it
+// when the thread that forked ends.
 #ifndef SLUICE_COMMON_SUBPROCESS_H_
 #define SLUICE_COMMON_SUBPROCESS_H_
 

@@ -4,6 +4,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
 
 namespace sluice {
 namespace {
@@ -23,6 +29,47 @@ TEST(SubprocessTest, TryWaitSaysNothingUntilTheChildEndsThenItsExitCode) {
   EXPECT_EQ(code, 3);
   EXPECT_EQ(sleeper.TryWait(), 3);  // Reaped once, remembered.
   EXPECT_EQ(sleeper.Wait(absl::Seconds(1)), 3);
+}
+
+// Whether process `pid` has ended (gone, or a zombie nobody reaped yet).
+bool Ended(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string fields;
+  if (!std::getline(stat, fields)) return true;
+  const size_t state = fields.rfind(')');  // "pid (comm) S ...": the state follows the name
+  return state == std::string::npos || fields.substr(state + 2, 1) == "Z";
+}
+
+// A parent killed outright (SIGKILL, as a script's timeout does) takes its child with it:
+// a perf run's server, or a test's dispatcher, was left running, holding ports and CPUs.
+TEST(SubprocessTest, AChildEndsWithItsParent) {
+  char dir_template[] = "/tmp/sluice-subprocess-test-XXXXXX";
+  ASSERT_NE(mkdtemp(dir_template), nullptr);
+  const std::string dir = dir_template;
+  int pipe_fds[2];
+  ASSERT_EQ(pipe(pipe_fds), 0);
+  const pid_t parent = fork();
+  ASSERT_GE(parent, 0);
+  if (parent == 0) {
+    setenv("TMPDIR", dir.c_str(), 1);  // its output files, removed below
+    Subprocess child({"/bin/sleep", "60"});
+    const pid_t pid = child.pid();
+    (void)!write(pipe_fds[1], &pid, sizeof(pid));
+    pause();
+    _exit(0);
+  }
+  pid_t child = -1;
+  ASSERT_EQ(read(pipe_fds[0], &child, sizeof(child)), static_cast<ssize_t>(sizeof(child)));
+  close(pipe_fds[0]);
+  close(pipe_fds[1]);
+  ASSERT_FALSE(Ended(child));
+  kill(parent, SIGKILL);
+  waitpid(parent, nullptr, 0);
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (!Ended(child) && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(20));
+  EXPECT_TRUE(Ended(child)) << "the child outlived its parent";
+  if (!Ended(child)) kill(child, SIGKILL);
+  (void)!std::system(("rm -rf " + dir).c_str());
 }
 
 TEST(SubprocessTest, AKilledChildReportsItsSignal) {

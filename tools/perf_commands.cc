@@ -41,7 +41,7 @@ std::function<void(double)> ProgressLine(std::string label) {
   auto start = absl::Now();
   return [label, start](double fraction) {
     if (absl::Now() - start < absl::Seconds(2) || !isatty(2)) return;
-    std::cerr << absl::StrFormat("\r%s: %3.0f%%", label, fraction * 100) << std::flush;
+    std::cerr << absl::StrFormat("\r%s: %3.0f%%\033[K", label, fraction * 100) << std::flush;
   };
 }
 
@@ -143,8 +143,9 @@ int RunTransportCommand(const TransportFlags& flags) {
       perf::RunTransportPerfClient(*address, options);
   server.Kill(SIGTERM);
   server.Wait(absl::Seconds(10));
+  // The progress line goes, so that nothing after it lands at its end.
+  if (isatty(2)) std::cerr << "\r\033[K" << std::flush;
   if (!result.ok()) return Fail("transport", result.status().message());
-  if (isatty(2)) std::cerr << "\r";
   if (flags.json) {
     json_out->stream() << result->ToJson().dump() << std::endl;
   } else {

@@ -16,6 +16,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/private_stdout.h"
 #include "common/status_macros.h"
 #include "common/subprocess.h"
 #include "control/client.h"
@@ -38,6 +39,53 @@ std::string SiblingBinary(const std::string& name) {
   std::string self = n > 0 ? std::string(path, static_cast<size_t>(n)) : "";
   size_t slash = self.rfind('/');
   return slash == std::string::npos ? name : self.substr(0, slash + 1) + name;
+}
+
+// Waits for every client to end (each reads `seconds` after its warm-up), at most a minute
+// past that, with a live line on a terminal.
+void WaitForClients(std::vector<std::unique_ptr<Subprocess>>& clients, double seconds,
+                    absl::Time start) {
+  const absl::Time give_up = start + absl::Seconds(seconds + 60);
+  const bool live = isatty(2);
+  while (absl::Now() < give_up) {
+    size_t running = 0;
+    for (auto& client : clients) running += client->TryWait().has_value() ? 0 : 1;
+    if (running == 0) break;
+    if (live) {
+      std::cerr << absl::StrFormat("\rservice: %.0f s of %.0f, %d of %d clients reading\033[K",
+                                   absl::ToDoubleSeconds(absl::Now() - start), seconds, running,
+                                   clients.size())
+                << std::flush;
+    }
+    absl::SleepFor(absl::Milliseconds(250));
+  }
+  if (live) std::cerr << "\r\033[K" << std::flush;
+  // Whoever is still running past the minute is killed; its Wait says so.
+}
+
+// The fields a client's JSON result must have, of the types read from it.
+absl::Status CheckClientResult(const nlohmann::json& r) {
+  if (r.is_discarded() || !r.is_object()) return absl::InvalidArgumentError("not a JSON object");
+  for (const char* field : {"batches", "bytes", "transport_bytes_copied_in_run",
+                            "bytes_copied_to_device", "driven_waits"}) {
+    if (!r.contains(field) || !r[field].is_number_integer()) {
+      return absl::InvalidArgumentError(absl::StrCat("no integer '", field, "'"));
+    }
+  }
+  for (const char* field : {"seconds", "waited_seconds", "p50_us", "p99_us"}) {
+    if (!r.contains(field) || !r[field].is_number()) {
+      return absl::InvalidArgumentError(absl::StrCat("no number '", field, "'"));
+    }
+  }
+  if (!r.contains("batches_by_worker") || !r["batches_by_worker"].is_object()) {
+    return absl::InvalidArgumentError("no object 'batches_by_worker'");
+  }
+  for (const auto& [worker, count] : r["batches_by_worker"].items()) {
+    if (!count.is_number_integer()) {
+      return absl::InvalidArgumentError(absl::StrCat("a count for ", worker, " is no integer"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -157,6 +205,14 @@ int RunServiceCommand(const ServiceFlags& flags) {
     absl::Status cuda = gpu::RequireCudaDevice(flags.device, "--device");
     if (!cuda.ok()) return Fail("service", cuda.message());
   }
+  // With --json, stdout carries the one JSON object and nothing a library prints (this
+  // process runs UCX for its status query).
+  std::unique_ptr<PrivateStdout> json_out;
+  if (flags.json) {
+    auto taken = PrivateStdout::Take();
+    if (!taken.ok()) return Fail("service", taken.status().message());
+    json_out = std::move(*taken);
+  }
   const std::string sluice =
       flags.sluice_binary.empty() ? SiblingBinary("sluice") : flags.sluice_binary;
   // Said up front: a dispatcher that cannot be started has no output to show.
@@ -194,7 +250,13 @@ int RunServiceCommand(const ServiceFlags& flags) {
   Subprocess dispatcher(dispatcher_argv);
   std::string line = dispatcher.WaitForOutput("listening on", absl::Seconds(20));
   if (line.empty()) return Fail("service", "dispatcher did not start: " + dispatcher.stderr_text());
-  size_t at = line.find("ucx://");
+  const size_t at = line.find("ucx://");
+  if (at == std::string::npos) {
+    return Fail("service",
+                "the dispatcher names no ucx:// address (is --sluice-binary a sluice "
+                "of this version?): " +
+                    line);
+  }
   const std::string address = line.substr(at, line.find(' ', at) - at);
   std::vector<std::unique_ptr<Subprocess>> workers;
   for (int i = 0; i < flags.workers; ++i) {
@@ -254,16 +316,18 @@ int RunServiceCommand(const ServiceFlags& flags) {
   int64_t batches = 0, bytes = 0, client_copied = 0, to_device = 0, driven_waits = 0;
   absl::flat_hash_map<std::string, int64_t> batches_by_worker;  // in the measured windows
   double seconds = 0, p50 = 0, p99 = 0, waited = 0, read_seconds = 0;
+  WaitForClients(clients, flags.seconds, start);
   for (auto& client : clients) {
-    int code = client->Wait(absl::Seconds(flags.seconds + 60));
-    if (isatty(2)) {
-      std::cerr << absl::StrFormat("\rservice: %.0f s", absl::ToDoubleSeconds(absl::Now() - start));
-    }
+    int code = client->Wait(absl::Seconds(1));
     if (code == kUsageError) {
       return Usage("service", "a client's request was refused: " + client->stderr_text());
     }
     if (code != 0) return Fail("service", "a client failed: " + client->stderr_text());
-    nlohmann::json r = nlohmann::json::parse(client->stdout_text());
+    const nlohmann::json r = nlohmann::json::parse(client->stdout_text(), nullptr, false);
+    if (absl::Status read = CheckClientResult(r); !read.ok()) {
+      return Fail("service", absl::StrCat("a client's result cannot be read (", read.message(),
+                                          "): ", client->stdout_text()));
+    }
     batches += r["batches"].get<int64_t>();
     bytes += r["bytes"].get<int64_t>();
     client_copied += r["transport_bytes_copied_in_run"].get<int64_t>();
@@ -278,7 +342,6 @@ int RunServiceCommand(const ServiceFlags& flags) {
     p50 = std::max(p50, r["p50_us"].get<double>());  // the slowest client's percentiles
     p99 = std::max(p99, r["p99_us"].get<double>());
   }
-  if (isatty(2)) std::cerr << "\r";
   // A pipeline that ends (no repeat()) can run out before or during the measured window.
   if (batches == 0) {
     return Fail("service",
@@ -377,7 +440,7 @@ int RunServiceCommand(const ServiceFlags& flags) {
         bytes > 0 ? static_cast<double>(to_device) / static_cast<double>(bytes) : 0;
   }
   if (flags.json) {
-    std::cout << result.dump() << std::endl;
+    json_out->stream() << result.dump() << std::endl;
   } else {
     std::cout << absl::StrFormat(
         "%d worker(s) -> %d client(s)%s%s, %s%s batches, %s: %.1f batches/s, %.1f MB/s, %s p50 "

@@ -3,15 +3,21 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/random/random.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "common/subprocess.h"
 #include "nlohmann/json.hpp"
@@ -30,18 +36,31 @@ std::string Self() {
   return n > 0 ? std::string(path, static_cast<size_t>(n)) : "sluice-perf";
 }
 
-bool OnPath(const std::string& program) {
-  return std::system(("command -v " + program + " >/dev/null 2>&1").c_str()) == 0;
+// The full path of `program` on $PATH, or "" (Subprocess runs a path, with no shell).
+std::string FindOnPath(const std::string& program) {
+  const char* path = std::getenv("PATH");
+  for (absl::string_view dir : absl::StrSplit(path != nullptr ? path : "/usr/bin:/bin", ':')) {
+    if (dir.empty()) continue;
+    std::string candidate = absl::StrCat(dir, "/", program);
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return "";
+}
+
+// `text` in a gnuplot single-quoted string, where a quote is written twice.
+std::string GnuplotQuoted(const std::string& text) {
+  return absl::StrCat("'", absl::StrReplaceAll(text, {{"'", "''"}}), "'");
 }
 
 // Decimal MB/s from `ucx_perftest -t ucp_am_bw`, or an error. ucx_perftest prints MB/s in
 // units of 2^20 bytes; the "Final:" line's 7th column is the overall bandwidth.
-absl::StatusOr<double> UcxPerftestBandwidth(size_t size, int64_t iterations) {
+absl::StatusOr<double> UcxPerftestBandwidth(const std::string& perftest, size_t size,
+                                            int64_t iterations) {
   absl::BitGen gen;
   std::string port = std::to_string(absl::Uniform(gen, 20000, 30000));
-  Subprocess server({"/usr/bin/ucx_perftest", "-p", port});
+  Subprocess server({perftest, "-p", port});
   absl::SleepFor(absl::Milliseconds(500));
-  Subprocess client({"/usr/bin/ucx_perftest", "127.0.0.1", "-p", port, "-t", "ucp_am_bw", "-s",
+  Subprocess client({perftest, "127.0.0.1", "-p", port, "-t", "ucp_am_bw", "-s",
                      std::to_string(size), "-n", std::to_string(iterations), "-w", "20"});
   int code = client.Wait(absl::Seconds(300));
   server.Wait(absl::Seconds(10));
@@ -60,7 +79,14 @@ absl::StatusOr<nlohmann::json> RunJson(std::vector<std::string> argv, absl::Dura
   Subprocess child(std::move(argv));
   int code = child.Wait(timeout);
   if (code != 0) return absl::InternalError(child.stderr_text());
-  return nlohmann::json::parse(child.stdout_text());
+  nlohmann::json result = nlohmann::json::parse(child.stdout_text(), nullptr, false);
+  // One bad point is a failed point, not the end of the sweep.
+  if (result.is_discarded() || !result.is_object() || !result.contains("bandwidth_mb_s") ||
+      !result["bandwidth_mb_s"].is_number()) {
+    return absl::InternalError(
+        absl::StrCat("no bandwidth_mb_s in its output: ", child.stdout_text()));
+  }
+  return result;
 }
 
 }  // namespace
@@ -98,12 +124,28 @@ int RunSweepCommand(const SweepFlags& flags) {
               << "'\n";
     return 2;
   }
-  if (flags.seconds <= 0) {
-    std::cerr << "sluice-perf sweep: --seconds must be positive, got " << flags.seconds << "\n";
+  // Not `seconds <= 0`: NaN passes it, and every service point then fails.
+  if (!(flags.seconds > 0) || !std::isfinite(flags.seconds)) {
+    std::cerr << "sluice-perf sweep: --seconds must be finite and > 0, got " << flags.seconds
+              << "\n";
     return 2;
   }
-  const bool perftest = !flags.skip_perftest && flags.transport == "ucx" &&
-                        access("/usr/bin/ucx_perftest", X_OK) == 0;
+  // Said before the first point, not after hours of them.
+  const std::string perftest_path = FindOnPath("ucx_perftest");
+  const bool perftest = !flags.skip_perftest && flags.transport == "ucx" && !perftest_path.empty();
+  if (!flags.skip_perftest && !perftest) {
+    std::cerr << "sluice-perf sweep: no ucx_perftest series: "
+              << (flags.transport != "ucx"
+                      ? "it measures UCX, and --transport is " + flags.transport
+                      : std::string("ucx_perftest is not on PATH (apt-get "
+                                    "install ucx-utils)"))
+              << "\n";
+  }
+  const std::string gnuplot = FindOnPath("gnuplot");
+  if (gnuplot.empty()) {
+    std::cerr << "sluice-perf sweep: gnuplot is not on PATH (apt-get install gnuplot-nox): the "
+                 "sweep writes its CSV and plot script, not the PNG, and exits 1\n";
+  }
   // Before the first run, not after all of them: a typo in the prefix costs nothing.
   std::ofstream csv(flags.out + ".csv");
   if (!csv) {
@@ -113,6 +155,15 @@ int RunSweepCommand(const SweepFlags& flags) {
   }
   csv << "series,size,workers,bandwidth_mb_s\n";
   int failed_points = 0;
+  // Each series' points, for the plot.
+  std::map<std::string, std::vector<std::pair<size_t, double>>> series;
+  auto add_point = [&](const std::string& name, size_t size, int w, double mb_s) {
+    csv << name << "," << size << "," << w << "," << mb_s << "\n";
+    series[name].emplace_back(size, mb_s);
+  };
+  // The service runs over UCX whatever --transport says; the transport series says which.
+  const std::string transport_series =
+      flags.transport == "ucx" ? "sluice-transport" : "sluice-transport-" + flags.transport;
   const std::string tls = perf::EffectiveUcxTls({});
   // ucx_perftest's buffers are on base pages; Sluice's pools on huge pages unless told not.
   const std::string pages = transport::DefaultPoolsUseHugePages() ? "huge pages" : "base pages";
@@ -129,16 +180,16 @@ int RunSweepCommand(const SweepFlags& flags) {
          "--iterations", std::to_string(iterations), "--latency-iterations", "0", "--json"},
         absl::Minutes(5));
     if (t.ok()) {
-      csv << "sluice-transport," << size << ",0," << (*t)["bandwidth_mb_s"].get<double>() << "\n";
+      add_point(transport_series, size, 0, (*t)["bandwidth_mb_s"].get<double>());
     } else {
       std::cerr << "  failed: " << t.status().message() << "\n";
       ++failed_points;
     }
     if (perftest) {
       progress("ucx_perftest " + FormatByteSize(size));
-      auto p = UcxPerftestBandwidth(size, iterations);
+      auto p = UcxPerftestBandwidth(perftest_path, size, iterations);
       if (p.ok()) {
-        csv << "ucx_perftest-am_bw," << size << ",0," << *p << "\n";
+        add_point("ucx_perftest-am_bw", size, 0, *p);
       } else {
         std::cerr << "  failed: " << p.status().message() << "\n";
         ++failed_points;
@@ -151,8 +202,8 @@ int RunSweepCommand(const SweepFlags& flags) {
                         absl::StrCat(flags.seconds), "--mode", "off", "--json"},
                        absl::Minutes(5));
       if (s.ok()) {
-        csv << "sluice-service-" << w << "w," << size << "," << w << ","
-            << (*s)["bandwidth_mb_s"].get<double>() << "\n";
+        add_point(absl::StrCat("sluice-service-", w, "w"), size, w,
+                  (*s)["bandwidth_mb_s"].get<double>());
       } else {
         std::cerr << "  failed: " << s.status().message() << "\n";
         ++failed_points;
@@ -174,27 +225,41 @@ int RunSweepCommand(const SweepFlags& flags) {
               << " points failed (see above); the CSV has the others\n";
   }
 
-  // The plot: one line per series, bandwidth against size on a log axis.
+  // The plot: one line per series, bandwidth against size on a log axis. The points go in
+  // the script (gnuplot datablocks), so that no shell or path but the PNG's is in it.
   std::ofstream gp(flags.out + ".gp");
   gp << "set datafile separator ','\nset terminal pngcairo noenhanced size 900,560\n"
-     << "set output '" << flags.out << ".png'\n"
+     << "set output " << GnuplotQuoted(flags.out + ".png") << "\n"
      << "set title 'Sluice bandwidth vs batch size (UCX_TLS=" << tls << ", Sluice slabs on "
      << pages << ")'\n"
      << "set logscale x 2\nset format x \"%.0b %BB\"\nset xlabel 'bytes per batch'\nset ylabel "
         "'MB/s (decimal)'\n"
-     << "set key left top\nset grid\n"
-     << "series = system(\"tail -n +2 " << flags.out << ".csv | cut -d, -f1 | sort -u\")\n"
-     << "plot for [s in series] '< grep \"^'.s.',\" " << flags.out
-     << ".csv' using 2:4 with linespoints title s\n";
+     << "set key left top\nset grid\n";
+  int block = 0;
+  for (const auto& [name, points] : series) {
+    gp << "$s" << block++ << " << EOD\n";
+    for (const auto& [size, mb_s] : points) gp << size << "," << mb_s << "\n";
+    gp << "EOD\n";
+  }
+  gp << "plot";
+  block = 0;
+  for (const auto& [name, points] : series) {
+    gp << (block > 0 ? ", \\\n     " : " ") << "$s" << block << " using 1:2 with linespoints title "
+       << GnuplotQuoted(name);
+    ++block;
+  }
+  gp << (series.empty() ? " 0 notitle" : "") << "\n";
   gp.close();
-  if (!OnPath("gnuplot")) {
+  if (gnuplot.empty()) {
     // The PNG asked for is missing: not a clean run (tools/install_deps.sh installs it).
     std::cerr << "gnuplot not found (apt-get install gnuplot-nox); plot script left in "
               << flags.out << ".gp\n";
     return 1;
   }
-  if (std::system(("gnuplot " + flags.out + ".gp").c_str()) != 0) {
-    std::cerr << "gnuplot failed; the script is " << flags.out << ".gp\n";
+  Subprocess plot({gnuplot, flags.out + ".gp"});
+  if (plot.Wait(absl::Minutes(1)) != 0) {
+    std::cerr << "gnuplot failed (" << plot.stderr_text() << "); the script is " << flags.out
+              << ".gp\n";
     return 1;
   }
   std::cout << "wrote " << flags.out << ".png\n";
