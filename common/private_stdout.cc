@@ -1,5 +1,6 @@
 #include "common/private_stdout.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -15,7 +16,9 @@ namespace sluice {
 absl::StatusOr<std::unique_ptr<PrivateStdout>> PrivateStdout::Take() {
   std::cout.flush();
   std::fflush(stdout);
-  const int data_fd = dup(STDOUT_FILENO);
+  // Close-on-exec: a child process (a perf run's server, its cluster) must not hold the
+  // data stream open, or `| jq` would wait for the children as well.
+  const int data_fd = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 0);
   if (data_fd < 0) {
     return absl::InternalError(absl::StrCat("copying stdout: ", std::strerror(errno)));
   }

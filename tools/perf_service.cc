@@ -42,15 +42,21 @@ std::string SiblingBinary(const std::string& name) {
 }
 
 // Waits for every client to end (each reads `seconds` after its warm-up), at most a minute
-// past that, with a live line on a terminal.
+// past that, or for one to fail, with a live line on a terminal.
 void WaitForClients(std::vector<std::unique_ptr<Subprocess>>& clients, double seconds,
                     absl::Time start) {
   const absl::Time give_up = start + absl::Seconds(seconds + 60);
   const bool live = isatty(2);
   while (absl::Now() < give_up) {
     size_t running = 0;
-    for (auto& client : clients) running += client->TryWait().has_value() ? 0 : 1;
-    if (running == 0) break;
+    bool failed = false;
+    for (auto& client : clients) {
+      const std::optional<int> code = client->TryWait();
+      running += code.has_value() ? 0 : 1;
+      failed = failed || (code.has_value() && *code != 0);
+    }
+    // One that failed is said now: coordinated consumers would wait on its rounds.
+    if (running == 0 || failed) break;
     if (live) {
       std::cerr << absl::StrFormat("\rservice: %.0f s of %.0f, %d of %d clients reading\033[K",
                                    absl::ToDoubleSeconds(absl::Now() - start), seconds, running,
@@ -317,6 +323,16 @@ int RunServiceCommand(const ServiceFlags& flags) {
   absl::flat_hash_map<std::string, int64_t> batches_by_worker;  // in the measured windows
   double seconds = 0, p50 = 0, p99 = 0, waited = 0, read_seconds = 0;
   WaitForClients(clients, flags.seconds, start);
+  // The one that failed first, not one still reading that the loop below would kill.
+  for (auto& client : clients) {
+    const std::optional<int> code = client->TryWait();
+    if (code == kUsageError) {
+      return Usage("service", "a client's request was refused: " + client->stderr_text());
+    }
+    if (code.has_value() && *code != 0) {
+      return Fail("service", "a client failed: " + client->stderr_text());
+    }
+  }
   for (auto& client : clients) {
     int code = client->Wait(absl::Seconds(1));
     if (code == kUsageError) {

@@ -20,10 +20,14 @@ HelloAcceptor::HelloAcceptor(HelloTransport expected, absl::Duration timeout,
     : expected_(expected),
       timeout_(timeout),
       watch_(std::move(watch)),
-      unwatch_(std::move(unwatch)),
-      reserve_(open("/dev/null", O_RDONLY | O_CLOEXEC)) {}
+      unwatch_(std::move(unwatch)) {}
+
+void HelloAcceptor::PrepareToListen() {
+  if (reserve_.get() < 0) reserve_ = ScopedFd(open("/dev/null", O_RDONLY | O_CLOEXEC));
+}
 
 void HelloAcceptor::AcceptAll(int listen_fd) {
+  PrepareToListen();  // again, if a thread took the reserve's number when it was shed
   while (true) {
     sockaddr_storage from{};
     socklen_t length = sizeof(from);

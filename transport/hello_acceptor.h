@@ -51,6 +51,9 @@ class HelloAcceptor {
   // Closes the sockets of the peers still pending (closing takes them out of any epoll set).
   ~HelloAcceptor() = default;
 
+  // Takes the reserve descriptor (below): for a transport about to listen, so that only
+  // transports that listen hold one.
+  void PrepareToListen();
   // Accepts every connection waiting on the non-blocking `listen_fd`. Past kMaxPending
   // peers pending at once, the one accepted first is dropped for each new one. Out of file
   // descriptors, pending peers are dropped, oldest first, to make room; with none pending,
@@ -93,7 +96,7 @@ class HelloAcceptor {
   const std::function<void(int)> unwatch_;
   absl::flat_hash_map<int, Pending> pending_;
   // Held to be closed when accept runs out of descriptors, so that one waiting connection
-  // can be taken and hung up on (reopened after).
+  // can be taken and hung up on (reopened after; opened by PrepareToListen).
   ScopedFd reserve_;
   bool said_out_of_descriptors_ = false;
 };

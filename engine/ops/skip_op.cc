@@ -60,8 +60,9 @@ OpDef SkipOpDef() {
   def.cardinality = [](const proto::Stage& stage, int64_t input) -> absl::StatusOr<int64_t> {
     const int64_t count = stage.skip().count();
     if (input == kInfinite && count == -1) {
-      // tf.data calls it infinite; it never yields an element, and would spin a worker's
-      // thread (uncancellable) for a job that then reads nothing.
+      // tf.data calls it infinite; it never yields an element. Refused where cardinality
+      // decides (coordinated reads, which would wait on it for ever); a plain read of it
+      // spins its worker's thread, as before and as in tf.data.
       return absl::InvalidArgumentError("skip(-1) of an infinite input never yields an element");
     }
     if (input == kInfinite) return kInfinite;

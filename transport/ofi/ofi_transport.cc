@@ -108,6 +108,7 @@ absl::StatusOr<Address> OfiTransport::Listen(const Address& bind) {
   if (!progress_->RunSync([&] {
         progress_->Watch(socket.get());
         listen_socket_ = std::move(socket);
+        acceptor_.PrepareToListen();
       })) {
     return absl::CancelledError("the libfabric transport is shutting down");
   }

@@ -39,6 +39,7 @@ absl::StatusOr<Address> UcxTransport::Listen(const Address& bind) {
     ev.data.fd = socket.get();
     epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, socket.get(), &ev);
     listen_socket_ = std::move(socket);
+    acceptor_.PrepareToListen();
   });
   return bound;
 }
