@@ -8,6 +8,8 @@
 #include <thread>
 #include <vector>
 
+#include "absl/time/clock.h"
+
 namespace sluice::engine {
 namespace {
 
@@ -58,7 +60,16 @@ TEST(SeqlockRingTest, ReadersRacingTheWriterNeverSeeATornRecord) {
   }
   // Both readers read while every record is written, not after.
   while (started.load() < 2) std::this_thread::yield();
-  for (int64_t n = 0; n < 3'000'000; ++n) ring.Push(Make(n));
+  // At least 3 million, and on until the readers found some: on a loaded machine they may
+  // get no CPU while the first million are written.
+  const absl::Time give_up = absl::Now() + absl::Seconds(20);
+  for (int64_t n = 0;; ++n) {
+    ring.Push(Make(n));
+    if (n >= 3'000'000 && n % 4096 == 0 &&
+        (found.load(std::memory_order_relaxed) >= 1000 || absl::Now() > give_up)) {
+      break;
+    }
+  }
   done.store(true);
   for (std::thread& reader : readers) reader.join();
   EXPECT_EQ(torn.load(), 0) << "of " << found.load() << " records found";
