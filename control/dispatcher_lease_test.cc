@@ -35,7 +35,18 @@ TEST(DispatcherLeaseTest, EndlessJobsPointAnEmptyPassAtTheNextRepetition) {
     EXPECT_EQ(empty.splits_size(), 0);
     EXPECT_TRUE(empty.end_of_splits());
     EXPECT_EQ(empty.next_repetition(), is_endless ? 1 : 0) << (is_endless ? "endless" : "finite");
+    EXPECT_FALSE(empty.source_empty()) << "others took the pass; a finite repeat goes on";
   }
+  // A pass no task got any split of is an empty source: that ends a repeat().
+  const proto::GetOrCreateJobResponse nothing = DynamicJob(state, "range(0) | repeat(3)");
+  const proto::WorkerHeartbeatResponse third = Heartbeat(state, "ucx://c:1");
+  ASSERT_EQ(third.new_tasks_size(), 4);
+  ASSERT_EQ(third.new_tasks(3).job_id(), nothing.job_id());
+  const proto::GetSplitResponse none =
+      Lease(state, nothing.job_id(), third.new_tasks(3).task_id(), 8);
+  EXPECT_EQ(none.splits_size(), 0);
+  EXPECT_TRUE(none.end_of_splits());
+  EXPECT_TRUE(none.source_empty());
 }
 
 // The reply to an empty lease was lost and the worker asks again (the same lease_seq): the
@@ -82,13 +93,15 @@ TEST(DispatcherLeaseTest, RecoveryTasksArePointedAtTheRepetitionsTheyHold) {
   const proto::GetSplitResponse pass0 = Lease(state, job.job_id(), recovery, 8, 0);
   EXPECT_EQ(pass0.splits_size(), 0);
   EXPECT_EQ(pass0.next_repetition(), 1);
+  EXPECT_FALSE(pass0.source_empty());
   const proto::GetSplitResponse reissued = Lease(state, job.job_id(), recovery, 8, 1);
   ASSERT_EQ(reissued.splits_size(), 1);
   EXPECT_EQ(reissued.splits(0).key(), leased.splits(0).key());
   const proto::GetSplitResponse after = Lease(state, job.job_id(), recovery, 8, 2);
   EXPECT_EQ(after.splits_size(), 0);
   EXPECT_TRUE(after.end_of_splits());
-  EXPECT_EQ(after.next_repetition(), 0) << "nothing more: the pass ends its repeat()";
+  EXPECT_EQ(after.next_repetition(), 0);
+  EXPECT_TRUE(after.source_empty()) << "nothing more: the pass ends its repeat()";
 }
 
 // Split keys hold the repetition in their top 23 bits: a pass beyond that is refused, not

@@ -348,6 +348,8 @@ absl::StatusOr<proto::GetSplitResponse> DispatcherState::GetRecoverySplits(
         break;
       }
     }
+    // Its re-issued splits are all read: its repeat() ends here.
+    response.set_source_empty(response.end_of_splits() && response.next_repetition() == 0);
   }
   if (first == next && end > next) {
     next = end;

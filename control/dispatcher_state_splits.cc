@@ -86,6 +86,7 @@ absl::StatusOr<proto::GetSplitResponse> DispatcherState::GetSplit(
         // As the first answer did: without it the empty pass would end the task's repeat().
         response.set_next_repetition(LatestRepetition(job, request.repetition()));
       }
+      response.set_source_empty(last->second.end && last->second.next == 0);
       return response;
     }
   }
@@ -124,6 +125,8 @@ absl::StatusOr<proto::GetSplitResponse> DispatcherState::GetSplit(
     // its repeat(), so it reads where the others are instead.
     response.set_next_repetition(LatestRepetition(job, request.repetition()));
   }
+  // Told apart from a pass others exhausted first, which a finite repeat() goes on past.
+  response.set_source_empty(response.end_of_splits() && provider->next_split_index() == 0);
   if (response.splits_size() > 0) {
     // Older passes cannot hold this task's unread splits any more: keep the map bounded.
     task.lease_ranges.erase(task.lease_ranges.begin(),

@@ -76,6 +76,7 @@ class RemoteSplitFeed final : public engine::SplitFeed {
       lease_sizer_.Arrived(absl::Now());
       leased_.assign(response.splits().begin(), response.splits().end());
       exhausted_ = response.end_of_splits();
+      source_empty_.store(response.source_empty(), std::memory_order_relaxed);
       // An empty pass would end a repeat(): go on to the repetition the dispatcher names
       // (bounded, in case others keep exhausting them first).
       if (leased_.empty() && !read_in_pass_ && response.next_repetition() > repetition_ &&
@@ -95,6 +96,7 @@ class RemoteSplitFeed final : public engine::SplitFeed {
     return absl::OkStatus();
   }
 
+  bool source_empty() const override { return source_empty_.load(std::memory_order_relaxed); }
   void Cancel() override { cancelled_.Notify(); }
   bool failed() const override { return failed_.load(std::memory_order_acquire); }
 
@@ -148,6 +150,9 @@ class RemoteSplitFeed final : public engine::SplitFeed {
   int64_t pass_ = -1;
   int64_t repetition_ = 0;     // the dispatcher's repetition this pass leases from
   bool read_in_pass_ = false;  // a split of this pass was handed out
+  // The dispatcher's word on the last lease: read by the repeat, perhaps on another thread
+  // (a prefetch under it leases), after the pass ended.
+  std::atomic<bool> source_empty_{false};
   int skips_in_pass_ = 0;
   std::deque<proto::Split> leased_;
   bool exhausted_ = false;

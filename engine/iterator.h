@@ -90,6 +90,11 @@ class SplitFeed {
   // after its input ended, which comes after the source's calls (through whatever queue
   // joins the two threads).
   [[nodiscard]] int64_t handed_out() const { return handed_out_.load(std::memory_order_relaxed); }
+  // After GetNext ended a pass in which this feed handed out no split: whether no reader got
+  // any split of it either (its source is empty), so that a repeat ends, rather than others
+  // taking them all first, which a repeat goes on past. A feed with no other reader of its
+  // splits keeps the default. Called from the thread that reads the repeat.
+  [[nodiscard]] virtual bool source_empty() const { return true; }
   // Asks a GetNext that is waiting (e.g. retrying a remote call) to give up soon; called
   // from another thread when the pipeline's owner shuts down.
   virtual void Cancel() {}

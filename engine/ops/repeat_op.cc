@@ -58,14 +58,17 @@ class RepeatIterator : public ElementIterator {
 
   // A pass that yields nothing ends the repeat, else repeat() over an empty source would
   // spin for ever; tf.data does the same. Under DYNAMIC sharding, though, this worker's
-  // share of a pass may yield nothing while the source does not: its splits were filtered
-  // out, or fell short of a batch(drop_remainder=True). Then the repeat goes on, as
-  // tf.data's does with split providers, up to kMaxBarrenPasses in a row. (A share with no
-  // split at all is an empty source or a pass the other workers took: the feed has already
-  // skipped to a pass with splits left where the job is endless.)
+  // share of a pass may be empty while the source is not, and then the repeat goes on, as
+  // tf.data's does with split providers:
+  // - its splits were filtered out, or fell short of a batch(drop_remainder=True): up to
+  //   kMaxBarrenPasses such passes in a row;
+  // - it got no split, the other workers took them all first (a slow or restarted worker):
+  //   the passes still to come are read by whoever asks, so a worker that left here would
+  //   leave them to fewer, or to none once the others are lost. A finite count bounds it;
+  //   forever, the feed leases where the others are.
   bool GoOnPastAnEmptyPass() {
-    const bool had_splits = feed_ != nullptr && feed_->handed_out() > handed_out_at_start_;
-    if (!had_splits) return false;
+    if (feed_ == nullptr) return false;
+    if (feed_->handed_out() == handed_out_at_start_) return !feed_->source_empty();
     if (++barren_passes_ <= kMaxBarrenPasses) return true;
     std::fprintf(stderr,
                  "sluice: repeat() ends: its last %lld passes had splits and yielded nothing "

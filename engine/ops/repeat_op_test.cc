@@ -65,9 +65,41 @@ TEST(RepeatIteratorTest, EachPassAsksTheFeedForANewRepetition) {
   PipelineContext context;
   context.split_feed = &feed;
   EXPECT_THAT(Values("range(3) | repeat(5)", context), ElementsAre(0, 1, 2, 0, 1, 2));
-  // Pass 0 and 1 each get one split then the end; pass 2 finds nothing, which ends the
-  // repeat before count 5 is reached.
+  // Pass 0 and 1 each get one split then the end; pass 2 finds nothing, and the feed says
+  // the source is empty, which ends the repeat before count 5 is reached.
   EXPECT_THAT(feed.requests, ElementsAre(0, 0, 1, 1, 2));
+}
+
+// A DYNAMIC feed whose passes 0 and 2 other workers took before this one leased any: they
+// end with no split, and the dispatcher says the source is not empty.
+class SharedFeed : public SplitFeed {
+ public:
+  std::vector<int64_t> requests;
+
+  absl::Status GetNext(int64_t repetition, proto::Split* split, bool* end) override {
+    requests.push_back(repetition);
+    const bool taken = repetition == 0 || repetition == 2;
+    *end = taken || !served_.insert(repetition).second;
+    if (!*end) {
+      split->set_begin(0);
+      split->set_end(2);
+    }
+    return absl::OkStatus();
+  }
+  bool source_empty() const override { return false; }
+
+ private:
+  std::set<int64_t> served_;
+};
+
+// A finite repeat goes on past passes the others took, to its count, as tf.data's does: it
+// ended at the first, and with it the worker's part in the passes still to come.
+TEST(RepeatIteratorTest, AFiniteRepeatGoesOnPastPassesOthersTook) {
+  SharedFeed feed;
+  PipelineContext context;
+  context.split_feed = &feed;
+  EXPECT_THAT(Values("range(2) | repeat(5)", context), ElementsAre(0, 1, 0, 1, 0, 1));
+  EXPECT_THAT(feed.requests, ElementsAre(0, 1, 1, 2, 3, 3, 4, 4));
 }
 
 TEST(RepeatIteratorTest, NestedRepeatsNumberSourcePassesConsecutively) {
