@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "control/dispatcher_churn_test_util.h"
 #include "control/dispatcher_state.h"
+#include "control/processing_mode.h"
 #include "engine/pipeline_text.h"
 #include "engine/test_util.h"
 
@@ -423,6 +424,54 @@ TEST(DispatcherChurnTest, AWorkerLeavingMidPassOfAnOffJobReadsItAgainOnRestart) 
   absl::StatusOr<proto::WorkerHeartbeatResponse> again = state.WorkerHeartbeat(restarted);
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ(again->new_tasks_size(), 1) << "the restarted worker reads its pass again";
+}
+
+// A worker whose static share (or OFF pass) was read to its end there is lost, then comes
+// back as a new process, while the other worker still reads. Its finished task was taken
+// for lost: a static job then waited for that share for ever (and named no one it waited
+// for), and the worker that came back read its share, or its pass, a second time.
+TEST(DispatcherChurnTest, AFinishedShareIsNeitherLostWithItsWorkerNorReadAgain) {
+  for (const proto::ProcessingMode mode : {proto::DATA, proto::OFF}) {
+    SCOPED_TRACE(ProcessingModeName(mode));
+    DispatcherConfig config{.worker_timeout = absl::Milliseconds(50)};
+    if (mode == proto::DATA) config.worker_addresses = {"a:1", "b:1"};
+    DispatcherState state(config);
+    proto::GetOrCreateJobRequest job;
+    job.set_dataset_id(*state.RegisterDataset(*engine::ParsePipeline("range(100)")));
+    job.set_mode(mode);
+    ASSERT_TRUE(state.GetOrCreateJob(job).ok());
+    proto::WorkerHeartbeatRequest a;
+    a.set_worker_address("ucx://a:1");
+    a.set_worker_uid("a");
+    absl::StatusOr<proto::WorkerHeartbeatResponse> a_joined = state.WorkerHeartbeat(a);
+    ASSERT_TRUE(a_joined.ok() && a_joined->new_tasks_size() == 1);
+    proto::WorkerHeartbeatRequest b;
+    b.set_worker_address("ucx://b:1");
+    b.set_worker_uid("old");
+    absl::StatusOr<proto::WorkerHeartbeatResponse> b_joined = state.WorkerHeartbeat(b);
+    ASSERT_TRUE(b_joined.ok() && b_joined->new_tasks_size() == 1);
+    b.add_current_tasks(b_joined->new_tasks(0).task_id());
+    b.add_finished_tasks(b_joined->new_tasks(0).task_id());
+    ASSERT_TRUE(state.WorkerHeartbeat(b).ok());
+
+    absl::SleepFor(absl::Milliseconds(100));
+    const absl::Time checked = absl::Now();
+    a.add_current_tasks(a_joined->new_tasks(0).task_id());
+    ASSERT_TRUE(state.WorkerHeartbeat(a).ok());
+    state.CheckLiveness(checked);  // b is lost, a is not
+    EXPECT_EQ(state.Status().jobs(0).lost_tasks(), 0) << "b's finished task taken for lost";
+
+    proto::WorkerHeartbeatRequest back;
+    back.set_worker_address("ucx://b:1");
+    back.set_worker_uid("new");
+    absl::StatusOr<proto::WorkerHeartbeatResponse> again = state.WorkerHeartbeat(back);
+    ASSERT_TRUE(again.ok()) << again.status();
+    EXPECT_EQ(again->new_tasks_size(), 0) << "b reads its share a second time";
+
+    a.add_finished_tasks(a_joined->new_tasks(0).task_id());
+    ASSERT_TRUE(state.WorkerHeartbeat(a).ok());
+    EXPECT_TRUE(state.Status().jobs(0).finished()) << "the job waits for b's share";
+  }
 }
 
 }  // namespace

@@ -444,11 +444,18 @@ absl::StatusOr<proto::WorkerHeartbeatResponse> DispatcherState::WorkerHeartbeat(
     update.mutable_register_worker()->set_address(request.worker_address());
     update.mutable_register_worker()->set_uid(request.worker_uid());
     Journal(update);
-    // A new worker joins every job that has not finished, as in tf.data service.
+    // A new worker joins every job that has not finished, as in tf.data service; a worker
+    // back at an address whose OFF pass or static share was read to its end there does not
+    // read it again.
     for (auto& [id, job] : jobs_) {
-      if (!JobFinished(job) || restarting_jobs.contains(id)) {
-        CreateTask(job, request.worker_address());
-      }
+      if (JobFinished(job) && !restarting_jobs.contains(id)) continue;
+      const bool read_here =
+          job.mode != proto::DYNAMIC &&
+          std::any_of(job.task_ids.begin(), job.task_ids.end(), [&](int64_t task_id) {
+            const Task& task = tasks_.at(task_id);
+            return task.finished && task.worker_address == request.worker_address();
+          });
+      if (!read_here) CreateTask(job, request.worker_address());
     }
     // Re-issues waiting for a live worker can go here now.
     for (auto& [id, job] : jobs_) LaunchRecoveries(job);

@@ -128,7 +128,9 @@ void DispatcherState::LoseWorker(const std::string& address, WorkerInfo& worker,
   for (int64_t id : worker.task_ids) {
     Task& task = tasks_.at(id);
     Job& job = jobs_.at(task.job_id);
-    if (task.lost || JobFinished(job)) continue;
+    // A finished task produced all and its batches reached their clients: nothing of it is
+    // lost, and a finished static share taken for lost would keep its job waiting for it.
+    if (task.lost || task.finished || JobFinished(job)) continue;
     task.lost = true;
     // Consumers may have been told rounds up to the horizon belong to it; they skip those
     // they did not get, and the rotation goes on without it after.
