@@ -402,12 +402,8 @@ absl::StatusOr<proto::WorkerHeartbeatResponse> DispatcherState::WorkerHeartbeat(
     return absl::InvalidArgumentError("worker heartbeat without a worker address");
   }
   ChangeLock lock(this);
-  if (!workers_.contains(request.worker_address()) && !worker_list_.empty() &&
-      !worker_list_.IndexOf(request.worker_address()).has_value()) {
-    return absl::PermissionDeniedError(absl::StrCat(
-        "worker ", request.worker_address(),
-        " is not in the dispatcher's --worker-addresses list (", worker_list_.ToString(),
-        "); start it with a listed --port and --advertise-host"));
+  if (!workers_.contains(request.worker_address()) && !worker_list_.empty()) {
+    SLUICE_RETURN_IF_ERROR(CheckListed(request.worker_address()));
   }
   if (request.leaving()) {
     LetWorkerLeave(request);

@@ -343,6 +343,10 @@ class DispatcherState {
   void WaitToReissue(Job& job, int64_t lost_task, absl::Time now,
                      absl::Time wait_until = absl::InfiniteFuture())
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A new worker under --worker-addresses: PermissionDenied when no entry lists it, or
+  // when its host's entry is another live worker's (two workers would read one share).
+  [[nodiscard]] absl::Status CheckListed(const std::string& address) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // On a restored worker's first heartbeat since the restore: a task of each unfinished job
   // that has none on it (a worker's loss is not journaled, so one lost before the restart
   // missed the jobs made meanwhile).

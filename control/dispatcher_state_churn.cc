@@ -13,6 +13,7 @@
 #include <iostream>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -154,6 +155,25 @@ void DispatcherState::WaitToReissue(Job& job, int64_t lost_task, absl::Time now,
     if (now - last <= config_.client_timeout) recovery.waiting_for.insert(client);
   }
   job.recoveries.push_back(std::move(recovery));
+}
+
+absl::Status DispatcherState::CheckListed(const std::string& address) const {
+  const std::optional<int64_t> index = worker_list_.IndexOf(address);
+  if (!index.has_value()) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "worker ", address, " is not in the dispatcher's --worker-addresses list (",
+        worker_list_.ToString(), "); start it with a listed --port and --advertise-host"));
+  }
+  for (const auto& [other, info] : workers_) {
+    // A lost one's share goes to whoever comes next (a worker restarted on another port).
+    if (!info.lost && worker_list_.IndexOf(other) == index) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("worker ", address, " would read the share of --worker-addresses entry '",
+                       worker_list_.entry(*index), "', which worker ", other,
+                       " reads; list each worker of a host with its port"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 void DispatcherState::JoinJobsMadeWhileLost(const std::string& address) {

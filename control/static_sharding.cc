@@ -46,6 +46,14 @@ absl::Status WorkerList::Check(const std::vector<std::string>& entries) {
                                                      "SCHEME://HOST:PORT"));
     };
     if (HostOf(entry).empty()) return bad("no host");
+    for (size_t j = 0; j < i; ++j) {
+      // Two shares for one worker, or one share for two workers on a host: either way a
+      // share read twice and another by no one.
+      if (StripScheme(entries[j]) == entry) {
+        return bad(absl::StrCat("repeats worker address ", j + 1,
+                                " (one entry per worker: give workers on one host their ports)"));
+      }
+    }
     if (!HasPort(entry)) continue;
     int port = 0;
     if (!absl::SimpleAtoi(entry.substr(entry.rfind(':') + 1), &port) || port < 1 || port > 65535) {
@@ -62,11 +70,12 @@ WorkerList::WorkerList(std::vector<std::string> entries) {
 
 std::optional<int64_t> WorkerList::IndexOf(const std::string& worker_address) const {
   const std::string host_port = StripScheme(worker_address);
+  // Its own host:port entry first: with "h, h:1", h:1 is the second worker, not the first.
   for (size_t i = 0; i < entries_.size(); ++i) {
-    const std::string& entry = entries_[i];
-    if (HasPort(entry) ? entry == host_port : entry == HostOf(host_port)) {
-      return static_cast<int64_t>(i);
-    }
+    if (entries_[i] == host_port) return static_cast<int64_t>(i);
+  }
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    if (!HasPort(entries_[i]) && entries_[i] == HostOf(host_port)) return static_cast<int64_t>(i);
   }
   return std::nullopt;
 }

@@ -28,10 +28,12 @@ class WorkerList {
   // Entries are "host:port", "scheme://host:port" or "host" (any port on that host).
   explicit WorkerList(std::vector<std::string> entries);
   // InvalidArgument naming the first entry that is none of those (empty, no host, a port
-  // that is not a number in 1-65535).
+  // that is not a number in 1-65535) or repeats one before it.
   [[nodiscard]] static absl::Status Check(const std::vector<std::string>& entries);
 
-  // The position of the first entry matching `worker_address` ("scheme://host:port").
+  // The position of the entry matching `worker_address` ("scheme://host:port"): its own
+  // host:port entry, else its host's entry. A host entry matches any worker on the host;
+  // the dispatcher lets one live worker at a time have it.
   [[nodiscard]] std::optional<int64_t> IndexOf(const std::string& worker_address) const;
   [[nodiscard]] int64_t size() const { return static_cast<int64_t>(entries_.size()); }
   // Entry `index` (< size()), without its scheme.

@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "absl/time/clock.h"
 #include "control/dispatcher_state.h"
 #include "control/processing_mode.h"
 #include "engine/pipeline_text.h"
@@ -42,6 +43,18 @@ TEST(WorkerListTest, CheckNamesTheFirstEntryThatCannotMatchAWorker) {
               ::testing::HasSubstr("'bar:x'): the port"));
   EXPECT_FALSE(WorkerList::Check({"h:70000"}).ok());
   EXPECT_FALSE(WorkerList::Check({":7000"}).ok());
+  // A repeated entry gave two shares to one worker, or one share to two workers on a host.
+  EXPECT_THAT(std::string(WorkerList::Check({"h", "g:1", "ucx://h"}).message()),
+              ::testing::HasSubstr("worker address 3 ('ucx://h'): repeats worker address 1"));
+  EXPECT_FALSE(WorkerList::Check({"h:1", "h:1"}).ok());
+}
+
+// A worker's own host:port entry wins over its host's entry wherever they stand: with
+// "h, h:1", h:1 took the host's entry, as did the next worker on h, and both read share 0.
+TEST(WorkerListTest, AWorkersOwnPortEntryComesBeforeItsHostsEntry) {
+  WorkerList list({"h", "h:1"});
+  EXPECT_EQ(list.IndexOf("ucx://h:1"), 1);
+  EXPECT_EQ(list.IndexOf("ucx://h:2"), 0);
 }
 
 TEST(ProcessingModeTest, NamesRoundTripAndUnknownNamesListTheChoices) {
@@ -135,6 +148,23 @@ TEST(StaticShardingStateTest, StaticJobsNeedAWorkerListAndEnoughFiles) {
   status = three.GetOrCreateJob(request).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(status.message(), HasSubstr("needs at least 3 files, got 2"));
+}
+
+// Two workers on a host listed once by its name: the second would read the first's share
+// (and the job wait for no one to read the other); it is refused while the first is live.
+TEST(StaticShardingStateTest, AHostEntryIsReadByOneLiveWorkerAtATime) {
+  DispatcherState state(
+      {.worker_addresses = {"127.0.0.1", "10.0.0.2"}, .worker_timeout = absl::Milliseconds(50)});
+  ASSERT_TRUE(state.WorkerHeartbeat(Heartbeat("ucx://127.0.0.1:7000")).ok());
+  absl::StatusOr<proto::WorkerHeartbeatResponse> second =
+      state.WorkerHeartbeat(Heartbeat("ucx://127.0.0.1:7001"));
+  ASSERT_EQ(second.status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_THAT(second.status().message(),
+              HasSubstr("entry '127.0.0.1', which worker ucx://127.0.0.1:7000 reads"));
+  // The first one lost (say, restarted on another port): its share goes to the next.
+  absl::SleepFor(absl::Milliseconds(100));
+  state.CheckLiveness(absl::Now());
+  EXPECT_TRUE(state.WorkerHeartbeat(Heartbeat("ucx://127.0.0.1:7001")).ok());
 }
 
 }  // namespace
