@@ -28,6 +28,12 @@ std::atomic<bool> g_stop{false};
 void OnSignal(int) { g_stop = true; }
 
 int Main(int argc, char** argv) {
+  // libfabric's PSM provider (libinfinipath), loaded with this binary, sets handlers for
+  // SIGINT and SIGTERM that exit(1): Ctrl-C or a job's SIGTERM ended a run with status 1 and
+  // no word. Back to the defaults (status 128 + the signal; the children we started go with
+  // us, by their parent-death signal).
+  signal(SIGINT, SIG_DFL);
+  signal(SIGTERM, SIG_DFL);
   signal(SIGPIPE, SIG_IGN);
   CLI::App app{"sluice-perf: bandwidth, latency and service throughput of Sluice"};
   app.require_subcommand(1);

@@ -204,6 +204,19 @@ TEST(PerfToolTest, ServiceNamesAMissingSluiceBinary) {
   EXPECT_THAT(run.stderr_text(), ::testing::HasSubstr("No such file"));
 }
 
+// Ctrl-C or a scheduler's SIGTERM ends a run with 128 + the signal, as the README says,
+// (the processes it started go by their parent-death signal). libfabric's PSM provider had set
+// handlers that exit(1), with no word of why.
+TEST(PerfToolTest, ASignalEndsARunWithItsStatus) {
+  for (const int signal : {SIGINT, SIGTERM}) {
+    Subprocess run({PerfBinary(), "service", "--seconds", "60"});
+    std::this_thread::sleep_for(std::chrono::seconds(3));
+    run.Kill(signal);
+    // Ended by the signal (Wait's -signal), which a shell's $? shows as 128 + the signal.
+    EXPECT_EQ(run.Wait(absl::Seconds(30)), -signal) << run.stderr_text();
+  }
+}
+
 // A transport server killed mid-transfer over tcp must fail the client promptly and plainly,
 // whichever notices first (UCX's peer mode, the default on tcp, or the bootstrap socket),
 // without UCX's leak warnings for the receives the dead peer left behind.
