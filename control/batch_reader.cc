@@ -77,9 +77,10 @@ void BatchReader::Pump() {
         if (outstanding_ == 0 && ready_.empty()) {
           for (Task& task : tasks_) HandOutHeld(task);
         }
-        FailIfEverySlabIsQuarantined();
+        FailIfNoSlabWillComeBack();
         return;
       }
+      caller_holds_every_slab_since_ = absl::InfiniteFuture();
       next_task_ = task_index + 1;
       tasks_[task_index].retry_at = absl::InfinitePast();  // due: the clock is not read again
       fetch_id = AddFetch(task_index, -1, std::move(*free_slab));
@@ -88,13 +89,32 @@ void BatchReader::Pump() {
   }
 }
 
-void BatchReader::FailIfEverySlabIsQuarantined() {
+void BatchReader::FailIfNoSlabWillComeBack() {
   // No batch can land again: said, not waited on.
   if (quarantined_slabs_.size() >= pool_->num_slabs()) {
     Fail(absl::ResourceExhaustedError(absl::StrCat(
         "all ", pool_->num_slabs(),
         " landing slabs are held by receives the transport could not cancel (workers cut off "
         "mid-transfer); the read cannot go on")));
+    return;
+  }
+  // Nothing in flight, ready or held for order: the caller's Batches hold the rest. A
+  // Next() from the thread that keeps them would wait for ever; another thread may yet
+  // give one back, so this is said only after request_timeout.
+  if (outstanding_ > 0 || !ready_.empty() || !rounds_ready_.empty()) {
+    caller_holds_every_slab_since_ = absl::InfiniteFuture();
+    return;
+  }
+  const absl::Time now = absl::Now();
+  if (caller_holds_every_slab_since_ == absl::InfiniteFuture()) {
+    caller_holds_every_slab_since_ = now;
+  } else if (now - caller_holds_every_slab_since_ >= options_.request_timeout) {
+    Fail(absl::FailedPreconditionError(absl::StrCat(
+        "every landing slab the read has (", pool_->num_slabs() - quarantined_slabs_.size(),
+        ") has been held by a Batch the caller kept for ",
+        absl::FormatDuration(options_.request_timeout),
+        ", so no batch can land: let Batches go before asking for more, or raise "
+        "ReadOptions::prefetch_batches")));
   }
 }
 

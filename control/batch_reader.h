@@ -65,7 +65,9 @@ struct ReadOptions {
   // (perf/RESULTS.md, session 23). 0: no bound but max_outstanding_requests. Coordinated
   // reads (num_consumers > 0) are bounded alike.
   size_t max_bytes_in_flight = 4 << 20;
-  // Batches that may wait, fetched, for the caller beyond the requests in flight.
+  // Batches that may wait, fetched, for the caller beyond the requests in flight. Batches
+  // the caller keeps hold their slabs too: a caller that keeps all of them while it asks
+  // for the next gets FailedPrecondition after request_timeout, rather than a wait for ever.
   int prefetch_batches = 4;
   // Largest batch the client accepts (the size of each landing slab).
   size_t slab_bytes = 16 << 20;
@@ -181,8 +183,8 @@ class BatchReader {
   // kBadRecordExamples of those whose task ended (the reply that ends a task says).
   [[nodiscard]] int64_t bad_records_skipped() const ABSL_LOCKS_EXCLUDED(mu_);
   [[nodiscard]] std::vector<std::string> bad_record_examples() const ABSL_LOCKS_EXCLUDED(mu_);
-  // Ends the read from another thread (a Ctrl-C handler): Next() returns `why`, at once if it
-  // waits. Batches handed out already stay valid.
+  // Ends the read from another thread (a Ctrl-C handler): Next() returns `why` (Cancelled
+  // for an OK status), at once if it waits. Batches handed out already stay valid.
   void Interrupt(absl::Status why) ABSL_LOCKS_EXCLUDED(mu_);
   // What the read waits on, in a sentence, for a caller that has had no batch for a while:
   // "the job has no task yet (the dispatcher lists no live worker; ...)", "waiting on 2 tasks
@@ -357,8 +359,9 @@ class BatchReader {
                       const absl::StatusOr<transport::CallResult>& result, int64_t round,
                       const Sent& request) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool Done() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Fails the read when no landing slab is left to it (quarantined_slabs_).
-  void FailIfEverySlabIsQuarantined() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // With no free slab: fails the read when no landing slab is left to it
+  // (quarantined_slabs_), or when the caller has held all the others for request_timeout.
+  void FailIfNoSlabWillComeBack() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Records the read's first error (Next() returns it); later ones are dropped.
   void Fail(absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (error_.ok()) error_ = std::move(status);
@@ -406,6 +409,9 @@ class BatchReader {
   // Slabs a cancelled-but-not-ended receive may still write (transport::
   // LandingMayStillBeWritten): never reused.
   std::vector<transport::Slab> quarantined_slabs_ ABSL_GUARDED_BY(mu_);
+  // Since when the caller's Batches have held every slab not quarantined (none in flight,
+  // ready or held for order); InfiniteFuture while not.
+  absl::Time caller_holds_every_slab_since_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
   // Fetches started (AddFetch) and not yet completed (OnFetched), by id; destroyed before
   // pool_, which their slabs return to.
   transport::IdSlotTable<InFlight> in_flight_ ABSL_GUARDED_BY(mu_);

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "absl/time/clock.h"
 #include "control/client.h"
@@ -63,6 +64,28 @@ TEST(BatchReaderJobTest, AJobNoWorkerJoinsFailsAfterTheNoWorkerTimeoutAndSaysSo)
   EXPECT_THAT(std::string(batch.status().message()),
               testing::Not(testing::HasSubstr("lost the dispatcher")));
   EXPECT_LT(waited, absl::Seconds(15));
+}
+
+// Interrupt with an OK status (a handler that has no error to give) still ends a waiting
+// Next(): it was taken for no failure at all, and Next() waited on.
+TEST(BatchReaderJobTest, AnInterruptWithoutAnErrorStillEndsTheRead) {
+  DispatcherAndClient setup;
+  ASSERT_NO_FATAL_FAILURE(StartDispatcherAndClient(&setup));
+  ReadOptions read;
+  read.mode = proto::OFF;
+  read.no_worker_timeout = absl::Seconds(30);  // no worker: Next() waits
+  auto reader = setup.client->Read(setup.dataset, read);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  std::thread handler([&reader] {
+    absl::SleepFor(absl::Milliseconds(300));
+    (*reader)->Interrupt(absl::OkStatus());
+  });
+  const absl::Time start = absl::Now();
+  auto batch = (*reader)->Next();
+  handler.join();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(10));
+  ASSERT_FALSE(batch.ok());
+  EXPECT_EQ(batch.status().code(), absl::StatusCode::kCancelled) << batch.status();
 }
 
 // A reader whose landing pool cannot be made (here: more than any machine holds) fails

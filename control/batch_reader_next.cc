@@ -112,8 +112,11 @@ absl::StatusOr<std::optional<Batch>> BatchReader::Next() {
     absl::StatusOr<engine::BatchView> view =
         engine::BatchView::Parse(std::span<const std::byte>(ready->slab.data(), ready->size));
     if (!view.ok()) {
-      return absl::DataLossError(absl::StrCat("batch from worker ", *ready->worker,
-                                              " is malformed: ", view.status().message()));
+      // It was counted as delivered, so the read cannot go on as if nothing was lost.
+      absl::MutexLock lock(&mu_);
+      Fail(absl::DataLossError(absl::StrCat("batch from worker ", *ready->worker,
+                                            " is malformed: ", view.status().message())));
+      return error_;
     }
     return std::optional<Batch>(Batch(std::move(ready->slab), *std::move(view),
                                       std::move(ready->worker), ready->index, ready->fetch_latency,
@@ -123,7 +126,8 @@ absl::StatusOr<std::optional<Batch>> BatchReader::Next() {
 
 void BatchReader::Interrupt(absl::Status why) {
   absl::MutexLock lock(&mu_);
-  Fail(std::move(why));
+  // An OK status would fail nothing, and wake no one.
+  Fail(why.ok() ? absl::CancelledError("the read was interrupted") : std::move(why));
 }
 
 std::string BatchReader::DescribeWait() const {

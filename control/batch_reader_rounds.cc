@@ -101,9 +101,10 @@ void BatchReader::PumpRounds() {
       }
       std::optional<transport::Slab> free_slab = pool_->TryAcquire();
       if (!free_slab) {
-        FailIfEverySlabIsQuarantined();
+        FailIfNoSlabWillComeBack();
         return;
       }
+      caller_holds_every_slab_since_ = absl::InfiniteFuture();
       if (retrying) {
         rounds_to_retry_.erase(retry);
       } else {
