@@ -72,6 +72,11 @@ struct ReadOptions {
   // Largest batch the client accepts (the size of each landing slab).
   size_t slab_bytes = 16 << 20;
   absl::Duration heartbeat_interval = absl::Milliseconds(100);
+  // Bound on each call: a fetch a worker does not answer within it counts the worker as
+  // unreachable (for request_timeout in a row, with the dispatcher not saying it is lost,
+  // the read fails), and so does the dispatcher without a heartbeat answered for this long.
+  // A worker whose pipeline is slow answers a held fetch with "retry" after
+  // TaskRunnerOptions::max_request_hold (10 s): keep this above that.
   absl::Duration request_timeout = absl::Seconds(60);
   // How long to wait for the job to get at least one worker.
   absl::Duration no_worker_timeout = absl::Seconds(60);

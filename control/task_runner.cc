@@ -6,6 +6,7 @@
 #include <cstring>
 #include <exception>
 #include <functional>
+#include <iterator>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -275,6 +276,16 @@ void TaskRunner::Poll() {
       to_retry = std::move(waiters_);
       waiters_.clear();
       end_held_since_ = absl::InfiniteFuture();
+    }
+    if (task_.num_consumers() == 0) {
+      for (Waiter& waiter : waiters_) waiter.first_polled = std::min(waiter.first_polled, now);
+      auto held_too_long =
+          std::stable_partition(waiters_.begin(), waiters_.end(), [&](const Waiter& waiter) {
+            return now - waiter.first_polled < options_.max_request_hold;
+          });
+      stats_.requests_held_too_long += waiters_.end() - held_too_long;
+      std::move(held_too_long, waiters_.end(), std::back_inserter(to_retry));
+      waiters_.erase(held_too_long, waiters_.end());
     }
   }
   for (const Waiter& waiter : to_retry) TellToRetry(waiter);

@@ -61,6 +61,12 @@ struct TaskRunnerOptions {
   // retry (a reader that is still there asks again), so that the requests of readers that
   // went away cannot pile up behind a slow pipeline.
   size_t max_parked_requests = 4096;
+  // An uncoordinated request held this long with no batch for it is told to retry (Poll,
+  // so up to a heartbeat later): a pipeline slower than the reader's request_timeout (a
+  // large shuffle filling from slow storage) would otherwise pass the request's deadline,
+  // and the reader takes that for a worker it cannot reach. Keep it well under readers'
+  // request_timeout (60 s by default).
+  absl::Duration max_request_hold = absl::Seconds(10);
   // Checks the count of slabs holding kept batches against a walk of every kept batch
   // whenever the budget is checked and after acknowledgements, releases and forgotten
   // clients, and aborts on a difference. For tests: the walk costs a sort per request.
@@ -92,6 +98,8 @@ struct TaskRunnerStats {
   int64_t clients_forgotten = 0;
   // Parked requests told to retry because max_parked_requests were parked.
   int64_t parked_requests_evicted = 0;
+  // Parked requests told to retry after max_request_hold with no batch for them.
+  int64_t requests_held_too_long = 0;
   // Batches a forgotten client lost with a connection, served to other readers instead.
   int64_t batches_handed_on = 0;
   // The same, dropped: a reader had been told the end before. Lost for good.
@@ -157,8 +165,9 @@ class TaskRunner {
   // Coordinated reads: lets a round that waited round_wait_ for missing consumers go on.
   // Uncoordinated: tells requests held back from the end (another client's lost batches
   // wait to be served again, see Serve) to retry once the end was held back for
-  // kEndHeldAtMost, lest they pass their deadline waiting for a slow or vanished client.
-  // The worker calls it periodically.
+  // kEndHeldAtMost, lest they pass their deadline waiting for a slow or vanished client, and
+  // requests held past options.max_request_hold (a slow pipeline) likewise. The worker calls
+  // it periodically.
   void Poll();
   // The pipeline reached its end (or failed); the buffer may still hold batches. Not when
   // the destructor cut it short.
@@ -240,6 +249,8 @@ class TaskRunner {
     int64_t round = -1;
     int64_t client_id = -1;  // acknowledges deliveries when >= 0
     int64_t epoch = 0;
+    // When Poll first saw it parked (a request matched at once costs no clock read).
+    absl::Time first_polled = absl::InfiniteFuture();
   };
   // Requests paired with their batches, to reply to outside mu_ (usually one or two: on the
   // stack).

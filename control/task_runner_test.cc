@@ -373,6 +373,57 @@ class StalledFeed : public engine::SplitFeed {
   absl::Notification cancelled_;
 };
 
+// A request parked behind a pipeline slower than max_request_hold is told to retry, at a
+// Poll past the hold, before its deadline: it passed the deadline, and its reader took the
+// worker for one it could not reach (a second time failed the read).
+TEST_F(DeliveryTest, ARequestHeldPastTheHoldIsToldToRetryBeforeItsDeadline) {
+  max_request_hold_ = absl::Milliseconds(300);
+  StartRunner("range(100) | batch(10)", /*num_consumers=*/0, 8, absl::ZeroDuration(),
+              std::make_unique<StalledFeed>());
+  auto connection = client_->ConnectTo(address_);
+  ASSERT_TRUE(connection.ok()) << connection.status();
+  struct Outcome {
+    absl::Mutex mu;
+    bool answered = false;
+    bool retry_later = false;
+  };
+  auto outcome = std::make_shared<Outcome>();
+  proto::GetElementRequest request;
+  request.set_task_id(kTaskId);
+  request.set_client_id(7);
+  request.set_max_batch_bytes(1 << 16);
+  request.set_delivery_epoch(1);
+  transport::CallOptions options;
+  options.timeout = absl::Seconds(20);
+  const absl::Time sent = absl::Now();
+  client_->CallAsync(*connection, proto::GET_ELEMENT, request.SerializeAsString(), options,
+                     [outcome](absl::StatusOr<transport::CallResult> result) {
+                       absl::MutexLock lock(&outcome->mu);
+                       proto::GetElementResponse response;
+                       outcome->answered = true;
+                       outcome->retry_later =
+                           result.ok() &&
+                           response.ParseFromArray(result->response.data(),
+                                                   static_cast<int>(result->response.size())) &&
+                           response.retry_later();
+                     });
+  absl::Time answered_at = absl::InfiniteFuture();
+  for (const absl::Time give_up = sent + absl::Seconds(10); absl::Now() < give_up;) {
+    runner_->Poll();  // as the worker does at each heartbeat
+    absl::MutexLock lock(&outcome->mu);
+    if (outcome->answered) {
+      answered_at = absl::Now();
+      EXPECT_TRUE(outcome->retry_later);
+      break;
+    }
+    outcome->mu.AwaitWithTimeout(absl::Condition(&outcome->answered), absl::Milliseconds(50));
+  }
+  ASSERT_LT(answered_at, sent + absl::Seconds(10)) << "the request was held on";
+  EXPECT_GE(answered_at - sent, absl::Milliseconds(300)) << "told to retry before its hold";
+  EXPECT_EQ(runner_->stats().requests_held_too_long, 1);
+  StopRunner();
+}
+
 // Requests parked behind a pipeline that makes nothing are bounded: past the bound the
 // oldest is told to retry, as a reader that is still there would be by a restarted worker.
 TEST_F(DeliveryTest, ParkedRequestsAreBoundedAndTheOldestIsToldToRetry) {

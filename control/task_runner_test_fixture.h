@@ -62,6 +62,7 @@ class DeliveryTest : public ::testing::Test {
     auto runner = TaskRunner::Start(task, *pool, std::move(feed),
                                     {.buffer_batches = 2,
                                      .max_parked_requests = max_parked_requests,
+                                     .max_request_hold = max_request_hold_,
                                      .verify_kept_slabs = true,
                                      .spill_budget = spill_budget_});
     ASSERT_TRUE(runner.ok()) << runner.status();
@@ -228,6 +229,7 @@ class DeliveryTest : public ::testing::Test {
   }
 
   std::shared_ptr<SpillBudget> spill_budget_;  // for the next StartRunner; null: no bound
+  absl::Duration max_request_hold_ = TaskRunnerOptions().max_request_hold;  // likewise
   std::unique_ptr<transport::RpcEndpoint> server_;
   std::shared_ptr<transport::SlabPool> pool_;
   absl::Mutex runner_mu_;  // the handler's copy against StopRunner; the test thread alone sets

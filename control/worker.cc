@@ -176,6 +176,8 @@ void AddTaskStats(const TaskRunnerStats& task, proto::WorkerStats* worker) {
   worker->set_clients_forgotten(worker->clients_forgotten() + task.clients_forgotten);
   worker->set_parked_requests_evicted(worker->parked_requests_evicted() +
                                       task.parked_requests_evicted);
+  worker->set_requests_held_too_long(worker->requests_held_too_long() +
+                                     task.requests_held_too_long);
   worker->set_batches_handed_on(worker->batches_handed_on() + task.batches_handed_on);
   worker->set_lost_batches_dropped(worker->lost_batches_dropped() + task.lost_batches_dropped);
   worker->set_unacked_batches_forgotten(worker->unacked_batches_forgotten() +

@@ -80,6 +80,7 @@ nlohmann::json StatusToJson(const proto::GetStatusResponse& status) {
          {"batches_with_provenance_in_payload", w.stats().batches_with_provenance_in_payload()},
          {"clients_forgotten", w.stats().clients_forgotten()},
          {"parked_requests_evicted", w.stats().parked_requests_evicted()},
+         {"requests_held_too_long", w.stats().requests_held_too_long()},
          {"batches_handed_on", w.stats().batches_handed_on()},
          {"lost_batches_dropped", w.stats().lost_batches_dropped()},
          {"acknowledgements_received", w.stats().acknowledgements_received()},
