@@ -470,6 +470,7 @@ class BatchReader {
   const std::shared_ptr<ConnectWaker> connect_waker_ = std::make_shared<ConnectWaker>();
   HeartbeatPacer heartbeat_pacer_{options_.heartbeat_interval, kMinHeartbeatGap};
   std::thread heartbeat_thread_;
+  absl::Notification heartbeat_exited_;  // HeartbeatLoop returned
 };
 
 }  // namespace sluice::control

@@ -74,6 +74,7 @@ absl::StatusOr<std::unique_ptr<BatchReader>> BatchReader::Start(transport::RpcEn
   reader->heartbeat_thread_ = std::thread([r = reader.get()] {
     SetCurrentThreadName("sluice-reader");
     r->HeartbeatLoop();
+    r->heartbeat_exited_.Notify();
   });
   return reader;
 }
@@ -94,7 +95,14 @@ BatchReader::~BatchReader() {
     connect_waker_->reader = nullptr;
   }
   heartbeat_pacer_.Stop();
-  if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
+  if (heartbeat_thread_.joinable()) {
+    // A heartbeat under way to a dispatcher gone silent (its host down) would hold this
+    // destructor for a request timeout: given up, again until the thread has seen the stop.
+    while (!heartbeat_exited_.WaitForNotificationWithTimeout(absl::Milliseconds(20))) {
+      rpc_->CancelGroup(&heartbeat_pacer_, ReaderStopped());
+    }
+    heartbeat_thread_.join();
+  }
   // Best effort: tell the dispatcher this client is gone, so the job does not wait for it
   // (a client that dies instead times out). With what it received since its last report:
   // a released client's reports are no longer waited for, so those elements would be read
@@ -107,7 +115,9 @@ BatchReader::~BatchReader() {
     release.mutable_delivered()->Swap(&unreported_);
   }
   proto::ReleaseClientResponse released;
-  (void)rpc_->CallProto(dispatcher_, proto::RELEASE_CLIENT, release, &released, absl::Seconds(1));
+  if (client_id_ != 0) {  // 0: Start failed before the job was joined
+    (void)rpc_->CallProto(dispatcher_, proto::RELEASE_CLIENT, release, &released, absl::Seconds(1));
+  }
   // Calls in flight hold `this` in their callbacks; each ends by reply, failure or deadline.
   // Replies on their way are waited for: cancelling those would leave their payloads
   // landing while the transport may be torn down next (UCX 1.13 aborts on an endpoint
@@ -164,8 +174,8 @@ absl::Status BatchReader::HeartbeatOnce(absl::Duration timeout) {
     for (int64_t id : lost_unread_) request.add_abandoned_tasks(id);
   }
   proto::ClientHeartbeatResponse response;
-  absl::Status called =
-      rpc_->CallProto(dispatcher_, proto::CLIENT_HEARTBEAT, request, &response, timeout);
+  absl::Status called = rpc_->CallProto(dispatcher_, proto::CLIENT_HEARTBEAT, request, &response,
+                                        timeout, &heartbeat_pacer_);
   if (!called.ok()) {
     absl::MutexLock lock(&mu_);
     // Report them next time (a report that did arrive twice is harmless).

@@ -338,14 +338,15 @@ absl::StatusOr<CallResult> RpcEndpoint::Call(ConnectionId to, uint32_t method,
 
 absl::Status RpcEndpoint::CallProto(const Address& peer, uint32_t method,
                                     const google::protobuf::MessageLite& request,
-                                    google::protobuf::MessageLite* response,
-                                    absl::Duration timeout) {
+                                    google::protobuf::MessageLite* response, absl::Duration timeout,
+                                    const void* group) {
   // The timeout bounds the connect too: a goodbye to a dispatcher behind a partition must
   // not wait out the whole connect timeout first.
   const absl::Time deadline = absl::Now() + timeout;
   SLUICE_ASSIGN_OR_RETURN(ConnectionId connection, ConnectTo(peer, kNoConnection, deadline));
   CallOptions options;
   options.timeout = deadline - absl::Now();
+  options.group = group;
   if (options.timeout <= absl::ZeroDuration()) {
     return absl::DeadlineExceededError(
         absl::StrCat("the call to ", peer.ToString(), " timed out while connecting"));

@@ -176,11 +176,12 @@ class RpcEndpoint final : public MessageHandler {
                                                 absl::string_view request,
                                                 const CallOptions& options);
   // Connects to `peer` if needed, calls, and parses the response into `response`; `timeout`
-  // bounds the connect and the call together.
+  // bounds the connect and the call together. `group`: as CallOptions::group (the call, not
+  // the connect, can be given up).
   [[nodiscard]] absl::Status CallProto(const Address& peer, uint32_t method,
                                        const google::protobuf::MessageLite& request,
                                        google::protobuf::MessageLite* response,
-                                       absl::Duration timeout);
+                                       absl::Duration timeout, const void* group = nullptr);
 
   // Stops serving: from now on a request is answered Unavailable, not handled; pool
   // handlers already queued run to their end (an inline one already under way on the
