@@ -517,5 +517,46 @@ TEST(DispatcherRecoveryTest, AJobMadeWhileAWorkerWasLostReachesItAfterARestart) 
   EXPECT_EQ(b_tasks, 1);
 }
 
+// A restart from records alone (no snapshot) brings passes back as cursors, with no
+// provider made yet: a worker new to an endless job is pointed at the newest of them at
+// once. It was pointed one pass a lease past each exhausted one.
+TEST(DispatcherRecoveryTest, ANewWorkerAfterARestartGoesToTheNewestPassAtOnce) {
+  TempDir tmp;
+  const DispatcherConfig config{.elements_per_split = 10};
+  int64_t job_id = 0;
+  {
+    std::unique_ptr<JournalWriter> journal = *JournalWriter::Open(tmp.dir(), {});
+    DispatcherState state(config);
+    state.AttachJournal(journal.get(), /*compact_every=*/0);
+    proto::GetOrCreateJobRequest job;
+    job.set_dataset_id(*state.RegisterDataset(*engine::ParsePipeline("range(20) | repeat()")));
+    job.set_mode(proto::DYNAMIC);
+    job_id = state.GetOrCreateJob(job)->job_id();
+    proto::WorkerHeartbeatRequest a;
+    a.set_worker_address("ucx://a:1");
+    const int64_t task = state.WorkerHeartbeat(a)->new_tasks(0).task_id();
+    for (int64_t repetition = 0; repetition < 5; ++repetition) {
+      proto::GetSplitRequest pass = Lease(job_id, task, 1 + repetition);
+      pass.set_repetition(repetition);
+      ASSERT_EQ(state.GetSplit(pass)->splits_size(), 2);  // the whole pass
+    }
+    ASSERT_TRUE(journal->Flush().ok());
+  }
+  absl::StatusOr<Recovered> recovered = Recover(tmp.dir());
+  ASSERT_TRUE(recovered.ok()) << recovered.status();
+  ASSERT_FALSE(recovered->snapshot.has_value());
+  DispatcherState state(config);
+  ASSERT_TRUE(state.Restore(*recovered).ok());
+  proto::WorkerHeartbeatRequest c;
+  c.set_worker_address("ucx://c:1");
+  absl::StatusOr<proto::WorkerHeartbeatResponse> joined = state.WorkerHeartbeat(c);
+  ASSERT_TRUE(joined.ok() && joined->new_tasks_size() == 1);
+  absl::StatusOr<proto::GetSplitResponse> pass0 =
+      state.GetSplit(Lease(job_id, joined->new_tasks(0).task_id(), 1));
+  ASSERT_TRUE(pass0.ok()) << pass0.status();
+  EXPECT_EQ(pass0->splits_size(), 0);
+  EXPECT_EQ(pass0->next_repetition(), 4);
+}
+
 }  // namespace
 }  // namespace sluice::control

@@ -178,6 +178,10 @@ int64_t DispatcherState::LatestRepetition(const Job& job, int64_t after) const {
   // points past it), not one pass per lease.
   int64_t latest = std::max(after + 1, job.pruned_below_repetition);
   if (!job.providers.empty()) latest = std::max(latest, job.providers.rbegin()->first);
+  // After a restart a pass may be known by its cursor alone until a lease makes its provider.
+  if (!job.restored_cursors.empty()) {
+    latest = std::max(latest, job.restored_cursors.rbegin()->first);
+  }
   return latest;
 }
 
