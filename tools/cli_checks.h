@@ -4,6 +4,9 @@
 #ifndef SLUICE_TOOLS_CLI_CHECKS_H_
 #define SLUICE_TOOLS_CLI_CHECKS_H_
 
+#include <arpa/inet.h>
+
+#include <cctype>
 #include <cstdint>
 #include <string>
 
@@ -24,6 +27,35 @@ inline CLI::Validator AtLeast(int64_t min) {
         return "";
       },
       absl::StrCat(">= ", min));
+}
+
+// A host name (letters, digits, '-' and '_' in dot-separated labels of 1-63, 253 in all) or
+// an IPv4 or IPv6 address: what peers are told to connect to, so a typo is refused here
+// rather than by every reader that fails to resolve it.
+inline CLI::Validator HostName() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        in6_addr ip;
+        if (inet_pton(AF_INET, text.c_str(), &ip) == 1 ||
+            inet_pton(AF_INET6, text.c_str(), &ip) == 1) {
+          return "";
+        }
+        const std::string bad = "'" + text + "' is not a host name or an IP address";
+        if (text.empty() || text.size() > 253) return bad;
+        size_t label = 0;
+        for (const char c : text) {
+          if (c == '.') {
+            if (label == 0) return bad;
+            label = 0;
+          } else if (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_') {
+            if (++label > 63) return bad;
+          } else {
+            return bad;
+          }
+        }
+        return "";
+      },
+      "HOST");
 }
 
 }  // namespace sluice::tools

@@ -174,8 +174,10 @@ void AddWorkerFlags(CLI::App* command, WorkerFlags& flags) {
       ->check(CLI::Range(0, 65535))
       ->capture_default_str();
   command->add_option("--host", flags.host, "Address to bind")->capture_default_str();
-  command->add_option("--advertise-host", flags.advertise_host,
-                      "Host clients should use (default: the IP facing the dispatcher)");
+  command
+      ->add_option("--advertise-host", flags.advertise_host,
+                   "Host clients should use (default: the IP facing the dispatcher)")
+      ->check(HostName());
   command->add_option("--slab-bytes", flags.options.slab_bytes, "Largest batch")
       ->transform(ByteSize())
       ->default_str(FormatByteSize(flags.options.slab_bytes));

@@ -167,5 +167,22 @@ TEST(CliTest, LocalRefusesMoreWorkersThanItsCpusCanRun) {
   EXPECT_THAT(local.stderr_text(), HasSubstr("per usable CPU"));
 }
 
+// A worker advertises its --advertise-host to every reader: one that is no host name is
+// refused at start (exit 2), where it registered and every reader then failed to resolve it.
+TEST(CliTest, AWorkerRefusesAnAdvertiseHostThatIsNoHostName) {
+  for (const char* host : {"bad host!!", "a..b", ""}) {
+    Subprocess worker(
+        {SluiceBinary(), "worker", "--dispatcher", "ucx://127.0.0.1:1", "--advertise-host", host});
+    EXPECT_EQ(worker.Wait(absl::Seconds(20)), 2) << host << ": " << worker.stderr_text();
+    EXPECT_THAT(worker.stderr_text(), HasSubstr("--advertise-host")) << host;
+  }
+  for (const char* host : {"node-7.cluster.local", "10.0.0.1", "::1", "gpu_host"}) {
+    Subprocess worker({SluiceBinary(), "worker", "--dispatcher", "ucx://127.0.0.1:1",
+                       "--advertise-host", host, "--register-timeout", "1s"});
+    worker.Wait(absl::Seconds(20));
+    EXPECT_THAT(worker.stderr_text(), Not(HasSubstr("is not a host name"))) << host;
+  }
+}
+
 }  // namespace
 }  // namespace sluice::testing
