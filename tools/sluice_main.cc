@@ -86,6 +86,9 @@ int Main(int argc, char** argv) {
   read_cmd->add_option("--dispatcher", read_dispatcher, "Dispatcher address ucx://HOST:PORT")
       ->required();
   AddReadFlags(read_cmd, read_flags);
+  // `local` reads a demo pipeline by default; a read of a real cluster without one read that
+  // demo into the cluster's workers.
+  read_cmd->get_option("--pipeline")->required()->default_str("");
 
   CLI::App* status_cmd =
       app.add_subcommand("status", "Show a dispatcher's workers, datasets and jobs");

@@ -184,5 +184,13 @@ TEST(CliTest, AWorkerRefusesAnAdvertiseHostThatIsNoHostName) {
   }
 }
 
+// `sluice read` of a cluster names its pipeline: without one it read `local`'s demo
+// pipeline into the cluster's workers and exited 0.
+TEST(CliTest, AReadWithoutAPipelineIsRefused) {
+  Subprocess read({SluiceBinary(), "read", "--dispatcher", "ucx://127.0.0.1:1"});
+  EXPECT_EQ(read.Wait(absl::Seconds(20)), 2) << read.stderr_text();
+  EXPECT_THAT(read.stderr_text(), HasSubstr("--pipeline is required"));
+}
+
 }  // namespace
 }  // namespace sluice::testing
