@@ -32,19 +32,28 @@ absl::StatusOr<size_t> ParseBytes(const std::string& text, bool zero_allowed) {
     scale = 1024.0 * 1024;
   else if (unit == "G" || unit == "GiB")
     scale = 1024.0 * 1024 * 1024;
+  else if (unit == "T" || unit == "TiB")
+    scale = 1024.0 * 1024 * 1024 * 1024;
   else if (unit == "KB")
     scale = 1e3;
   else if (unit == "MB")
     scale = 1e6;
   else if (unit == "GB")
     scale = 1e9;
+  else if (unit == "TB")
+    scale = 1e12;
   else {
-    return absl::InvalidArgumentError(absl::StrCat("unknown unit '", unit, "' in '", text,
-                                                   "', expected B, KiB, MiB, GiB, KB, MB or GB"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown unit '", unit, "' in '", text,
+                     "', expected B, KiB, MiB, GiB, TiB, KB, MB, GB or TB"));
   }
   double bytes = value * scale;
   const double least = zero_allowed ? 0 : 1;
-  if (bytes < least || bytes > 1e15 || bytes != std::floor(bytes)) {
+  if (bytes > 1e15) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("byte size '", text, "' is more than 10^15 bytes (about 909TiB)"));
+  }
+  if (bytes < least || bytes != std::floor(bytes)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "byte size '", text, "' must be a whole number of bytes >= ", zero_allowed ? 0 : 1));
   }

@@ -1,6 +1,7 @@
 // Byte counts as people write them on command lines: 4096, 64KiB, 1MiB, 1.5GB, 16M.
 //
-// KiB/MiB/GiB and the short K/M/G are powers of 1024; KB/MB/GB are powers of 1000.
+// KiB/MiB/GiB/TiB and the short K/M/G/T are powers of 1024; KB/MB/GB/TB are powers of 1000.
+// More than 10^15 bytes is refused as such.
 //
 //   absl::StatusOr<size_t> n = ParseByteSize("1MiB");  // 1048576
 #ifndef SLUICE_TOOLS_BYTE_SIZE_H_

@@ -12,6 +12,9 @@ TEST(ByteSizeTest, ParsesUnits) {
   EXPECT_EQ(*ParseByteSize("16M"), 16u << 20);
   EXPECT_EQ(*ParseByteSize("1.5KB"), 1500u);
   EXPECT_EQ(*ParseByteSize("2GB"), 2000000000u);
+  EXPECT_EQ(*ParseByteSize("2TiB"), size_t{2} << 40);
+  EXPECT_EQ(*ParseByteSize("1T"), size_t{1} << 40);
+  EXPECT_EQ(*ParseByteSize("3TB"), size_t{3'000'000'000'000});
   auto list = ParseByteSizeList("64KiB, 1MiB,16MiB");
   ASSERT_TRUE(list.ok());
   EXPECT_EQ(*list, (std::vector<size_t>{65536, 1 << 20, 16 << 20}));
@@ -24,6 +27,11 @@ TEST(ByteSizeTest, RejectsNonsense) {
   EXPECT_FALSE(ParseByteSize("0").ok());
   EXPECT_FALSE(ParseByteSize("0.5").ok());
   EXPECT_FALSE(ParseByteSize("-3").ok());
+  // Too large was told as "must be a whole number of bytes >= 1".
+  EXPECT_EQ(ParseByteSize("99999999GiB").status().message(),
+            "byte size '99999999GiB' is more than 10^15 bytes (about 909TiB)");
+  EXPECT_EQ(ParseByteBound("99999999GiB").status().message(),
+            "byte size '99999999GiB' is more than 10^15 bytes (about 909TiB)");
 }
 
 TEST(ByteSizeTest, ABoundMayBeZeroForNone) {
