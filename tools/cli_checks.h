@@ -58,6 +58,27 @@ inline CLI::Validator HostName() {
       "HOST");
 }
 
+// The first word on the command line that is neither an option of `app`, an option's
+// value, nor one of its subcommands: what a user took for a command ("sluice bogus" was
+// told only that a subcommand is required). Empty when there is none.
+inline std::string UnknownCommand(const CLI::App& app, int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg.rfind('-', 0) == 0) {
+      const CLI::Option* option = app.get_option_no_throw(arg.substr(0, arg.find('=')));
+      if (option != nullptr && option->get_type_size() != 0 && arg.find('=') == std::string::npos) {
+        ++i;  // its value
+      }
+      continue;
+    }
+    for (const CLI::App* command : app.get_subcommands({})) {
+      if (command->check_name(arg)) return "";
+    }
+    return arg;
+  }
+  return "";
+}
+
 }  // namespace sluice::tools
 
 #endif  // SLUICE_TOOLS_CLI_CHECKS_H_

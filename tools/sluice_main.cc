@@ -139,6 +139,11 @@ int Main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    if (const std::string unknown = UnknownCommand(app, argc, argv); !unknown.empty()) {
+      std::cerr << "sluice: unknown command '" << unknown
+                << "'; the commands are dispatcher, worker, read, local and status (see --help)\n";
+      return kUsageError;
+    }
     int rc = app.exit(e);
     return rc == 0 ? 0 : kUsageError;
   }

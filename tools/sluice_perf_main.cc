@@ -18,6 +18,7 @@
 #include "common/mutex_checks.h"
 #include "common/subprocess.h"
 #include "perf/transport_perf.h"
+#include "tools/cli_checks.h"
 #include "tools/perf_commands.h"
 
 namespace sluice::tools {
@@ -78,6 +79,11 @@ int Main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    if (const std::string unknown = UnknownCommand(app, argc, argv); !unknown.empty()) {
+      std::cerr << "sluice-perf: unknown command '" << unknown
+                << "'; the commands are transport, service, sweep and doctor (see --help)\n";
+      return 2;
+    }
     int rc = app.exit(e);
     return rc == 0 ? 0 : 2;
   }

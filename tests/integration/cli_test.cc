@@ -192,5 +192,20 @@ TEST(CliTest, AReadWithoutAPipelineIsRefused) {
   EXPECT_THAT(read.stderr_text(), HasSubstr("--pipeline is required"));
 }
 
+// A word that names no command is said to be one; it was told only that a command is
+// required.
+TEST(CliTest, AnUnknownCommandIsNamed) {
+  for (const std::vector<std::string>& argv :
+       {std::vector<std::string>{SluiceBinary(), "bogus"},
+        std::vector<std::string>{SluiceBinary(), "--timeout", "3s", "bogus"}}) {
+    Subprocess run(argv);
+    EXPECT_EQ(run.Wait(absl::Seconds(20)), 2) << run.stderr_text();
+    EXPECT_THAT(run.stderr_text(), HasSubstr("unknown command 'bogus'; the commands are"));
+  }
+  Subprocess none({SluiceBinary(), "--timeout", "3s"});
+  EXPECT_EQ(none.Wait(absl::Seconds(20)), 2);
+  EXPECT_THAT(none.stderr_text(), HasSubstr("A subcommand is required"));
+}
+
 }  // namespace
 }  // namespace sluice::testing
