@@ -111,8 +111,12 @@ int BatchNesting(const proto::PipelineDef& pipeline) {
   return nesting;
 }
 
-BatchSink::BatchSink(OutputFormat format, std::ostream& out, bool show_progress, bool batched)
-    : format_(format), out_(out), show_progress_(show_progress), batched_(batched) {}
+BatchSink::BatchSink(OutputFormat format, std::ostream& out, ProgressDisplay progress, bool batched)
+    : format_(format),
+      out_(out),
+      progress_(progress),
+      progress_out_(progress.out != nullptr ? *progress.out : std::cerr),
+      batched_(batched) {}
 
 void BatchSink::Add(const control::Batch& batch) {
   Add(batch.view(), batch.worker(), batch.index(), batch.round(), batch.task());
@@ -136,18 +140,34 @@ void BatchSink::Add(const engine::BatchView& view, const std::string& worker, in
     out_.flush();
     if (out_.fail() && write_errno_ == 0) write_errno_ = errno;
   }
-  if (show_progress_ && absl::Now() - last_progress_ > absl::Seconds(2)) {
-    last_progress_ = absl::Now();
-    double seconds = absl::ToDoubleSeconds(last_progress_ - start_);
-    std::cerr << absl::StrFormat("\r%d batches, %d elements, %.1f MB/s   ", batches_, elements_,
-                                 bytes_ / 1e6 / seconds)
-              << std::flush;
+  switch (progress_.kind) {
+    case ProgressDisplay::Kind::kNone:
+      break;
+    case ProgressDisplay::Kind::kLiveLine:
+      if (absl::Now() - last_progress_ > absl::Seconds(2)) {
+        last_progress_ = absl::Now();
+        const double seconds = absl::ToDoubleSeconds(last_progress_ - start_);
+        progress_out_ << absl::StrFormat("\r%d batches, %d elements, %.1f MB/s   ", batches_,
+                                         elements_, bytes_ / 1e6 / seconds)
+                      << std::flush;
+      }
+      break;
+    case ProgressDisplay::Kind::kLogLines:
+      // Without a terminal the live line's \r would pile up in the log: a whole line, seldom.
+      if (absl::Now() - last_progress_ >= progress_.every) {
+        last_progress_ = absl::Now();
+        const double seconds = absl::ToDoubleSeconds(last_progress_ - start_);
+        progress_out_ << absl::StrFormat("read %d batches (%d elements) in %.0f s: %.1f MB/s\n",
+                                         batches_, elements_, seconds, bytes_ / 1e6 / seconds)
+                      << std::flush;
+      }
+      break;
   }
 }
 
 nlohmann::json BatchSink::Finish() {
   double seconds = std::max(1e-9, absl::ToDoubleSeconds(absl::Now() - start_));
-  if (show_progress_ && batches_ > 0) std::cerr << "\n";
+  if (progress_.kind == ProgressDisplay::Kind::kLiveLine && batches_ > 0) progress_out_ << "\n";
   nlohmann::json summary = {{"batches", batches_},
                             {"elements", elements_},
                             {"tensor_bytes", bytes_},

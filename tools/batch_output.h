@@ -38,11 +38,24 @@ enum class OutputFormat { kJsonLines, kSummary };
 // pipeline's. 0: each element the service sends is one element, not a batch of them.
 [[nodiscard]] int BatchNesting(const proto::PipelineDef& pipeline);
 
+// How a read in progress is shown while its batches come (the summary comes at the end).
+struct ProgressDisplay {
+  enum class Kind {
+    kNone,
+    kLiveLine,  // one line rewritten every 2 s (a terminal)
+    kLogLines,  // a line every `every` (a log: a scheduler's, nohup's, a pipe)
+  };
+  Kind kind = Kind::kNone;
+  absl::Duration every = absl::Seconds(30);  // kLogLines
+  std::ostream* out = nullptr;               // null: std::cerr
+};
+
 class BatchSink {
  public:
   // `batched`: a batch's elements are the rows of its first tensor (BatchNesting > 0);
   // otherwise each batch the service sends counts as one element.
-  BatchSink(OutputFormat format, std::ostream& out, bool show_progress, bool batched = true);
+  BatchSink(OutputFormat format, std::ostream& out, ProgressDisplay progress = {},
+            bool batched = true);
   void Add(const control::Batch& batch);
   void Add(const engine::BatchView& view, const std::string& worker, int64_t index, int64_t round,
            int64_t task = -1);
@@ -56,7 +69,8 @@ class BatchSink {
  private:
   const OutputFormat format_;
   std::ostream& out_;
-  const bool show_progress_;
+  const ProgressDisplay progress_;
+  std::ostream& progress_out_;
   const bool batched_;
   const absl::Time start_ = absl::Now();
   absl::Time last_progress_ = absl::Now();

@@ -1,13 +1,16 @@
 #include "tools/batch_output.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "absl/time/clock.h"
 #include "engine/batch_layout.h"
 #include "engine/pipeline_text.h"
 #include "engine/tensor.h"
@@ -75,12 +78,39 @@ TEST(BatchOutputTest, SummaryCountsRowsOnlyOfBatches) {
   ASSERT_TRUE(view.ok()) << view.status();
   for (const bool batched : {false, true}) {
     std::ostringstream out;
-    BatchSink sink(OutputFormat::kSummary, out, /*show_progress=*/false, batched);
+    BatchSink sink(OutputFormat::kSummary, out, {}, batched);
     for (int i = 0; i < 4; ++i) sink.Add(*view, "ucx://w:1", i, -1);
     EXPECT_EQ(sink.Finish()["elements"], batched ? 40 : 4);
     EXPECT_NE(out.str().find(batched ? "(40 elements" : "(4 elements"), std::string::npos)
         << out.str();
   }
+}
+
+// Without a terminal (a scheduler's log) a long read says how far it got now and then, a
+// whole line at a time; it said nothing until its end.
+TEST(BatchOutputTest, ALogGetsAProgressLineNowAndThen) {
+  alignas(64) static std::byte buffer[1 << 12];
+  absl::StatusOr<size_t> size = engine::EncodeBatch(
+      {engine::Tensor::FromVector<float>({10}, std::vector<float>(10))}, buffer);
+  ASSERT_TRUE(size.ok()) << size.status();
+  absl::StatusOr<engine::BatchView> view =
+      engine::BatchView::Parse(std::span<const std::byte>(buffer, *size));
+  ASSERT_TRUE(view.ok()) << view.status();
+  std::ostringstream out;
+  std::ostringstream log;
+  BatchSink sink(
+      OutputFormat::kSummary, out,
+      {.kind = ProgressDisplay::Kind::kLogLines, .every = absl::Milliseconds(100), .out = &log});
+  sink.Add(*view, "ucx://w:1", 0, -1);
+  EXPECT_EQ(log.str(), "") << "a line before the first interval";
+  absl::SleepFor(absl::Milliseconds(150));
+  sink.Add(*view, "ucx://w:1", 1, -1);
+  EXPECT_THAT(log.str(),
+              ::testing::MatchesRegex("read 2 batches \\(20 elements\\) in 0 s: .* MB/s\n"));
+  EXPECT_EQ(log.str().find('\r'), std::string::npos);
+  sink.Finish();
+  const std::string lines = log.str();
+  EXPECT_EQ(std::count(lines.begin(), lines.end(), '\n'), 1);
 }
 
 }  // namespace

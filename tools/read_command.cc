@@ -244,7 +244,7 @@ int ReadAll(absl::string_view command, const transport::Address& dispatcher, con
   };
   if (flags.take == 0) {
     // No reader: it would fetch batches of a shared job (max_batches 0 is no bound).
-    BatchSink empty(*format, data, false);
+    BatchSink empty(*format, data);
     empty.Finish();
     return empty.output_failed() ? OutputFailure(empty, command) : 0;
   }
@@ -256,8 +256,13 @@ int ReadAll(absl::string_view command, const transport::Address& dispatcher, con
               << "' had already finished: nothing more to read (a new --job-name reads the "
                  "dataset again)\n";
   }
-  BatchSink sink(*format, data, *format == OutputFormat::kSummary && isatty(2),
-                 BatchNesting(*pipeline) > 0);
+  // The summary comes at the end: meanwhile a live line on a terminal, or a line every 30 s
+  // in a log (JSON lines show the read as they come).
+  ProgressDisplay shown;
+  if (*format == OutputFormat::kSummary) {
+    shown.kind = isatty(2) ? ProgressDisplay::Kind::kLiveLine : ProgressDisplay::Kind::kLogLines;
+  }
+  BatchSink sink(*format, data, shown, BatchNesting(*pipeline) > 0);
   if (flags.device >= 0) {
     absl::Status read = ReadThroughDevice(command, std::move(*reader), read_options, flags.device,
                                           flags.take, stop, sink);
