@@ -101,7 +101,9 @@ void BatchReader::FailIfNoSlabWillComeBack() {
   // Nothing in flight, ready or held for order: the caller's Batches hold the rest. A
   // Next() from the thread that keeps them would wait for ever; another thread may yet
   // give one back, so this is said only after request_timeout.
-  if (outstanding_ > 0 || !ready_.empty() || !rounds_ready_.empty()) {
+  // Counted only while a Next() waits: a caller that holds its batch through a long step
+  // and lets it go before it asks again is not stuck.
+  if (outstanding_ > 0 || !ready_.empty() || !rounds_ready_.empty() || nexts_waiting_ == 0) {
     caller_holds_every_slab_since_ = absl::InfiniteFuture();
     return;
   }

@@ -417,6 +417,7 @@ class BatchReader {
   // Since when the caller's Batches have held every slab not quarantined (none in flight,
   // ready or held for order); InfiniteFuture while not.
   absl::Time caller_holds_every_slab_since_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
+  int nexts_waiting_ ABSL_GUARDED_BY(mu_) = 0;  // calls in Next() now
   // Fetches started (AddFetch) and not yet completed (OnFetched), by id; destroyed before
   // pool_, which their slabs return to.
   transport::IdSlotTable<InFlight> in_flight_ ABSL_GUARDED_BY(mu_);

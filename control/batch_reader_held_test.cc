@@ -101,5 +101,41 @@ TEST(BatchReaderHeldTest, ACallerWhoseOtherThreadGivesBatchesBackReadsOn) {
   }
 }
 
+// A caller that holds its batch through a step longer than request_timeout, and lets it go
+// before it asks again, reads on: only a wait in Next() counts. The heartbeat's own look at
+// the slabs failed the read meanwhile.
+TEST(BatchReaderHeldTest, ALongStepBetweenNextsIsNoWait) {
+  LocalClusterOptions options;
+  options.num_workers = 1;
+  options.dispatcher.transport.ucx_tls = kSharedMemory;
+  options.worker.transport.ucx_tls = kSharedMemory;
+  options.worker.slab_bytes = 64 << 10;
+  options.worker.num_slabs = 4;
+  absl::StatusOr<std::unique_ptr<LocalCluster>> cluster = LocalCluster::Start(options);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  ClientOptions client_options;
+  client_options.dispatcher = (*cluster)->dispatcher_address();
+  client_options.transport.ucx_tls = kSharedMemory;
+  absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(client_options);
+  ASSERT_TRUE(client.ok()) << client.status();
+  absl::StatusOr<std::string> dataset =
+      (*client)->RegisterDataset(*engine::ParsePipeline("range(100) | batch(10)"));
+  ASSERT_TRUE(dataset.ok()) << dataset.status();
+  ReadOptions read;
+  read.mode = proto::OFF;
+  read.slab_bytes = 64 << 10;
+  read.max_outstanding_requests = 1;
+  read.prefetch_batches = 0;  // one slab
+  read.request_timeout = absl::Seconds(1);
+  absl::StatusOr<std::unique_ptr<BatchReader>> reader = (*client)->Read(*dataset, read);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  for (int step = 0; step < 2; ++step) {
+    absl::StatusOr<std::optional<Batch>> batch = (*reader)->Next();
+    ASSERT_TRUE(batch.ok()) << "step " << step << ": " << batch.status();
+    ASSERT_TRUE(batch->has_value());
+    absl::SleepFor(absl::Milliseconds(1500));  // the step, holding the batch
+  }
+}
+
 }  // namespace
 }  // namespace sluice::control

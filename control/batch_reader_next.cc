@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "control/batch_reader.h"
@@ -64,6 +65,14 @@ bool BatchReader::DriveUntilAFetchCompletes() {
 }
 
 absl::StatusOr<std::optional<Batch>> BatchReader::Next() {
+  {
+    absl::MutexLock lock(&mu_);
+    ++nexts_waiting_;
+  }
+  absl::Cleanup done = [this] {
+    absl::MutexLock lock(&mu_);
+    --nexts_waiting_;
+  };
   while (true) {
     Pump();
     // A completed fetch that handed nothing out (an end, a retry, a batch held for order)

@@ -427,19 +427,22 @@ TEST(DispatcherChurnTest, AWorkerLeavingMidPassOfAnOffJobReadsItAgainOnRestart) 
 }
 
 // A worker whose static share (or OFF pass) was read to its end there is lost, then comes
-// back as a new process, while the other worker still reads. Its finished task was taken
-// for lost: a static job then waited for that share for ever (and named no one it waited
-// for), and the worker that came back read its share, or its pass, a second time.
+// back as a new process (a static one on another port of its host), while the other worker
+// still reads. Its finished task was taken for lost: a static job then waited for that
+// share for ever (and named no one it waited for), and the worker that came back read its
+// share, or its pass, a second time. Its clients are still told it is gone, so that they
+// stop asking that worker for it.
 TEST(DispatcherChurnTest, AFinishedShareIsNeitherLostWithItsWorkerNorReadAgain) {
   for (const proto::ProcessingMode mode : {proto::DATA, proto::OFF}) {
     SCOPED_TRACE(ProcessingModeName(mode));
     DispatcherConfig config{.worker_timeout = absl::Milliseconds(50)};
-    if (mode == proto::DATA) config.worker_addresses = {"a:1", "b:1"};
+    if (mode == proto::DATA) config.worker_addresses = {"a", "b"};
     DispatcherState state(config);
     proto::GetOrCreateJobRequest job;
     job.set_dataset_id(*state.RegisterDataset(*engine::ParsePipeline("range(100)")));
     job.set_mode(mode);
-    ASSERT_TRUE(state.GetOrCreateJob(job).ok());
+    absl::StatusOr<proto::GetOrCreateJobResponse> created = state.GetOrCreateJob(job);
+    ASSERT_TRUE(created.ok()) << created.status();
     proto::WorkerHeartbeatRequest a;
     a.set_worker_address("ucx://a:1");
     a.set_worker_uid("a");
@@ -450,8 +453,9 @@ TEST(DispatcherChurnTest, AFinishedShareIsNeitherLostWithItsWorkerNorReadAgain) 
     b.set_worker_uid("old");
     absl::StatusOr<proto::WorkerHeartbeatResponse> b_joined = state.WorkerHeartbeat(b);
     ASSERT_TRUE(b_joined.ok() && b_joined->new_tasks_size() == 1);
-    b.add_current_tasks(b_joined->new_tasks(0).task_id());
-    b.add_finished_tasks(b_joined->new_tasks(0).task_id());
+    const int64_t b_task = b_joined->new_tasks(0).task_id();
+    b.add_current_tasks(b_task);
+    b.add_finished_tasks(b_task);
     ASSERT_TRUE(state.WorkerHeartbeat(b).ok());
 
     absl::SleepFor(absl::Milliseconds(100));
@@ -460,9 +464,15 @@ TEST(DispatcherChurnTest, AFinishedShareIsNeitherLostWithItsWorkerNorReadAgain) 
     ASSERT_TRUE(state.WorkerHeartbeat(a).ok());
     state.CheckLiveness(checked);  // b is lost, a is not
     EXPECT_EQ(state.Status().jobs(0).lost_tasks(), 0) << "b's finished task taken for lost";
+    proto::ClientHeartbeatRequest client;
+    client.set_job_id(created->job_id());
+    client.set_client_id(created->client_id());
+    absl::StatusOr<proto::ClientHeartbeatResponse> told = state.ClientHeartbeat(client);
+    ASSERT_TRUE(told.ok()) << told.status();
+    EXPECT_THAT(told->lost_tasks(), ::testing::ElementsAre(b_task)) << "readers would ask b";
 
     proto::WorkerHeartbeatRequest back;
-    back.set_worker_address("ucx://b:1");
+    back.set_worker_address(mode == proto::DATA ? "ucx://b:2" : "ucx://b:1");
     back.set_worker_uid("new");
     absl::StatusOr<proto::WorkerHeartbeatResponse> again = state.WorkerHeartbeat(back);
     ASSERT_TRUE(again.ok()) << again.status();

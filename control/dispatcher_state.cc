@@ -362,15 +362,16 @@ absl::StatusOr<proto::ClientHeartbeatResponse> DispatcherState::ClientHeartbeat(
   proto::ClientHeartbeatResponse response;
   for (int64_t id : job.task_ids) {
     const Task& task = tasks_.at(id);
-    if (task.lost) response.add_lost_tasks(task.id);
+    const bool lost = task.lost || task.worker_gone;
+    if (lost) response.add_lost_tasks(task.id);
     // Coordinated consumers keep lost tasks in the rotation for the rounds they held.
-    if (task.lost && job.num_consumers == 0) continue;
+    if (lost && job.num_consumers == 0) continue;
     proto::TaskInfo* info = response.add_tasks();
     info->set_task_id(task.id);
     info->set_worker_address(task.worker_address);
     info->set_starting_round(task.starting_round);
     info->set_ending_round(task.ending_round);
-    info->set_lost(task.lost);
+    info->set_lost(lost);
     info->set_recovery(task.recovery);
   }
   for (std::string& awaited : WorkersAwaited(job)) response.add_workers_awaited(std::move(awaited));
@@ -402,8 +403,11 @@ absl::StatusOr<proto::WorkerHeartbeatResponse> DispatcherState::WorkerHeartbeat(
     return absl::InvalidArgumentError("worker heartbeat without a worker address");
   }
   ChangeLock lock(this);
-  if (!workers_.contains(request.worker_address()) && !worker_list_.empty()) {
-    SLUICE_RETURN_IF_ERROR(CheckListed(request.worker_address()));
+  if (!worker_list_.empty()) {
+    auto known = workers_.find(request.worker_address());
+    if (known == workers_.end() || known->second.lost || known->second.unheard_since_restore) {
+      SLUICE_RETURN_IF_ERROR(CheckListed(request.worker_address()));
+    }
   }
   if (request.leaving()) {
     LetWorkerLeave(request);
@@ -449,7 +453,11 @@ absl::StatusOr<proto::WorkerHeartbeatResponse> DispatcherState::WorkerHeartbeat(
           job.mode != proto::DYNAMIC &&
           std::any_of(job.task_ids.begin(), job.task_ids.end(), [&](int64_t task_id) {
             const Task& task = tasks_.at(task_id);
-            return task.finished && task.worker_address == request.worker_address();
+            if (!task.finished) return false;
+            // A static share by its entry, whichever port read it.
+            return IsStaticSharding(job.mode)
+                       ? task.worker_index == worker_list_.IndexOf(request.worker_address())
+                       : task.worker_address == request.worker_address();
           });
       if (!read_here) CreateTask(job, request.worker_address());
     }

@@ -203,6 +203,10 @@ class DispatcherState {
     std::optional<proto::PipelineDef> sharded_pipeline;
     // Its worker was lost: the task is over and its clients abandon it.
     bool lost = false;
+    // An OFF pass or static share its worker read to the end before it was lost: read, not
+    // lost (the job does not wait for it, nor is it read again), but its clients are told
+    // it is lost so that they stop asking that worker. Not journaled.
+    bool worker_gone = false;
     // Coordinated reads: the rounds [starting_round, ending_round) it serves (0: open).
     int64_t starting_round = 0;
     int64_t ending_round = 0;
@@ -343,8 +347,9 @@ class DispatcherState {
   void WaitToReissue(Job& job, int64_t lost_task, absl::Time now,
                      absl::Time wait_until = absl::InfiniteFuture())
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // A new worker under --worker-addresses: PermissionDenied when no entry lists it, or
-  // when its host's entry is another live worker's (two workers would read one share).
+  // A worker registering (new, back after a loss, or first heard since a restore) under
+  // --worker-addresses: PermissionDenied when no entry lists it; Unavailable (it tries
+  // again) while its host's entry is another live worker's, which two would read.
   [[nodiscard]] absl::Status CheckListed(const std::string& address) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // On a restored worker's first heartbeat since the restore: a task of each unfinished job

@@ -129,9 +129,14 @@ void DispatcherState::LoseWorker(const std::string& address, WorkerInfo& worker,
   for (int64_t id : worker.task_ids) {
     Task& task = tasks_.at(id);
     Job& job = jobs_.at(task.job_id);
-    // A finished task produced all and its batches reached their clients: nothing of it is
-    // lost, and a finished static share taken for lost would keep its job waiting for it.
-    if (task.lost || task.finished || JobFinished(job)) continue;
+    if (task.lost || JobFinished(job)) continue;
+    if (task.finished && job.mode != proto::DYNAMIC) {
+      // Read to its end: taken for lost, a static share kept its job waiting for it, and
+      // the worker back as a new process read its share or pass again. (A finished DYNAMIC
+      // task is lost as any: a batch it sent but no reader got is re-issued.)
+      task.worker_gone = true;
+      continue;
+    }
     task.lost = true;
     // Consumers may have been told rounds up to the horizon belong to it; they skip those
     // they did not get, and the rotation goes on without it after.
@@ -165,12 +170,15 @@ absl::Status DispatcherState::CheckListed(const std::string& address) const {
         worker_list_.ToString(), "); start it with a listed --port and --advertise-host"));
   }
   for (const auto& [other, info] : workers_) {
-    // A lost one's share goes to whoever comes next (a worker restarted on another port).
-    if (!info.lost && worker_list_.IndexOf(other) == index) {
-      return absl::PermissionDeniedError(
-          absl::StrCat("worker ", address, " would read the share of --worker-addresses entry '",
-                       worker_list_.entry(*index), "', which worker ", other,
-                       " reads; list each worker of a host with its port"));
+    // A lost one's share goes to whoever comes next (a worker restarted on another port);
+    // so does that of one not heard from since a restore (losses are not journaled).
+    if (other != address && !info.lost && !info.unheard_since_restore &&
+        worker_list_.IndexOf(other) == index) {
+      return absl::UnavailableError(absl::StrCat(
+          "worker ", address, " would read the share of --worker-addresses entry '",
+          worker_list_.entry(*index), "', which worker ", other,
+          " reads; it may once that one is lost (or list each worker of a host with its "
+          "port)"));
     }
   }
   return absl::OkStatus();

@@ -151,20 +151,25 @@ TEST(StaticShardingStateTest, StaticJobsNeedAWorkerListAndEnoughFiles) {
 }
 
 // Two workers on a host listed once by its name: the second would read the first's share
-// (and the job wait for no one to read the other); it is refused while the first is live.
+// (and the job wait for no one to read the other). It is told to try again (Unavailable)
+// while the first is live, and takes the share once the first is lost; the first, back,
+// is then the one told to wait.
 TEST(StaticShardingStateTest, AHostEntryIsReadByOneLiveWorkerAtATime) {
   DispatcherState state(
       {.worker_addresses = {"127.0.0.1", "10.0.0.2"}, .worker_timeout = absl::Milliseconds(50)});
   ASSERT_TRUE(state.WorkerHeartbeat(Heartbeat("ucx://127.0.0.1:7000")).ok());
   absl::StatusOr<proto::WorkerHeartbeatResponse> second =
       state.WorkerHeartbeat(Heartbeat("ucx://127.0.0.1:7001"));
-  ASSERT_EQ(second.status().code(), absl::StatusCode::kPermissionDenied);
+  ASSERT_EQ(second.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(second.status().message(),
               HasSubstr("entry '127.0.0.1', which worker ucx://127.0.0.1:7000 reads"));
   // The first one lost (say, restarted on another port): its share goes to the next.
   absl::SleepFor(absl::Milliseconds(100));
   state.CheckLiveness(absl::Now());
   EXPECT_TRUE(state.WorkerHeartbeat(Heartbeat("ucx://127.0.0.1:7001")).ok());
+  absl::StatusOr<proto::WorkerHeartbeatResponse> back =
+      state.WorkerHeartbeat(Heartbeat("ucx://127.0.0.1:7000"));
+  EXPECT_EQ(back.status().code(), absl::StatusCode::kUnavailable) << "two live workers on 0";
 }
 
 }  // namespace

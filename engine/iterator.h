@@ -82,10 +82,13 @@ class SplitFeed {
                                              bool* end_of_splits) = 0;
   // GetNext, counted: what sources call.
   [[nodiscard]] absl::Status Next(int64_t repetition, proto::Split* split, bool* end_of_splits) {
+    calls_.fetch_add(1, std::memory_order_relaxed);
     absl::Status got = GetNext(repetition, split, end_of_splits);
     if (got.ok() && !*end_of_splits) handed_out_.fetch_add(1, std::memory_order_relaxed);
     return got;
   }
+  // How many times Next was called (a pass whose source never asked did not lease at all).
+  [[nodiscard]] int64_t calls() const { return calls_.load(std::memory_order_relaxed); }
   // How many splits Next has handed out, over all repetitions. Any thread; a repeat reads it
   // after its input ended, which comes after the source's calls (through whatever queue
   // joins the two threads).
@@ -104,6 +107,7 @@ class SplitFeed {
 
  private:
   std::atomic<int64_t> handed_out_{0};
+  std::atomic<int64_t> calls_{0};
 };
 
 class PipelineStats;

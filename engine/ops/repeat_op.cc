@@ -53,7 +53,10 @@ class RepeatIterator : public ElementIterator {
 
   void StartPass() {
     produced_in_pass_ = false;
-    if (feed_ != nullptr) handed_out_at_start_ = feed_->handed_out();
+    if (feed_ != nullptr) {
+      handed_out_at_start_ = feed_->handed_out();
+      calls_at_start_ = feed_->calls();
+    }
   }
 
   // A pass that yields nothing ends the repeat, else repeat() over an empty source would
@@ -66,8 +69,10 @@ class RepeatIterator : public ElementIterator {
   //   the passes still to come are read by whoever asks, so a worker that left here would
   //   leave them to fewer, or to none once the others are lost. A finite count bounds it;
   //   forever, the feed leases where the others are.
+  // A pass that never asked the feed (`take(0)`, a `repeat(0)` under this one) yields
+  // nothing by itself, as without sharding: every pass would be the same.
   bool GoOnPastAnEmptyPass() {
-    if (feed_ == nullptr) return false;
+    if (feed_ == nullptr || feed_->calls() == calls_at_start_) return false;
     if (feed_->handed_out() == handed_out_at_start_) return !feed_->source_empty();
     if (++barren_passes_ <= kMaxBarrenPasses) return true;
     std::fprintf(stderr,
@@ -81,6 +86,7 @@ class RepeatIterator : public ElementIterator {
   const int64_t count_;
   const SplitFeed* const feed_;  // null without DYNAMIC sharding
   int64_t handed_out_at_start_ = 0;
+  int64_t calls_at_start_ = 0;
   int64_t barren_passes_ = 0;
   std::unique_ptr<ElementIterator> input_;
   int64_t pass_ = 0;

@@ -102,6 +102,19 @@ TEST(RepeatIteratorTest, AFiniteRepeatGoesOnPastPassesOthersTook) {
   EXPECT_THAT(feed.requests, ElementsAre(0, 1, 1, 2, 3, 3, 4, 4));
 }
 
+// A pass that never asks the feed (take(0), an inner repeat(0)) yields nothing by itself:
+// the repeat ends, whatever the feed said of an earlier pass. It looped for ever.
+TEST(RepeatIteratorTest, APassThatNeverAsksTheFeedEndsTheRepeat) {
+  for (const char* pipeline : {"range(2) | take(0) | repeat()", "range(2) | repeat(0) | repeat()",
+                               "range(2) | take(0) | repeat(1000000000)"}) {
+    SharedFeed feed;
+    PipelineContext context;
+    context.split_feed = &feed;
+    EXPECT_THAT(Values(pipeline, context), ElementsAre()) << pipeline;
+    EXPECT_THAT(feed.requests, ElementsAre()) << pipeline;
+  }
+}
+
 TEST(RepeatIteratorTest, NestedRepeatsNumberSourcePassesConsecutively) {
   CountingFeed feed(/*n=*/1, /*repetitions=*/100);
   PipelineContext context;
