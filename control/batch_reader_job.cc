@@ -215,6 +215,19 @@ absl::Status BatchReader::HeartbeatOnce(absl::Duration timeout) {
         }
       }
     }
+    for (int64_t gone : response.gone_tasks()) {
+      for (Task& task : tasks_) {
+        if (task.id == gone && !task.ended) {
+          // Read to its end by the job's readers, its worker gone since: no end will come
+          // from it, and nothing of it is lost (not counted, not said).
+          task.ended = true;
+          HandOutHeld(task);
+          if (task.connection != transport::kNoConnection) {
+            given_up.emplace_back(task.connection, *task.worker_text);
+          }
+        }
+      }
+    }
     for (const proto::TaskInfo& info : response.tasks()) {
       bool known = false;
       for (Task& t : tasks_) {

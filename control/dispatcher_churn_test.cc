@@ -469,7 +469,8 @@ TEST(DispatcherChurnTest, AFinishedShareIsNeitherLostWithItsWorkerNorReadAgain) 
     client.set_client_id(created->client_id());
     absl::StatusOr<proto::ClientHeartbeatResponse> told = state.ClientHeartbeat(client);
     ASSERT_TRUE(told.ok()) << told.status();
-    EXPECT_THAT(told->lost_tasks(), ::testing::ElementsAre(b_task)) << "readers would ask b";
+    EXPECT_THAT(told->gone_tasks(), ::testing::ElementsAre(b_task)) << "readers would ask b";
+    EXPECT_THAT(told->lost_tasks(), ::testing::ElementsAre()) << "nothing of it is lost";
 
     proto::WorkerHeartbeatRequest back;
     back.set_worker_address(mode == proto::DATA ? "ucx://b:2" : "ucx://b:1");
@@ -482,6 +483,34 @@ TEST(DispatcherChurnTest, AFinishedShareIsNeitherLostWithItsWorkerNorReadAgain) 
     ASSERT_TRUE(state.WorkerHeartbeat(a).ok());
     EXPECT_TRUE(state.Status().jobs(0).finished()) << "the job waits for b's share";
   }
+}
+
+// A worker that read its OFF pass to the end leaves (shutting down) while another still
+// reads: its readers are told the task is gone, as when it is lost; it left quietly, and a
+// reader that had not had the task's end asked the gone worker until its request timeout.
+TEST(DispatcherChurnTest, AWorkerLeavingAfterItsPassTellsReadersTheTaskIsGone) {
+  DispatcherState state({.worker_timeout = absl::Hours(1)});
+  proto::GetOrCreateJobRequest off;
+  off.set_dataset_id(*state.RegisterDataset(*engine::ParsePipeline("range(100)")));
+  off.set_mode(proto::OFF);
+  absl::StatusOr<proto::GetOrCreateJobResponse> created = state.GetOrCreateJob(off);
+  ASSERT_TRUE(created.ok()) << created.status();
+  proto::WorkerHeartbeatRequest a;
+  a.set_worker_address("ucx://a:1");
+  absl::StatusOr<proto::WorkerHeartbeatResponse> a_joined = state.WorkerHeartbeat(a);
+  ASSERT_TRUE(a_joined.ok() && a_joined->new_tasks_size() == 1);
+  ASSERT_EQ(Heartbeat(state, "ucx://b:1").new_tasks_size(), 1);  // b reads on
+  a.add_current_tasks(a_joined->new_tasks(0).task_id());
+  a.add_finished_tasks(a_joined->new_tasks(0).task_id());
+  a.set_leaving(true);
+  ASSERT_TRUE(state.WorkerHeartbeat(a).ok());
+  proto::ClientHeartbeatRequest client;
+  client.set_job_id(created->job_id());
+  client.set_client_id(created->client_id());
+  absl::StatusOr<proto::ClientHeartbeatResponse> told = state.ClientHeartbeat(client);
+  ASSERT_TRUE(told.ok()) << told.status();
+  EXPECT_FALSE(told->job_finished()) << "b still reads";
+  EXPECT_THAT(told->gone_tasks(), ::testing::ElementsAre(a_joined->new_tasks(0).task_id()));
 }
 
 }  // namespace

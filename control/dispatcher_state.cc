@@ -362,16 +362,19 @@ absl::StatusOr<proto::ClientHeartbeatResponse> DispatcherState::ClientHeartbeat(
   proto::ClientHeartbeatResponse response;
   for (int64_t id : job.task_ids) {
     const Task& task = tasks_.at(id);
-    const bool lost = task.lost || task.worker_gone;
-    if (lost) response.add_lost_tasks(task.id);
+    if (task.worker_gone) {
+      response.add_gone_tasks(task.id);
+      continue;
+    }
+    if (task.lost) response.add_lost_tasks(task.id);
     // Coordinated consumers keep lost tasks in the rotation for the rounds they held.
-    if (lost && job.num_consumers == 0) continue;
+    if (task.lost && job.num_consumers == 0) continue;
     proto::TaskInfo* info = response.add_tasks();
     info->set_task_id(task.id);
     info->set_worker_address(task.worker_address);
     info->set_starting_round(task.starting_round);
     info->set_ending_round(task.ending_round);
-    info->set_lost(lost);
+    info->set_lost(task.lost);
     info->set_recovery(task.recovery);
   }
   for (std::string& awaited : WorkersAwaited(job)) response.add_workers_awaited(std::move(awaited));
@@ -507,7 +510,7 @@ absl::StatusOr<proto::WorkerHeartbeatResponse> DispatcherState::WorkerHeartbeat(
   }
   for (int64_t id : request.current_tasks()) {
     auto task = tasks_.find(id);
-    if (task == tasks_.end() || task->second.lost ||
+    if (task == tasks_.end() || task->second.lost || task->second.worker_gone ||
         task->second.worker_address != request.worker_address() ||
         jobs_.at(task->second.job_id).released) {
       response.add_tasks_to_delete(id);

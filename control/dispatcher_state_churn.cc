@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "control/dispatcher_state.h"
+#include "control/processing_mode.h"
 
 namespace sluice::control {
 
@@ -171,9 +172,14 @@ absl::Status DispatcherState::CheckListed(const std::string& address) const {
   }
   for (const auto& [other, info] : workers_) {
     // A lost one's share goes to whoever comes next (a worker restarted on another port);
-    // so does that of one not heard from since a restore (losses are not journaled).
-    if (other != address && !info.lost && !info.unheard_since_restore &&
-        worker_list_.IndexOf(other) == index) {
+    // so does that of one not heard from since a restore (losses are not journaled) unless
+    // it holds a task that was still being read then.
+    if (other == address || info.lost || worker_list_.IndexOf(other) != index) continue;
+    const bool reading = std::any_of(info.task_ids.begin(), info.task_ids.end(), [&](int64_t id) {
+      const Task& task = tasks_.at(id);
+      return !task.lost && !task.finished;
+    });
+    if (!info.unheard_since_restore || reading) {
       return absl::UnavailableError(absl::StrCat(
           "worker ", address, " would read the share of --worker-addresses entry '",
           worker_list_.entry(*index), "', which worker ", other,
@@ -193,7 +199,11 @@ void DispatcherState::JoinJobsMadeWhileLost(const std::string& address) {
     const bool has_task =
         std::any_of(job.task_ids.begin(), job.task_ids.end(), [&](int64_t task_id) {
           const Task& task = tasks_.at(task_id);
-          return task.worker_address == address && !task.lost;
+          if (task.lost) return false;
+          // A static share by its entry: read to its end on another port, it is read.
+          return task.worker_address == address ||
+                 (IsStaticSharding(job.mode) && task.finished &&
+                  task.worker_index == worker_list_.IndexOf(address));
         });
     if (!has_task) CreateTask(job, address);
   }
@@ -221,6 +231,15 @@ void DispatcherState::LetWorkerLeave(const proto::WorkerHeartbeatRequest& reques
   }
   if (!has_work) {
     known->second.lost = true;  // quietly: a finished local cluster's workers all leave
+    // Its finished OFF passes and static shares of jobs still read: readers that have not
+    // had their end stop asking it (LoseWorker's worker_gone).
+    for (int64_t id : known->second.task_ids) {
+      Task& task = tasks_.at(id);
+      const Job& job = jobs_.at(task.job_id);
+      if (task.finished && !task.lost && job.mode != proto::DYNAMIC && !JobFinished(job)) {
+        task.worker_gone = true;
+      }
+    }
     return;
   }
   LoseWorker(request.worker_address(), known->second, "is shutting down");
