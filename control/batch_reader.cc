@@ -89,37 +89,6 @@ void BatchReader::Pump() {
   }
 }
 
-void BatchReader::FailIfNoSlabWillComeBack() {
-  // No batch can land again: said, not waited on.
-  if (quarantined_slabs_.size() >= pool_->num_slabs()) {
-    Fail(absl::ResourceExhaustedError(absl::StrCat(
-        "all ", pool_->num_slabs(),
-        " landing slabs are held by receives the transport could not cancel (workers cut off "
-        "mid-transfer); the read cannot go on")));
-    return;
-  }
-  // Nothing in flight, ready or held for order: the caller's Batches hold the rest. A
-  // Next() from the thread that keeps them would wait for ever; another thread may yet
-  // give one back, so this is said only after request_timeout.
-  // Counted only while a Next() waits: a caller that holds its batch through a long step
-  // and lets it go before it asks again is not stuck.
-  if (outstanding_ > 0 || !ready_.empty() || !rounds_ready_.empty() || nexts_waiting_ == 0) {
-    caller_holds_every_slab_since_ = absl::InfiniteFuture();
-    return;
-  }
-  const absl::Time now = absl::Now();
-  if (caller_holds_every_slab_since_ == absl::InfiniteFuture()) {
-    caller_holds_every_slab_since_ = now;
-  } else if (now - caller_holds_every_slab_since_ >= options_.request_timeout) {
-    Fail(absl::FailedPreconditionError(absl::StrCat(
-        "every landing slab the read has (", pool_->num_slabs() - quarantined_slabs_.size(),
-        ") has been held by a Batch the caller kept for ",
-        absl::FormatDuration(options_.request_timeout),
-        ", so no batch can land: let Batches go before asking for more, or raise "
-        "ReadOptions::prefetch_batches")));
-  }
-}
-
 uint64_t BatchReader::AddFetch(size_t task_index, int64_t round, transport::Slab slab) {
   uint64_t id = 0;
   InFlight* fetch = in_flight_.Add(&id);

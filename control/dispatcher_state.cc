@@ -384,22 +384,6 @@ absl::StatusOr<proto::ClientHeartbeatResponse> DispatcherState::ClientHeartbeat(
   return response;
 }
 
-void DispatcherState::FinishReportedTasks(const proto::WorkerHeartbeatRequest& request) {
-  for (int64_t id : request.finished_tasks()) {
-    auto it = tasks_.find(id);
-    if (it != tasks_.end() && it->second.worker_address == request.worker_address() &&
-        !it->second.finished) {
-      it->second.finished = true;
-      proto::Update update;
-      update.mutable_finish_task()->set_task_id(id);
-      Journal(update);
-      // A coordinated recovery task read all it was given (other tasks never end).
-      Job& job = jobs_.at(it->second.job_id);
-      if (job.num_consumers > 0) EndRounds(job, it->second, /*read_all=*/true);
-    }
-  }
-}
-
 absl::StatusOr<proto::WorkerHeartbeatResponse> DispatcherState::WorkerHeartbeat(
     const proto::WorkerHeartbeatRequest& request) {
   if (request.worker_address().empty()) {

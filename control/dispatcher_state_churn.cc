@@ -209,6 +209,22 @@ void DispatcherState::JoinJobsMadeWhileLost(const std::string& address) {
   }
 }
 
+void DispatcherState::FinishReportedTasks(const proto::WorkerHeartbeatRequest& request) {
+  for (int64_t id : request.finished_tasks()) {
+    auto it = tasks_.find(id);
+    if (it != tasks_.end() && it->second.worker_address == request.worker_address() &&
+        !it->second.finished) {
+      it->second.finished = true;
+      proto::Update update;
+      update.mutable_finish_task()->set_task_id(id);
+      Journal(update);
+      // A coordinated recovery task read all it was given (other tasks never end).
+      Job& job = jobs_.at(it->second.job_id);
+      if (job.num_consumers > 0) EndRounds(job, it->second, /*read_all=*/true);
+    }
+  }
+}
+
 void DispatcherState::LetWorkerLeave(const proto::WorkerHeartbeatRequest& request) {
   auto known = workers_.find(request.worker_address());
   // Unknown, lost already, or a new process at the address: nothing of this one to give up.
