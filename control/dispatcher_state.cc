@@ -439,12 +439,7 @@ absl::StatusOr<proto::WorkerHeartbeatResponse> DispatcherState::WorkerHeartbeat(
       const bool read_here =
           job.mode != proto::DYNAMIC &&
           std::any_of(job.task_ids.begin(), job.task_ids.end(), [&](int64_t task_id) {
-            const Task& task = tasks_.at(task_id);
-            if (!task.finished) return false;
-            // A static share by its entry, whichever port read it.
-            return IsStaticSharding(job.mode)
-                       ? task.worker_index == worker_list_.IndexOf(request.worker_address())
-                       : task.worker_address == request.worker_address();
+            return ReadThere(job, tasks_.at(task_id), request.worker_address());
           });
       if (!read_here) CreateTask(job, request.worker_address());
     }

@@ -352,6 +352,11 @@ class DispatcherState {
   // again) while its host's entry is another live worker's, which two would read.
   [[nodiscard]] absl::Status CheckListed(const std::string& address) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether `task` read its OFF pass or static share to the end at `address` (a static
+  // share: at the --worker-addresses entry `address` takes): a worker there does not read
+  // it again.
+  [[nodiscard]] bool ReadThere(const Job& job, const Task& task, const std::string& address) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // On a restored worker's first heartbeat since the restore: a task of each unfinished job
   // that has none on it (a worker's loss is not journaled, so one lost before the restart
   // missed the jobs made meanwhile).

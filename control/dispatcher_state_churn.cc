@@ -190,6 +190,14 @@ absl::Status DispatcherState::CheckListed(const std::string& address) const {
   return absl::OkStatus();
 }
 
+bool DispatcherState::ReadThere(const Job& job, const Task& task,
+                                const std::string& address) const {
+  if (!task.finished) return false;
+  // A static share by its entry, whichever port of the host read it.
+  return IsStaticSharding(job.mode) ? task.worker_index == worker_list_.IndexOf(address)
+                                    : task.worker_address == address;
+}
+
 void DispatcherState::JoinJobsMadeWhileLost(const std::string& address) {
   // The first heartbeat since this dispatcher recovered its state. Lost is not journaled: a job
   // made while this worker was lost has no task on it, and a static shard would wait for it for
@@ -199,11 +207,7 @@ void DispatcherState::JoinJobsMadeWhileLost(const std::string& address) {
     const bool has_task =
         std::any_of(job.task_ids.begin(), job.task_ids.end(), [&](int64_t task_id) {
           const Task& task = tasks_.at(task_id);
-          if (task.lost) return false;
-          // A static share by its entry: read to its end on another port, it is read.
-          return task.worker_address == address ||
-                 (IsStaticSharding(job.mode) && task.finished &&
-                  task.worker_index == worker_list_.IndexOf(address));
+          return !task.lost && (task.worker_address == address || ReadThere(job, task, address));
         });
     if (!has_task) CreateTask(job, address);
   }
